@@ -1,0 +1,21 @@
+/* log.h — one line per event on stderr.
+ *
+ * Format: "2026-01-02T03:04:05.678Z LEVEL [trace=ID] message". The trace id
+ * is printed whenever a flow has one, so one grep follows a message across
+ * every hop. Lines never carry message bodies. */
+#ifndef FL_LOG_H
+#define FL_LOG_H
+
+enum fl_log_level { FL_LOG_DEBUG, FL_LOG_INFO, FL_LOG_WARN, FL_LOG_ERROR };
+
+void fl_log_set_level(enum fl_log_level lvl);
+/* trace may be NULL or "". */
+void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define fl_debug(trace, ...) fl_log(FL_LOG_DEBUG, trace, __VA_ARGS__)
+#define fl_info(trace, ...) fl_log(FL_LOG_INFO, trace, __VA_ARGS__)
+#define fl_warn(trace, ...) fl_log(FL_LOG_WARN, trace, __VA_ARGS__)
+#define fl_error(trace, ...) fl_log(FL_LOG_ERROR, trace, __VA_ARGS__)
+
+#endif

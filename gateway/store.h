@@ -1,0 +1,92 @@
+/* store.h — the durable hold store (SQLite, WAL) in the state dir.
+ *
+ * Holds two things that must survive a kill -9 of fleetd:
+ *   - entities: gid <-> name, role, groups, so a name that comes back after a
+ *     restart resumes the same gid and its held messages;
+ *   - held messages: everything accepted for a local entity and not yet
+ *     drained, plus a bounded seen-set of msgIds so a message is stored, and
+ *     so drained, at most once (dedup by msgId).
+ *
+ * Every call is synchronous and runs on the loop thread; SQLite in WAL mode
+ * with synchronous=NORMAL commits in well under a millisecond on local disk.
+ * A put has committed when it returns 0: only then may fleet acknowledge. */
+#ifndef FL_STORE_H
+#define FL_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gateway/limits.h"
+
+typedef struct fl_store fl_store;
+
+/* One held message. Strings are NUL-terminated; optional ones are "". */
+typedef struct fl_msg {
+  int64_t seq;                 /* store order, set by fl_store_put */
+  char msg_id[FL_ID_LEN];
+  char trace_id[FL_ID_LEN];
+  char kind[16];               /* SEND, REPLY, BROADCAST, ... */
+  char from_gid[FL_ID_LEN];
+  char from_name[FL_MAX_NAME + 1];
+  char to_gid[FL_ID_LEN];
+  char in_reply_to[FL_ID_LEN]; /* msgId this answers, or "" */
+  int64_t ts_ms;               /* accepted at, ms since epoch */
+  int64_t expires_ms;          /* 0 = never */
+  char *content;               /* owned; NUL-terminated UTF-8 */
+  size_t content_len;
+} fl_msg;
+
+typedef struct fl_entity_rec {
+  char gid[FL_ID_LEN];
+  char name[FL_MAX_NAME + 1];
+  char role[FL_MAX_ROLE + 1];
+  char groups[FL_MAX_GROUPS * (FL_MAX_GROUP_NAME + 1) + 1]; /* comma list */
+} fl_entity_rec;
+
+/* Opens (creating if needed) the database at path. On success *out is a new
+ * store the caller frees with fl_store_close. */
+int fl_store_open(const char *path, fl_store **out);
+/* Closes and sets *s to NULL. NULL-safe. */
+void fl_store_close(fl_store **s);
+
+/* Stores m (content copied; m is still the caller's) and sets m->seq.
+ * The dedup key is (msg_id, to_gid): one broadcast msgId is held once per
+ * recipient. Returns 0, FL_EDUP if that key was stored or drained before
+ * (nothing changes), FL_EFULL if m->to_gid already holds FL_MAX_HELD_PER_ENTITY
+ * messages, FL_ESTORE on a database error. */
+int fl_store_put(fl_store *s, fl_msg *m);
+
+/* Removes and returns up to max held messages for to_gid, oldest first,
+ * optionally only those from from_gid (NULL or "" = any), skipping expired
+ * ones (expires_ms != 0 && expires_ms <= now_ms; those are left for
+ * fl_store_expire). One transaction: a message is returned by exactly one
+ * take. *out is a new array of *n messages the caller frees with
+ * fl_msgs_free (NULL when *n is 0). Drained msgIds stay in the seen-set. */
+int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t max,
+                  int64_t now_ms, fl_msg **out, size_t *n);
+
+/* Removes and returns the one held message (to_gid, msg_id) into *out
+ * (caller frees out->content with fl_free). FL_ENOTFOUND if not held. */
+int fl_store_take_id(fl_store *s, const char *to_gid, const char *msg_id, fl_msg *out);
+
+/* Number of held, unexpired messages for to_gid. */
+int fl_store_count(fl_store *s, const char *to_gid, int64_t now_ms, size_t *n);
+
+/* Total held messages (all entities), for status. */
+int fl_store_total(fl_store *s, size_t *n);
+
+/* Deletes held messages whose expires_ms has passed; *dropped (may be NULL)
+ * says how many. Also trims the seen-set to its newest FL_MAX_SEEN ids. */
+int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped);
+
+/* Inserts or updates an entity by gid. */
+int fl_store_entity_put(fl_store *s, const fl_entity_rec *e);
+/* Finds an entity by name. Returns 0 and fills *e, or FL_ENOTFOUND. */
+int fl_store_entity_by_name(fl_store *s, const char *name, fl_entity_rec *e);
+/* Calls cb for every stored entity (for loading the roster at start). */
+int fl_store_entity_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx);
+
+/* Frees an array from fl_store_take (and each content). NULL-safe. */
+void fl_msgs_free(fl_msg *msgs, size_t n);
+
+#endif

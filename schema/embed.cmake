@@ -1,0 +1,17 @@
+# Embeds every schema/*.json into one generated C file as
+#   const char fl_schema_<name>[] = "...";   (NUL-terminated)
+# so the binaries carry the wire contract and nothing restates it by hand.
+function(fleet_embed_schemas out)
+  file(GLOB jsons CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/schema/*.json)
+  set(body "/* Generated from schema/*.json by schema/embed.cmake. Do not edit. */\n")
+  foreach(f ${jsons})
+    get_filename_component(n ${f} NAME_WE)
+    string(REPLACE "-" "_" n ${n})
+    file(READ ${f} hex HEX)
+    string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+    string(APPEND body "const char fl_schema_${n}[] = {${hex}0x00};\n")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${f})
+  endforeach()
+  file(WRITE ${out}.tmp "${body}")
+  configure_file(${out}.tmp ${out} COPYONLY)
+endfunction()
