@@ -1,7 +1,7 @@
 /* jsonrpc.h — newline-delimited JSON-RPC 2.0: framing, parsing, replies.
  *
  * Pure code, no I/O: the transport feeds bytes into an fl_linebuf and gets
- * whole lines back; fl_jsonrpc_parse() classifies a line; the builders make
+ * whole lines back; fl_rpc_parse() classifies a line; the builders make
  * the reply lines. Caps come from gateway/limits.h. */
 #ifndef FL_JSONRPC_H
 #define FL_JSONRPC_H

@@ -3,7 +3,7 @@
 # so the binaries carry the wire contract and nothing restates it by hand.
 function(fleet_embed_schemas out)
   file(GLOB jsons CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/schema/*.json)
-  set(body "/* Generated from schema/*.json by schema/embed.cmake. Do not edit. */\n")
+  set(body "/* Generated from the JSON files in schema/ by schema/embed.cmake. Do not edit. */\n")
   foreach(f ${jsons})
     get_filename_component(n ${f} NAME_WE)
     string(REPLACE "-" "_" n ${n})

@@ -1,0 +1,117 @@
+/* fleetd.c — the gateway daemon's entry point.
+ *
+ * Loads the configuration, opens the state dir, starts the gateway core and
+ * the MCP socket on one libuv loop, and runs until SIGTERM or SIGINT. On a
+ * signal it stops accepting, finishes every waiting call (a send reads
+ * "pending", its reply will be held), flushes what each client is owed,
+ * closes everything and exits 0. */
+#include <errno.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gateway/alloc.h"
+#include "gateway/config.h"
+#include "gateway/fl_error.h"
+#include "gateway/frontend.h"
+#include "gateway/gw.h"
+#include "gateway/log.h"
+#include "gateway/paths.h"
+
+typedef struct fl_daemon {
+  uv_loop_t loop;
+  uv_signal_t sigterm, sigint;
+  fl_gw *gw;
+  fl_frontend *fe;
+  int stopping;
+} fl_daemon;
+
+static void fl_on_signal(uv_signal_t *h, int signum) {
+  fl_daemon *d = h->data;
+  if (d->stopping)
+    return;
+  d->stopping = 1;
+  fl_info(NULL, "fleetd: %s received; finishing and exiting", strsignal(signum));
+  fl_gw_shutdown(d->gw);
+  fl_frontend_stop(d->fe);
+  uv_close((uv_handle_t *)&d->sigterm, NULL);
+  uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
+static enum fl_log_level fl_level_of(const char *s) {
+  if (strcmp(s, "debug") == 0)
+    return FL_LOG_DEBUG;
+  if (strcmp(s, "warn") == 0)
+    return FL_LOG_WARN;
+  if (strcmp(s, "error") == 0)
+    return FL_LOG_ERROR;
+  return FL_LOG_INFO;
+}
+
+int main(int argc, char **argv) {
+  fl_alloc_init();
+  signal(SIGPIPE, SIG_IGN);
+  if (sodium_init() < 0) {
+    fprintf(stderr, "fleetd: libsodium failed to initialise\n");
+    return 1;
+  }
+  static fl_config cfg;
+  char err[2048];
+  int rc = fl_config_load(&cfg, argc, argv, err, sizeof err);
+  if (rc == 1)
+    return 0;
+  if (rc == 2) {
+    fprintf(stderr, "fleetd: %s", err);
+    return 2;
+  }
+  if (rc) {
+    fprintf(stderr, "fleetd: %s\n", err);
+    return 1;
+  }
+  fl_log_set_level(fl_level_of(cfg.log_level));
+  if ((rc = fl_paths_mkdir_p(cfg.gw.state_dir, 0700))) {
+    fprintf(stderr, "fleetd: cannot create state dir %s: %s (set --state-dir)\n",
+            cfg.gw.state_dir, strerror(-rc));
+    return 1;
+  }
+  if (cfg.gw.broker_uri[0])
+    fl_warn(NULL, "a broker is configured (%s) but this fleetd serves this host only; "
+            "cross-host delivery is not available", cfg.gw.broker_uri);
+
+  static fl_daemon d;
+  uv_loop_init(&d.loop);
+  if ((rc = fl_gw_new(&d.loop, &cfg.gw, &d.gw))) {
+    fprintf(stderr, "fleetd: cannot open the hold store in %s: %s\n", cfg.gw.state_dir,
+            fl_strerror(rc));
+    uv_loop_close(&d.loop);
+    return 1;
+  }
+  if ((rc = fl_frontend_start(&d.loop, d.gw, cfg.gw.socket, &d.fe, err, sizeof err))) {
+    fprintf(stderr, "fleetd: %s\n", err);
+    fl_gw_shutdown(d.gw);
+    uv_run(&d.loop, UV_RUN_DEFAULT);
+    fl_gw_free(&d.gw);
+    uv_loop_close(&d.loop);
+    return 1;
+  }
+  uv_signal_init(&d.loop, &d.sigterm);
+  uv_signal_init(&d.loop, &d.sigint);
+  d.sigterm.data = d.sigint.data = &d;
+  uv_signal_start(&d.sigterm, fl_on_signal, SIGTERM);
+  uv_signal_start(&d.sigint, fl_on_signal, SIGINT);
+
+  fl_info(NULL, "fleetd %s ready: host %s, socket %s, state %s, mode %s", FLEET_VERSION,
+          cfg.gw.host_id, cfg.gw.socket, cfg.gw.state_dir,
+          cfg.gw.broker_uri[0] ? "broker" : "single-host");
+  uv_run(&d.loop, UV_RUN_DEFAULT);
+
+  fl_frontend_free(&d.fe);
+  fl_gw_free(&d.gw);
+  rc = uv_loop_close(&d.loop);
+  if (rc)
+    fl_warn(NULL, "fleetd: loop closed with handles open: %s", uv_strerror(rc));
+  fl_info(NULL, "fleetd: stopped");
+  return 0;
+}

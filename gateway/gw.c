@@ -1,0 +1,1062 @@
+/* gw.c — the gateway core: roster, routing, waiting calls and nudges.
+ *
+ * Every message goes one way: it is committed to the hold store first, then
+ * the recipient is woken. Waking hands the message to a waiting call of the
+ * recipient if one matches (a send waiting for this reply, else a long poll),
+ * taking it out of the store in the same step; otherwise it stays held and
+ * the recipient's nudge is armed. So a message the gateway accepted is either
+ * in the store or in a result on its way to the client, never only in memory.
+ *
+ * All state is owned by the loop thread. Entities are never freed while the
+ * gateway lives (a name that leaves may come back and resume its gid), so
+ * their embedded nudge timers stay valid until fl_gw_shutdown closes them. */
+#include "gateway/gw.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gateway/alloc.h"
+#include "gateway/fl_error.h"
+#include "gateway/limits.h"
+#include "gateway/log.h"
+#include "gateway/store.h"
+
+/* How often held messages past their expiry are swept. */
+#define FL_SWEEP_MS 30000
+/* Recent msgId -> traceId pairs kept so a reply carries its flow's trace. */
+#define FL_TRACE_RING 1024
+
+static const char *const fl_counter_names[FL_C_COUNT] = {
+    [FL_C_RPC_PARSE_ERRORS] = "rpc_parse_errors",
+    [FL_C_RPC_INVALID] = "rpc_invalid_requests",
+    [FL_C_RPC_UNKNOWN_METHOD] = "rpc_unknown_methods",
+    [FL_C_RPC_OVERSIZE] = "rpc_oversize_lines",
+    [FL_C_TOOL_UNKNOWN] = "tool_unknown",
+    [FL_C_TOOL_BAD_ARGS] = "tool_bad_arguments",
+    [FL_C_TOOL_CALLS] = "tool_calls",
+    [FL_C_CLIENTS_REFUSED] = "clients_refused",
+    [FL_C_CLIENTS_ACCEPTED] = "clients_accepted",
+    [FL_C_CLIENTS_SLOW] = "clients_dropped_slow",
+    [FL_C_MSGS_ACCEPTED] = "messages_accepted",
+    [FL_C_MSGS_DRAINED] = "messages_drained",
+    [FL_C_MSGS_DUPLICATE] = "messages_duplicate",
+    [FL_C_MSGS_REFUSED_FULL] = "messages_refused_full",
+    [FL_C_MSGS_EXPIRED] = "messages_expired",
+    [FL_C_NUDGES] = "nudges",
+    [FL_C_NUDGE_FAILURES] = "nudge_failures",
+    [FL_C_STORE_ERRORS] = "store_errors",
+};
+
+typedef struct fl_entity fl_entity;
+
+enum fl_wait_kind { FL_WAIT_SEND, FL_WAIT_POLL };
+
+struct fl_wait {
+  fl_gw *gw;
+  fl_client *client;
+  fl_wait *next; /* in the client's list, oldest first */
+  enum fl_wait_kind kind;
+  uv_timer_t timer;
+  fl_gw_cb cb;
+  void *ctx;
+  /* SEND: the message sent, and to whom; POLL: the from filter and max. */
+  char msg_id[FL_ID_LEN];
+  char trace_id[FL_ID_LEN];
+  char peer_gid[FL_ID_LEN];
+  size_t max;
+};
+
+struct fl_entity {
+  fl_entity *next;
+  fl_gw *gw;
+  char gid[FL_ID_LEN];
+  char name[FL_MAX_NAME + 1];
+  char role[FL_MAX_ROLE + 1];
+  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
+  size_t ngroups;
+  fl_client *client; /* the live session, or NULL when offline */
+  long long last_seen_ms;
+  char pane[FL_MAX_PANE + 1];
+  char tmux_socket[FL_MAX_PATH + 1];
+  uv_timer_t nudge_timer;
+  unsigned nudge_step;
+  int nudge_armed;
+};
+
+struct fl_client {
+  fl_gw *gw;
+  fl_entity *entity; /* NULL for an anonymous session */
+  const fl_client_ops *ops;
+  void *ctx;
+  fl_wait *waits;
+  size_t nwaits;
+};
+
+struct fl_gw {
+  uv_loop_t *loop;
+  fl_gw_config cfg;
+  fl_store *store;
+  fl_entity *entities;
+  size_t nentities;
+  size_t nclients;
+  uv_timer_t sweep;
+  long long started_ms;
+  unsigned long long counters[FL_C_COUNT];
+  struct {
+    char msg_id[FL_ID_LEN];
+    char trace_id[FL_ID_LEN];
+  } traces[FL_TRACE_RING];
+  size_t trace_next;
+  int shutting_down;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+void fl_uuid(char *out) {
+  unsigned char b[16];
+  randombytes_buf(b, sizeof b);
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  snprintf(out, FL_ID_LEN,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+           b[15]);
+}
+
+long long fl_now_ms(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+void fl_rfc3339(long long ms, char *out) {
+  time_t s = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&s, &tm);
+  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
+}
+
+static int fl_is_uuid(const char *s) {
+  if (strlen(s) != 36)
+    return 0;
+  for (int i = 0; i < 36; i++) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (s[i] != '-')
+        return 0;
+    } else if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+                 (s[i] >= 'A' && s[i] <= 'F'))) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Names are typed into panes and shown in tables: keep them plain. */
+static int fl_valid_name(const char *s, size_t max) {
+  size_t n = strlen(s);
+  if (n == 0 || n > max)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+          ch == '-' || ch == '_' || ch == '.'))
+      return 0;
+  }
+  return 1;
+}
+
+static void fl_copy(char *dst, size_t n, const char *src) {
+  snprintf(dst, n, "%s", src ? src : "");
+}
+
+void fl_gw_count(fl_gw *gw, enum fl_counter c) {
+  if (gw && c < FL_C_COUNT)
+    gw->counters[c]++;
+}
+
+static void fl_trace_remember(fl_gw *gw, const char *msg_id, const char *trace_id) {
+  fl_copy(gw->traces[gw->trace_next].msg_id, FL_ID_LEN, msg_id);
+  fl_copy(gw->traces[gw->trace_next].trace_id, FL_ID_LEN, trace_id);
+  gw->trace_next = (gw->trace_next + 1) % FL_TRACE_RING;
+}
+
+static const char *fl_trace_lookup(fl_gw *gw, const char *msg_id) {
+  for (size_t i = 0; i < FL_TRACE_RING; i++)
+    if (gw->traces[i].msg_id[0] && strcmp(gw->traces[i].msg_id, msg_id) == 0)
+      return gw->traces[i].trace_id;
+  return NULL;
+}
+
+/* ---- roster ------------------------------------------------------------ */
+
+static fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid) {
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    if (strcasecmp(e->gid, gid) == 0)
+      return e;
+  return NULL;
+}
+
+static fl_entity *fl_entity_by_name(fl_gw *gw, const char *name) {
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    if (strcmp(e->name, name) == 0)
+      return e;
+  return NULL;
+}
+
+static void fl_entity_set_groups(fl_entity *e, const char *csv) {
+  e->ngroups = 0;
+  const char *p = csv;
+  while (p && *p && e->ngroups < FL_MAX_GROUPS) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len > 0 && len <= FL_MAX_GROUP_NAME) {
+      memcpy(e->groups[e->ngroups], p, len);
+      e->groups[e->ngroups][len] = '\0';
+      e->ngroups++;
+    }
+    p = comma ? comma + 1 : NULL;
+  }
+}
+
+static int fl_entity_in_group(const fl_entity *e, const char *group) {
+  for (size_t i = 0; i < e->ngroups; i++)
+    if (strcmp(e->groups[i], group) == 0)
+      return 1;
+  return 0;
+}
+
+static fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name) {
+  fl_entity *e = fl_calloc(1, sizeof *e);
+  if (!e)
+    return NULL;
+  e->gw = gw;
+  fl_copy(e->gid, sizeof e->gid, gid);
+  fl_copy(e->name, sizeof e->name, name);
+  uv_timer_init(gw->loop, &e->nudge_timer);
+  e->nudge_timer.data = e;
+  e->next = gw->entities;
+  gw->entities = e;
+  gw->nentities++;
+  return e;
+}
+
+static void fl_entity_load_cb(void *ctx, const fl_entity_rec *r) {
+  fl_gw *gw = ctx;
+  fl_entity *e = fl_entity_new(gw, r->gid, r->name);
+  if (!e)
+    return;
+  fl_copy(e->role, sizeof e->role, r->role);
+  fl_entity_set_groups(e, r->groups);
+}
+
+static int fl_entity_persist(fl_gw *gw, const fl_entity *e) {
+  fl_entity_rec r;
+  memset(&r, 0, sizeof r);
+  fl_copy(r.gid, sizeof r.gid, e->gid);
+  fl_copy(r.name, sizeof r.name, e->name);
+  fl_copy(r.role, sizeof r.role, e->role);
+  size_t off = 0;
+  for (size_t i = 0; i < e->ngroups; i++) {
+    int w = snprintf(r.groups + off, sizeof r.groups - off, "%s%s", i ? "," : "", e->groups[i]);
+    if (w < 0 || (size_t)w >= sizeof r.groups - off)
+      break;
+    off += (size_t)w;
+  }
+  int rc = fl_store_entity_put(gw->store, &r);
+  if (rc)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+  return rc;
+}
+
+/* Resolves `to` (a gid or a name) to an entity, or fills err. */
+static fl_entity *fl_resolve(fl_gw *gw, const char *to, char *err, size_t errlen) {
+  fl_entity *e = NULL;
+  if (fl_is_uuid(to))
+    e = fl_entity_by_gid(gw, to);
+  if (!e)
+    e = fl_entity_by_name(gw, to);
+  if (!e)
+    snprintf(err, errlen,
+             "no entity '%s' on this host: `to` takes a gid or a name; call fleet_list to "
+             "see who is here",
+             to);
+  return e;
+}
+
+/* ---- messages as JSON ---------------------------------------------------- */
+
+static json_t *fl_msg_json(const fl_msg *m) {
+  char ts[32];
+  fl_rfc3339(m->ts_ms, ts);
+  json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "msgId", m->msg_id,
+                        "kind", m->kind, "from", "gid", m->from_gid, "name", m->from_name, "to",
+                        m->to_gid, "content", m->content ? m->content : "", m->content_len, "ts",
+                        ts, "traceId", m->trace_id);
+  if (o && m->in_reply_to[0])
+    json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
+  return o;
+}
+
+static json_t *fl_peer_json(const fl_entity *e) {
+  return json_pack("{s:s, s:s}", "gid", e->gid, "name", e->name);
+}
+
+/* ---- nudges ------------------------------------------------------------ */
+
+static void fl_nudge_stop(fl_entity *e) {
+  if (e->nudge_armed) {
+    uv_timer_stop(&e->nudge_timer);
+    e->nudge_armed = 0;
+  }
+  e->nudge_step = 0;
+}
+
+static void fl_tmux_exit_cb(uv_process_t *p, int64_t status, int sig) {
+  fl_entity *e = p->data;
+  if (status != 0 || sig != 0) {
+    fl_gw_count(e->gw, FL_C_NUDGE_FAILURES);
+    fl_warn(NULL, "nudge: tmux send-keys to pane %s of '%s' failed (exit %lld, signal %d)",
+            e->pane, e->name, (long long)status, sig);
+  }
+  uv_close((uv_handle_t *)p, (uv_close_cb)fl_free);
+}
+
+/* Types the nudge text into the entity's own pane, literally, then Enter. */
+static void fl_nudge_tmux(fl_entity *e) {
+  fl_gw *gw = e->gw;
+  char *args[16];
+  int n = 0;
+  args[n++] = "tmux";
+  if (e->tmux_socket[0]) {
+    args[n++] = "-S";
+    args[n++] = e->tmux_socket;
+  }
+  args[n++] = "send-keys";
+  args[n++] = "-t";
+  args[n++] = e->pane;
+  args[n++] = "-l";
+  args[n++] = gw->cfg.nudge.text;
+  args[n++] = ";";
+  args[n++] = "send-keys";
+  args[n++] = "-t";
+  args[n++] = e->pane;
+  args[n++] = "Enter";
+  args[n] = NULL;
+
+  uv_process_t *p = fl_calloc(1, sizeof *p);
+  if (!p) {
+    fl_gw_count(gw, FL_C_NUDGE_FAILURES);
+    return;
+  }
+  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE}, {.flags = UV_IGNORE},
+                                   {.flags = UV_IGNORE}};
+  uv_process_options_t opt = {
+      .exit_cb = fl_tmux_exit_cb, .file = "tmux", .args = args, .stdio_count = 3, .stdio = stdio};
+  p->data = e;
+  int rc = uv_spawn(gw->loop, p, &opt);
+  if (rc) {
+    fl_gw_count(gw, FL_C_NUDGE_FAILURES);
+    fl_warn(NULL, "nudge: cannot run tmux for '%s': %s", e->name, uv_strerror(rc));
+    uv_close((uv_handle_t *)p, (uv_close_cb)fl_free);
+  }
+}
+
+static void fl_nudge_fire(uv_timer_t *t) {
+  fl_entity *e = t->data;
+  fl_gw *gw = e->gw;
+  e->nudge_armed = 0;
+  size_t held = 0;
+  if (!e->client || fl_store_count(gw->store, e->gid, fl_now_ms(), &held) != 0 || held == 0) {
+    e->nudge_step = 0;
+    return;
+  }
+  /* A session inside a tool call is busy: skip this step, keep reminding. */
+  if (e->client->nwaits == 0) {
+    fl_gw_count(gw, FL_C_NUDGES);
+    fl_info(NULL, "nudge: '%s' has %zu held message(s)", e->name, held);
+    if (e->client->ops && e->client->ops->notify) {
+      json_t *data = json_pack("{s:s, s:I, s:s}", "event", "messages_waiting", "held",
+                               (json_int_t)held, "hint", "call fleet_poll to read them");
+      if (data)
+        e->client->ops->notify(e->client->ctx, data);
+    }
+    if (e->pane[0])
+      fl_nudge_tmux(e);
+  }
+  unsigned long long gap = gw->cfg.nudge.backoff_ms;
+  for (unsigned i = 0; i < e->nudge_step && gap < gw->cfg.nudge.max_ms; i++)
+    gap *= 2;
+  if (gap > gw->cfg.nudge.max_ms)
+    gap = gw->cfg.nudge.max_ms;
+  e->nudge_step++;
+  e->nudge_armed = 1;
+  uv_timer_start(&e->nudge_timer, fl_nudge_fire, gap, 0);
+}
+
+static void fl_nudge_arm(fl_entity *e) {
+  fl_gw *gw = e->gw;
+  if (!gw->cfg.nudge.enabled || !e->client || e->nudge_armed || gw->shutting_down)
+    return;
+  e->nudge_armed = 1;
+  uv_timer_start(&e->nudge_timer, fl_nudge_fire, gw->cfg.nudge.first_ms, 0);
+}
+
+/* ---- waiting calls ------------------------------------------------------- */
+
+static void fl_wait_unlink(fl_wait *w) {
+  fl_client *c = w->client;
+  for (fl_wait **pp = &c->waits; *pp; pp = &(*pp)->next) {
+    if (*pp == w) {
+      *pp = w->next;
+      c->nwaits--;
+      break;
+    }
+  }
+}
+
+static void fl_wait_close_cb(uv_handle_t *h) { fl_free(h->data); }
+
+/* Detaches w from its client and frees it once its timer is closed. */
+static void fl_wait_release(fl_wait *w) {
+  fl_wait_unlink(w);
+  uv_timer_stop(&w->timer);
+  uv_close((uv_handle_t *)&w->timer, fl_wait_close_cb);
+}
+
+static void fl_wait_complete(fl_wait *w, json_t *result) {
+  fl_gw_cb cb = w->cb;
+  void *ctx = w->ctx;
+  fl_entity *e = w->client->entity;
+  fl_wait_release(w);
+  cb(ctx, result);
+  /* Whatever is still held after this call needs a nudge again. */
+  size_t held = 0;
+  if (e && e->client && fl_store_count(e->gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
+    fl_nudge_arm(e);
+}
+
+static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t max) {
+  fl_msg *msgs = NULL;
+  size_t n = 0, remaining = 0;
+  long long now = fl_now_ms();
+  if (fl_store_take(gw->store, e->gid, from, max, now, &msgs, &n) != 0) {
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+    n = 0;
+  }
+  json_t *arr = json_array();
+  for (size_t i = 0; i < n; i++) {
+    json_array_append_new(arr, fl_msg_json(&msgs[i]));
+    fl_debug(msgs[i].trace_id, "drained %s for '%s'", msgs[i].msg_id, e->name);
+  }
+  gw->counters[FL_C_MSGS_DRAINED] += n;
+  fl_msgs_free(msgs, n);
+  fl_store_count(gw->store, e->gid, now, &remaining);
+  if (remaining == 0)
+    fl_nudge_stop(e);
+  return json_pack("{s:o, s:I}", "messages", arr, "remaining", (json_int_t)remaining);
+}
+
+static json_t *fl_send_pending(fl_gw *gw, fl_wait *w) {
+  fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
+  return json_pack("{s:s, s:s, s:o, s:s}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
+                   peer ? fl_peer_json(peer) : json_pack("{s:s,s:s}", "gid", w->peer_gid,
+                                                         "name", ""),
+                   "status", "pending");
+}
+
+static void fl_wait_timeout(uv_timer_t *t) {
+  fl_wait *w = t->data;
+  fl_gw *gw = w->gw;
+  json_t *result;
+  if (w->kind == FL_WAIT_SEND) {
+    fl_info(w->trace_id, "send %s: no reply in time; the reply will be held for fleet_poll",
+            w->msg_id);
+    result = fl_send_pending(gw, w);
+  } else {
+    result = fl_poll_result(gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL,
+                            w->max);
+  }
+  fl_wait_complete(w, result);
+}
+
+static int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s,
+                       fl_gw_cb cb, void *ctx, fl_wait **out, char *err, size_t errlen) {
+  if (c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
+    snprintf(err, errlen, "too many waiting calls in this session (at most %d); wait for "
+             "one to finish", FL_MAX_WAITERS_PER_CLIENT);
+    return FL_EFULL;
+  }
+  fl_wait *w = fl_calloc(1, sizeof *w);
+  if (!w) {
+    snprintf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  w->gw = gw;
+  w->client = c;
+  w->kind = kind;
+  w->cb = cb;
+  w->ctx = ctx;
+  uv_timer_init(gw->loop, &w->timer);
+  w->timer.data = w;
+  uv_timer_start(&w->timer, fl_wait_timeout, (uint64_t)(wait_s * 1000.0), 0);
+  /* Append: the oldest waiting call is served first. */
+  fl_wait **pp = &c->waits;
+  while (*pp)
+    pp = &(*pp)->next;
+  *pp = w;
+  c->nwaits++;
+  *out = w;
+  return 0;
+}
+
+void fl_gw_cancel(fl_gw *gw, fl_wait **w) {
+  if (!w || !*w)
+    return;
+  fl_wait_release(*w);
+  *w = NULL;
+}
+
+/* Hands a just-stored message to a waiting call of its recipient if one
+ * matches; else arms the recipient's nudge. Returns 1 if a call took it. */
+static int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
+  fl_client *c = to->client;
+  if (!c) {
+    return 0;
+  }
+  for (fl_wait *w = c->waits; w; w = w->next) {
+    if (w->kind != FL_WAIT_SEND || strcmp(m->kind, "REPLY") != 0 ||
+        strcmp(w->peer_gid, m->from_gid) != 0 ||
+        (m->in_reply_to[0] && strcmp(m->in_reply_to, w->msg_id) != 0))
+      continue;
+    fl_msg got;
+    if (fl_store_take_id(gw->store, to->gid, m->msg_id, &got) != 0)
+      break;
+    gw->counters[FL_C_MSGS_DRAINED]++;
+    json_t *reply = fl_msg_json(&got);
+    fl_free(got.content);
+    fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
+    json_t *res = json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId",
+                            w->trace_id, "to", fl_peer_json(peer ? peer : to), "status",
+                            "replied", "reply", reply);
+    fl_info(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id,
+            w->msg_id, to->name);
+    fl_wait_complete(w, res);
+    return 1;
+  }
+  for (fl_wait *w = c->waits; w; w = w->next) {
+    if (w->kind != FL_WAIT_POLL || (w->peer_gid[0] && strcmp(w->peer_gid, m->from_gid) != 0))
+      continue;
+    json_t *res = fl_poll_result(gw, to, w->peer_gid[0] ? w->peer_gid : NULL, w->max);
+    fl_wait_complete(w, res);
+    return 1;
+  }
+  fl_nudge_arm(to);
+  return 0;
+}
+
+/* Commits m for its recipient. Fills err for the caller on failure. */
+static int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
+  int rc = fl_store_put(gw->store, m);
+  if (rc == FL_EDUP) {
+    fl_gw_count(gw, FL_C_MSGS_DUPLICATE);
+    snprintf(err, errlen, "message %s was already delivered to '%s'", m->msg_id, to->name);
+    return rc;
+  }
+  if (rc == FL_EFULL) {
+    fl_gw_count(gw, FL_C_MSGS_REFUSED_FULL);
+    fl_warn(m->trace_id, "'%s' holds %d messages; refused %s", to->name,
+            FL_MAX_HELD_PER_ENTITY, m->msg_id);
+    snprintf(err, errlen,
+             "'%s' already has %d messages waiting and takes no more until it polls; try "
+             "again later",
+             to->name, FL_MAX_HELD_PER_ENTITY);
+    return rc;
+  }
+  if (rc) {
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+    snprintf(err, errlen, "could not store the message (%s); see fleetd's log",
+             fl_strerror(rc));
+    return rc;
+  }
+  fl_gw_count(gw, FL_C_MSGS_ACCEPTED);
+  fl_trace_remember(gw, m->msg_id, m->trace_id);
+  fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name,
+          to->name);
+  return 0;
+}
+
+static void fl_msg_init(fl_msg *m, const char *kind, const fl_entity *from, const fl_entity *to,
+                        const char *content) {
+  memset(m, 0, sizeof *m);
+  fl_uuid(m->msg_id);
+  fl_copy(m->kind, sizeof m->kind, kind);
+  fl_copy(m->from_gid, sizeof m->from_gid, from->gid);
+  fl_copy(m->from_name, sizeof m->from_name, from->name);
+  fl_copy(m->to_gid, sizeof m->to_gid, to->gid);
+  m->ts_ms = fl_now_ms();
+  m->content = (char *)content;
+  m->content_len = strlen(content);
+}
+
+static int fl_need_entity(fl_client *c, char *err, size_t errlen) {
+  if (c && c->entity)
+    return 0;
+  snprintf(err, errlen,
+           "this session has no fleet identity: start it through fleet-mcp with FLEET_NAME "
+           "set");
+  return FL_EINVAL;
+}
+
+static int fl_check_content(const char *content, char *err, size_t errlen) {
+  if (strlen(content) > FL_MAX_CONTENT) {
+    snprintf(err, errlen, "content is %zu bytes; the limit is %u: split it or send a path",
+             strlen(content), FL_MAX_CONTENT);
+    return FL_ETOOBIG;
+  }
+  return 0;
+}
+
+static double fl_clamp_wait(double wait_s) {
+  if (!(wait_s > 0)) /* also catches NaN */
+    return 0;
+  return wait_s > FL_MAX_WAIT_S ? FL_MAX_WAIT_S : wait_s;
+}
+
+/* ---- verbs ----------------------------------------------------------------- */
+
+int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+               size_t errlen) {
+  int rc;
+  *result = NULL;
+  *wait = NULL;
+  if ((rc = fl_need_entity(c, err, errlen)) || (rc = fl_check_content(content, err, errlen)))
+    return rc;
+  fl_entity *dst = fl_resolve(gw, to, err, errlen);
+  if (!dst)
+    return FL_ENOTFOUND;
+  wait_s = fl_clamp_wait(wait_s);
+  if (wait_s > 0 && c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
+    snprintf(err, errlen, "too many waiting calls in this session (at most %d)",
+             FL_MAX_WAITERS_PER_CLIENT);
+    return FL_EFULL;
+  }
+  fl_msg m;
+  fl_msg_init(&m, "SEND", c->entity, dst, content);
+  fl_uuid(m.trace_id);
+  if ((rc = fl_accept(gw, dst, &m, err, errlen)))
+    return rc;
+  if (wait_s > 0) {
+    fl_wait *w;
+    rc = fl_wait_new(gw, c, FL_WAIT_SEND, wait_s, cb, ctx, &w, err, errlen);
+    if (rc == 0) {
+      fl_copy(w->msg_id, sizeof w->msg_id, m.msg_id);
+      fl_copy(w->trace_id, sizeof w->trace_id, m.trace_id);
+      fl_copy(w->peer_gid, sizeof w->peer_gid, dst->gid);
+      fl_wake(gw, dst, &m);
+      *wait = w;
+      return 0;
+    }
+    /* The message is committed: report it as sent rather than fail. */
+  }
+  fl_wake(gw, dst, &m);
+  *result = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
+                      fl_peer_json(dst), "status", "sent");
+  return 0;
+}
+
+int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
+                const char *in_reply_to, json_t **result, char *err, size_t errlen) {
+  int rc;
+  *result = NULL;
+  if ((rc = fl_need_entity(c, err, errlen)) || (rc = fl_check_content(content, err, errlen)))
+    return rc;
+  fl_entity *dst = fl_resolve(gw, to, err, errlen);
+  if (!dst)
+    return FL_ENOTFOUND;
+  fl_msg m;
+  fl_msg_init(&m, "REPLY", c->entity, dst, content);
+  /* Without inReplyTo, answer the oldest send of dst still waiting on us. */
+  const char *answered = (in_reply_to && *in_reply_to) ? in_reply_to : NULL;
+  const char *trace = NULL;
+  if (dst->client) {
+    for (fl_wait *w = dst->client->waits; w; w = w->next) {
+      if (w->kind == FL_WAIT_SEND && strcmp(w->peer_gid, c->entity->gid) == 0 &&
+          (!answered || strcmp(answered, w->msg_id) == 0)) {
+        answered = w->msg_id;
+        trace = w->trace_id;
+        break;
+      }
+    }
+  }
+  if (answered) {
+    fl_copy(m.in_reply_to, sizeof m.in_reply_to, answered);
+    if (!trace)
+      trace = fl_trace_lookup(gw, answered);
+  }
+  if (trace)
+    fl_copy(m.trace_id, sizeof m.trace_id, trace);
+  else
+    fl_uuid(m.trace_id);
+  if ((rc = fl_accept(gw, dst, &m, err, errlen)))
+    return rc;
+  int taken = fl_wake(gw, dst, &m);
+  *result = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
+                      fl_peer_json(dst), "status", taken ? "delivered" : "held");
+  return 0;
+}
+
+int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max,
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+               size_t errlen) {
+  int rc;
+  *result = NULL;
+  *wait = NULL;
+  if ((rc = fl_need_entity(c, err, errlen)))
+    return rc;
+  const char *from_gid = NULL;
+  if (from && *from) {
+    fl_entity *src = fl_resolve(gw, from, err, errlen);
+    if (!src)
+      return FL_ENOTFOUND;
+    from_gid = src->gid;
+  }
+  if (max == 0)
+    max = FL_DEFAULT_POLL;
+  if (max > FL_MAX_POLL)
+    max = FL_MAX_POLL;
+  wait_s = fl_clamp_wait(wait_s);
+  json_t *res = fl_poll_result(gw, c->entity, from_gid, max);
+  if (!res) {
+    snprintf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  if (wait_s > 0 && json_array_size(json_object_get(res, "messages")) == 0) {
+    /* Nothing yet: park the call until a message for it arrives. */
+    json_decref(res);
+    fl_wait *w;
+    if ((rc = fl_wait_new(gw, c, FL_WAIT_POLL, wait_s, cb, ctx, &w, err, errlen)))
+      return rc;
+    w->max = max;
+    if (from_gid)
+      fl_copy(w->peer_gid, sizeof w->peer_gid, from_gid);
+    *wait = w;
+    return 0;
+  }
+  *result = res;
+  return 0;
+}
+
+int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content,
+                    json_t **result, char *err, size_t errlen) {
+  int rc;
+  *result = NULL;
+  if ((rc = fl_need_entity(c, err, errlen)) || (rc = fl_check_content(content, err, errlen)))
+    return rc;
+  if (group && !*group)
+    group = NULL;
+  char msg_id[FL_ID_LEN], trace_id[FL_ID_LEN];
+  fl_uuid(msg_id);
+  fl_uuid(trace_id);
+  size_t recipients = 0, failed = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (e == c->entity || (group && !fl_entity_in_group(e, group)))
+      continue;
+    fl_msg m;
+    fl_msg_init(&m, "BROADCAST", c->entity, e, content);
+    fl_copy(m.msg_id, sizeof m.msg_id, msg_id);
+    fl_copy(m.trace_id, sizeof m.trace_id, trace_id);
+    char why[256];
+    if (fl_accept(gw, e, &m, why, sizeof why) != 0) {
+      failed++;
+      continue;
+    }
+    recipients++;
+    fl_wake(gw, e, &m);
+  }
+  fl_info(trace_id, "broadcast %s from '%s' to %s: %zu recipient(s), %zu refused", msg_id,
+          c->entity->name, group ? group : "everyone", recipients, failed);
+  *result = json_pack("{s:s, s:s, s:s?, s:I, s:I}", "msgId", msg_id, "traceId", trace_id,
+                      "group", group, "recipients", (json_int_t)recipients, "refused",
+                      (json_int_t)failed);
+  return 0;
+}
+
+int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
+  json_t *arr = json_array();
+  long long now = fl_now_ms();
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    size_t held = 0;
+    fl_store_count(gw->store, e->gid, now, &held);
+    json_t *groups = json_array();
+    for (size_t i = 0; i < e->ngroups; i++)
+      json_array_append_new(groups, json_string(e->groups[i]));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name",
+                          e->name, "role", e->role, "host", gw->cfg.host_id, "groups", groups,
+                          "status", e->client ? "online" : "offline", "self",
+                          c && c->entity == e, "held", (json_int_t)held);
+    long long seen = e->client ? now : e->last_seen_ms;
+    if (o && seen) {
+      char ts[32];
+      fl_rfc3339(seen, ts);
+      json_object_set_new(o, "lastSeen", json_string(ts));
+    }
+    json_array_append_new(arr, o);
+  }
+  /* Sorted by name so tables read the same every time. */
+  size_t n = json_array_size(arr);
+  for (size_t i = 1; i < n; i++) {
+    for (size_t j = i; j > 0; j--) {
+      json_t *a = json_array_get(arr, j - 1), *b = json_array_get(arr, j);
+      if (strcmp(json_string_value(json_object_get(a, "name")),
+                 json_string_value(json_object_get(b, "name"))) <= 0)
+        break;
+      json_incref(a);
+      json_array_set(arr, j - 1, b);
+      json_array_set_new(arr, j, a);
+    }
+  }
+  *result = json_pack("{s:s, s:s?, s:o}", "host", gw->cfg.host_id, "self",
+                      (c && c->entity) ? c->entity->gid : NULL, "entities", arr);
+  return *result ? 0 : FL_ENOMEM;
+}
+
+json_t *fl_gw_status(fl_gw *gw) {
+  size_t held = 0, online = 0;
+  fl_store_total(gw->store, &held);
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    online += e->client != NULL;
+  json_t *counters = json_object();
+  for (int i = 0; i < FL_C_COUNT; i++)
+    json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
+  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:s?, s:s, s:I, s:I, s:I, s:I, s:o}",
+                   "hostId", gw->cfg.host_id, "version", FLEET_VERSION, "pid",
+                   (json_int_t)getpid(), "uptimeS",
+                   (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket",
+                   gw->cfg.socket, "stateDir", gw->cfg.state_dir, "broker",
+                   gw->cfg.broker_uri[0] ? gw->cfg.broker_uri : NULL, "mode",
+                   gw->cfg.broker_uri[0] ? "broker" : "single-host", "clients",
+                   (json_int_t)gw->nclients, "entities", (json_int_t)gw->nentities,
+                   "online", (json_int_t)online, "held", (json_int_t)held, "counters",
+                   counters);
+}
+
+/* ---- sessions -------------------------------------------------------------- */
+
+int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *ctx,
+                 fl_client **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (gw->shutting_down) {
+    snprintf(err, errlen, "fleetd is shutting down");
+    return FL_EOFFLINE;
+  }
+  fl_client *c = fl_calloc(1, sizeof *c);
+  if (!c) {
+    snprintf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  c->gw = gw;
+  c->ops = ops;
+  c->ctx = ctx;
+  if (!id || !id->name) {
+    gw->nclients++;
+    *out = c;
+    return 0;
+  }
+
+  int rc = FL_EINVAL;
+  const char *role = (id->role && *id->role) ? id->role : "agent";
+  if (!fl_valid_name(id->name, FL_MAX_NAME) || fl_is_uuid(id->name)) {
+    snprintf(err, errlen,
+             "FLEET_NAME '%.80s' is not a valid name: use 1-%d letters, digits, '-', '_' or "
+             "'.'",
+             id->name, FL_MAX_NAME);
+    goto fail;
+  }
+  if (!fl_valid_name(role, FL_MAX_ROLE)) {
+    snprintf(err, errlen, "FLEET_ROLE '%.40s' is not valid: use lead, architect, "
+             "orchestrator or worker", role);
+    goto fail;
+  }
+  for (size_t i = 0; i < id->ngroups; i++) {
+    if (!fl_valid_name(id->groups[i], FL_MAX_GROUP_NAME)) {
+      snprintf(err, errlen, "group '%.80s' in FLEET_GROUPS is not a valid name", id->groups[i]);
+      goto fail;
+    }
+  }
+  if (id->gid && *id->gid && !fl_is_uuid(id->gid)) {
+    snprintf(err, errlen, "FLEET_GID '%.40s' is not a UUID", id->gid);
+    goto fail;
+  }
+  if (id->pane && strlen(id->pane) > FL_MAX_PANE) {
+    snprintf(err, errlen, "pane id is too long");
+    goto fail;
+  }
+
+  fl_entity *e = fl_entity_by_name(gw, id->name);
+  if (e && e->client) {
+    rc = FL_ENAMETAKEN;
+    snprintf(err, errlen,
+             "the name '%s' is in use by a live session on this host; pick another FLEET_NAME "
+             "or end that session first",
+             id->name);
+    goto fail;
+  }
+  if (e && id->gid && *id->gid && strcasecmp(e->gid, id->gid) != 0) {
+    snprintf(err, errlen, "the name '%s' belongs to gid %s, not FLEET_GID %s", id->name,
+             e->gid, id->gid);
+    goto fail;
+  }
+  if (!e && id->gid && *id->gid && fl_entity_by_gid(gw, id->gid)) {
+    snprintf(err, errlen, "FLEET_GID %s already belongs to another name", id->gid);
+    goto fail;
+  }
+  if (!e) {
+    char gid[FL_ID_LEN];
+    if (id->gid && *id->gid)
+      fl_copy(gid, sizeof gid, id->gid);
+    else
+      fl_uuid(gid);
+    e = fl_entity_new(gw, gid, id->name);
+    if (!e) {
+      rc = FL_ENOMEM;
+      snprintf(err, errlen, "out of memory");
+      goto fail;
+    }
+  }
+  fl_copy(e->role, sizeof e->role, role);
+  e->ngroups = 0;
+  for (size_t i = 0; i < id->ngroups && i < FL_MAX_GROUPS; i++)
+    fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, id->groups[i]);
+  fl_copy(e->pane, sizeof e->pane, id->pane);
+  fl_copy(e->tmux_socket, sizeof e->tmux_socket, id->tmux_socket);
+  if ((rc = fl_entity_persist(gw, e))) {
+    snprintf(err, errlen, "could not record the entity (%s)", fl_strerror(rc));
+    goto fail;
+  }
+  e->client = c;
+  c->entity = e;
+  gw->nclients++;
+  fl_info(NULL, "'%s' (%s, gid %s) is online", e->name, e->role, e->gid);
+  size_t held = 0;
+  if (fl_store_count(gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
+    fl_nudge_arm(e);
+  *out = c;
+  return 0;
+
+fail:
+  fl_free(c);
+  return rc;
+}
+
+void fl_gw_detach(fl_gw *gw, fl_client **cp) {
+  if (!cp || !*cp)
+    return;
+  fl_client *c = *cp;
+  while (c->waits)
+    fl_wait_release(c->waits);
+  if (c->entity) {
+    fl_entity *e = c->entity;
+    e->client = NULL;
+    e->last_seen_ms = fl_now_ms();
+    e->pane[0] = '\0';
+    e->tmux_socket[0] = '\0';
+    fl_nudge_stop(e);
+    fl_info(NULL, "'%s' is offline", e->name);
+  }
+  gw->nclients--;
+  fl_free(c);
+  *cp = NULL;
+}
+
+const char *fl_client_gid(const fl_client *c) {
+  return (c && c->entity) ? c->entity->gid : NULL;
+}
+
+const char *fl_client_name(const fl_client *c) {
+  return (c && c->entity) ? c->entity->name : NULL;
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
+static void fl_sweep_cb(uv_timer_t *t) {
+  fl_gw *gw = t->data;
+  size_t dropped = 0;
+  if (fl_store_expire(gw->store, fl_now_ms(), &dropped) != 0)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+  if (dropped) {
+    gw->counters[FL_C_MSGS_EXPIRED] += dropped;
+    fl_warn(NULL, "sweeper: dropped %zu held message(s) past their expiry", dropped);
+  }
+}
+
+int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out) {
+  char path[FL_MAX_PATH + 32];
+  int rc;
+  *out = NULL;
+  fl_gw *gw = fl_calloc(1, sizeof *gw);
+  if (!gw)
+    return FL_ENOMEM;
+  gw->loop = loop;
+  gw->cfg = *cfg;
+  gw->started_ms = fl_now_ms();
+  snprintf(path, sizeof path, "%s/holds.db", cfg->state_dir);
+  if ((rc = fl_store_open(path, &gw->store)))
+    goto fail;
+  if ((rc = fl_store_entity_each(gw->store, fl_entity_load_cb, gw)))
+    goto fail;
+  uv_timer_init(loop, &gw->sweep);
+  gw->sweep.data = gw;
+  uv_timer_start(&gw->sweep, fl_sweep_cb, FL_SWEEP_MS, FL_SWEEP_MS);
+  uv_unref((uv_handle_t *)&gw->sweep);
+  *out = gw;
+  return 0;
+
+fail:
+  fl_store_close(&gw->store);
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    uv_close((uv_handle_t *)&e->nudge_timer, NULL);
+  uv_run(loop, UV_RUN_NOWAIT);
+  while (gw->entities) {
+    fl_entity *n = gw->entities->next;
+    fl_free(gw->entities);
+    gw->entities = n;
+  }
+  fl_free(gw);
+  return rc;
+}
+
+void fl_gw_shutdown(fl_gw *gw) {
+  if (!gw || gw->shutting_down)
+    return;
+  gw->shutting_down = 1;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (e->client) {
+      while (e->client->waits)
+        fl_wait_timeout(&e->client->waits->timer);
+    }
+    uv_close((uv_handle_t *)&e->nudge_timer, NULL);
+  }
+  uv_close((uv_handle_t *)&gw->sweep, NULL);
+}
+
+void fl_gw_free(fl_gw **gwp) {
+  if (!gwp || !*gwp)
+    return;
+  fl_gw *gw = *gwp;
+  while (gw->entities) {
+    fl_entity *n = gw->entities->next;
+    fl_free(gw->entities);
+    gw->entities = n;
+  }
+  fl_store_close(&gw->store);
+  fl_free(gw);
+  *gwp = NULL;
+}

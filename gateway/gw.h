@@ -1,0 +1,137 @@
+/* gw.h — the gateway core: the one narrow header the MCP layer calls into.
+ *
+ * The gateway owns the roster of entities on this host, the durable hold
+ * store, the waiting calls (a send waiting for its reply, a long poll) and the
+ * nudges. A frontend (the MCP server in mcp/) attaches one fl_client per
+ * session and calls the verbs below from the loop thread. Nothing here blocks
+ * on the network; store calls are local SQLite commits.
+ *
+ * Results are jansson objects shaped as the tool outputs in schema/tools.json.
+ * Verbs that may wait return either a result now or a waiter whose callback
+ * runs later, exactly once, unless the waiter is cancelled first (then it
+ * never runs). If a verb fails, no callback runs and err holds a message that
+ * says what to fix. */
+#ifndef FL_GW_H
+#define FL_GW_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <uv.h>
+
+typedef struct fl_gw fl_gw;
+typedef struct fl_client fl_client;
+typedef struct fl_wait fl_wait;
+
+typedef struct fl_nudge_config {
+  int enabled;
+  unsigned first_ms;   /* delay from a message being held to the first nudge */
+  unsigned backoff_ms; /* first reminder gap; doubles after each reminder */
+  unsigned max_ms;     /* cap on the reminder gap */
+  char text[256];      /* the line typed into the pane */
+} fl_nudge_config;
+
+typedef struct fl_gw_config {
+  char host_id[128];
+  char state_dir[1024];
+  char socket[1024];
+  char broker_uri[1024];
+  fl_nudge_config nudge;
+} fl_gw_config;
+
+/* Who a session says it is (from fleet-mcp's environment). All strings are
+ * borrowed for the call. name NULL = an anonymous session (fleetctl status,
+ * raw sockets): it can list and ping but not send or receive. */
+typedef struct fl_ident {
+  const char *name;
+  const char *role;
+  const char *gid;         /* pre-minted gid of a spawned worker, or NULL */
+  const char *pane;        /* tmux pane id (%N), or NULL */
+  const char *tmux_socket; /* tmux server socket path, or NULL */
+  const char *groups[16];
+  size_t ngroups;
+  long pid;
+} fl_ident;
+
+/* Callbacks from the gateway into a session. */
+typedef struct fl_client_ops {
+  /* A nudge for this session: data (stolen) becomes the payload of an MCP
+   * notifications/message. */
+  void (*notify)(void *ctx, json_t *data);
+} fl_client_ops;
+
+/* Counters shown by fleetctl status. */
+enum fl_counter {
+  FL_C_RPC_PARSE_ERRORS,
+  FL_C_RPC_INVALID,
+  FL_C_RPC_UNKNOWN_METHOD,
+  FL_C_RPC_OVERSIZE,
+  FL_C_TOOL_UNKNOWN,
+  FL_C_TOOL_BAD_ARGS,
+  FL_C_TOOL_CALLS,
+  FL_C_CLIENTS_REFUSED,
+  FL_C_CLIENTS_ACCEPTED,
+  FL_C_CLIENTS_SLOW,
+  FL_C_MSGS_ACCEPTED,
+  FL_C_MSGS_DRAINED,
+  FL_C_MSGS_DUPLICATE,
+  FL_C_MSGS_REFUSED_FULL,
+  FL_C_MSGS_EXPIRED,
+  FL_C_NUDGES,
+  FL_C_NUDGE_FAILURES,
+  FL_C_STORE_ERRORS,
+  FL_C_COUNT
+};
+
+/* Creates the gateway on loop: opens <state_dir>/holds.db and loads the
+ * roster. cfg is copied. */
+int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out);
+/* Finishes every waiting call now (sends read "pending", polls return what
+ * is held) and closes the gateway's handles; run the loop afterwards, then
+ * fl_gw_free. */
+void fl_gw_shutdown(fl_gw *gw);
+/* Frees everything. NULL-safe; sets *gw to NULL. */
+void fl_gw_free(fl_gw **gw);
+
+void fl_gw_count(fl_gw *gw, enum fl_counter c);
+
+/* Registers a session. On success *out is the client (owned by the gateway
+ * until fl_gw_detach). FL_ENAMETAKEN when a live session holds the name,
+ * FL_EINVAL for a malformed identity; err says which and what to do. */
+int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *ctx,
+                 fl_client **out, char *err, size_t errlen);
+/* Ends a session: cancels its waiting calls (their callbacks never run) and
+ * marks its entity offline. NULL-safe; sets *c to NULL. */
+void fl_gw_detach(fl_gw *gw, fl_client **c);
+
+/* The entity a session speaks for: gid and name, or NULL for anonymous. */
+const char *fl_client_gid(const fl_client *c);
+const char *fl_client_name(const fl_client *c);
+
+typedef void (*fl_gw_cb)(void *ctx, json_t *result); /* result stolen */
+
+/* Each returns 0 with *result (new reference) set, or 0 with *wait set and
+ * the callback to come, or a negative code with err filled. */
+int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
+json_t *fl_gw_status(fl_gw *gw);
+int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+               size_t errlen);
+int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
+                const char *in_reply_to, json_t **result, char *err, size_t errlen);
+int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max,
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+               size_t errlen);
+int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content,
+                    json_t **result, char *err, size_t errlen);
+
+/* Cancels a waiting call: its callback never runs. NULL-safe; sets *w NULL. */
+void fl_gw_cancel(fl_gw *gw, fl_wait **w);
+
+/* A fresh random (v4) UUID into out[FL_ID_LEN]. */
+void fl_uuid(char *out);
+/* Milliseconds since the epoch. */
+long long fl_now_ms(void);
+/* RFC 3339 UTC with milliseconds into out[32]. */
+void fl_rfc3339(long long ms, char *out);
+
+#endif

@@ -1,0 +1,349 @@
+/* server.c — the Unix-socket transport for MCP sessions.
+ *
+ * fleetd listens on one Unix socket (mode 0600). Each accepted connection is
+ * checked with SO_PEERCRED (only our own uid may talk to us), framed into
+ * lines with a cap (FL_MAX_LINE), and handed line by line to an MCP session
+ * (mcp.c). Writes are queued on the connection with a cap on unsent bytes
+ * (FL_MAX_OUTQ): a peer that stops reading is dropped, never buffered without
+ * bound. A peer that sends an oversize line gets one error line and is
+ * closed; everyone else is unaffected.
+ *
+ * Reads share one buffer: the loop is single-threaded and each read is
+ * consumed before the next one is allocated. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gateway/alloc.h"
+#include "gateway/fl_error.h"
+#include "gateway/frontend.h"
+#include "gateway/limits.h"
+#include "gateway/log.h"
+#include "gateway/paths.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+
+/* One read's worth; lines longer than this simply span reads. */
+#define FL_READ_BUF (64 * 1024)
+/* Pending connections the kernel may queue: a burst of clients at once. */
+#define FL_BACKLOG 1024
+
+typedef struct fl_conn fl_conn;
+
+struct fl_frontend {
+  uv_loop_t *loop;
+  fl_gw *gw;
+  uv_pipe_t listener;
+  int listening;
+  char path[FL_MAX_PATH + 1];
+  fl_conn *conns;
+  size_t nconns;
+  char readbuf[FL_READ_BUF];
+  int readbuf_busy;
+};
+
+struct fl_conn {
+  uv_pipe_t pipe;
+  fl_frontend *fe;
+  fl_conn *next, **pprev;
+  fl_session *session;
+  fl_linebuf lb;
+  size_t outq;
+  int closing;
+  uv_shutdown_t shutdown_req;
+};
+
+typedef struct fl_wreq {
+  uv_write_t req;
+  fl_conn *conn;
+  char *line;
+  size_t len;
+} fl_wreq;
+
+static void fl_conn_close(fl_conn *c);
+
+static void fl_conn_closed_cb(uv_handle_t *h) {
+  fl_conn *c = h->data;
+  fl_linebuf_free(&c->lb);
+  fl_free(c);
+}
+
+/* Hard close: pending writes are cancelled. */
+static void fl_conn_close(fl_conn *c) {
+  if (c->closing == 2)
+    return;
+  int was_closing = c->closing;
+  c->closing = 2;
+  fl_session_free(&c->session);
+  if (c->pprev) {
+    *c->pprev = c->next;
+    if (c->next)
+      c->next->pprev = c->pprev;
+    c->pprev = NULL;
+    c->fe->nconns--;
+  }
+  if (!was_closing)
+    uv_read_stop((uv_stream_t *)&c->pipe);
+  if (!uv_is_closing((uv_handle_t *)&c->pipe))
+    uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
+}
+
+static void fl_conn_shutdown_cb(uv_shutdown_t *req, int status) {
+  fl_conn *c = req->data;
+  fl_conn_close(c);
+}
+
+/* Soft close: the session ends now, queued writes are flushed, then close. */
+static void fl_conn_finish(fl_conn *c) {
+  if (c->closing)
+    return;
+  c->closing = 1;
+  fl_session_free(&c->session);
+  uv_read_stop((uv_stream_t *)&c->pipe);
+  c->shutdown_req.data = c;
+  if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->pipe, fl_conn_shutdown_cb) != 0)
+    fl_conn_close(c);
+}
+
+static void fl_write_cb(uv_write_t *req, int status) {
+  fl_wreq *w = (fl_wreq *)req;
+  fl_conn *c = w->conn;
+  c->outq -= w->len;
+  fl_free(w->line);
+  fl_free(w);
+  if (status < 0 && status != UV_ECANCELED)
+    fl_conn_close(c);
+}
+
+static void fl_conn_write(void *conn, char *line, size_t len) {
+  fl_conn *c = conn;
+  if (c->closing == 2) {
+    fl_free(line);
+    return;
+  }
+  if (c->outq + len > FL_MAX_OUTQ) {
+    fl_gw_count(c->fe->gw, FL_C_CLIENTS_SLOW);
+    fl_warn(NULL, "client is not reading (%zu bytes unsent); disconnecting it", c->outq);
+    fl_free(line);
+    fl_conn_close(c);
+    return;
+  }
+  fl_wreq *w = fl_calloc(1, sizeof *w);
+  if (!w) {
+    fl_free(line);
+    fl_conn_close(c);
+    return;
+  }
+  w->conn = c;
+  w->line = line;
+  w->len = len;
+  uv_buf_t buf = uv_buf_init(line, (unsigned)len);
+  int rc = uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, fl_write_cb);
+  if (rc) {
+    fl_free(line);
+    fl_free(w);
+    fl_conn_close(c);
+    return;
+  }
+  c->outq += len;
+}
+
+static const fl_session_io fl_conn_io = {.write = fl_conn_write};
+
+static void fl_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  fl_conn *c = h->data;
+  if (c->fe->readbuf_busy) {
+    /* Cannot happen on one loop thread; refuse rather than share. */
+    *buf = uv_buf_init(NULL, 0);
+    return;
+  }
+  c->fe->readbuf_busy = 1;
+  *buf = uv_buf_init(c->fe->readbuf, sizeof c->fe->readbuf);
+}
+
+static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  fl_conn *c = stream->data;
+  c->fe->readbuf_busy = 0;
+  if (nread == UV_EOF) {
+    fl_conn_finish(c);
+    return;
+  }
+  if (nread < 0) {
+    fl_conn_close(c);
+    return;
+  }
+  if (nread == 0 || c->closing)
+    return;
+  int rc = fl_linebuf_feed(&c->lb, buf->base, (size_t)nread);
+  /* Lines complete before an overflow are still served. */
+  char *line;
+  size_t len;
+  while (!c->closing && fl_linebuf_next(&c->lb, &line, &len) == 1) {
+    fl_session_line(c->session, line, len);
+    fl_free(line);
+  }
+  if (c->closing)
+    return;
+  if (rc == FL_ETOOBIG) {
+    fl_warn(NULL, "client sent a line over %u bytes; closing its connection", FL_MAX_LINE);
+    fl_session_oversize(c->session);
+    fl_conn_finish(c);
+  } else if (rc) {
+    fl_conn_close(c);
+  }
+}
+
+static void fl_on_connection(uv_stream_t *server, int status) {
+  fl_frontend *fe = server->data;
+  if (status < 0) {
+    fl_warn(NULL, "accept failed: %s", uv_strerror(status));
+    return;
+  }
+  fl_conn *c = fl_calloc(1, sizeof *c);
+  if (!c) {
+    fl_gw_count(fe->gw, FL_C_CLIENTS_REFUSED);
+    return;
+  }
+  c->fe = fe;
+  uv_pipe_init(fe->loop, &c->pipe, 0);
+  c->pipe.data = c;
+  fl_linebuf_init(&c->lb, FL_MAX_LINE);
+  if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
+    c->closing = 2;
+    uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
+    return;
+  }
+  uv_os_fd_t fd;
+  struct ucred cred;
+  socklen_t clen = sizeof cred;
+  int ok = uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
+           getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.uid == geteuid();
+  if (!ok || fe->nconns >= FL_MAX_CLIENTS) {
+    fl_gw_count(fe->gw, FL_C_CLIENTS_REFUSED);
+    if (!ok)
+      fl_warn(NULL, "refused a connection from uid %ld: only uid %ld may use this socket",
+              (long)cred.uid, (long)geteuid());
+    else
+      fl_warn(NULL, "refused a connection: %d clients already connected", FL_MAX_CLIENTS);
+    c->closing = 2;
+    uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
+    return;
+  }
+  c->session = fl_session_new(fe->gw, &fl_conn_io, c);
+  if (!c->session) {
+    c->closing = 2;
+    uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
+    return;
+  }
+  c->next = fe->conns;
+  if (fe->conns)
+    fe->conns->pprev = &c->next;
+  c->pprev = &fe->conns;
+  fe->conns = c;
+  fe->nconns++;
+  fl_gw_count(fe->gw, FL_C_CLIENTS_ACCEPTED);
+  uv_read_start((uv_stream_t *)&c->pipe, fl_alloc_cb, fl_read_cb);
+}
+
+/* Is something answering on path? (A stale file from a crash is not.) */
+static int fl_socket_alive(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return 0;
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+  int alive = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+  close(fd);
+  return alive;
+}
+
+int fl_frontend_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_frontend **out,
+                      char *err, size_t errlen) {
+  *out = NULL;
+  if (strlen(socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+    snprintf(err, errlen, "socket path %s is too long for a Unix socket (max %zu): use a "
+             "shorter --socket", socket_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    return -ENAMETOOLONG;
+  }
+  int rc = fl_mcp_init();
+  if (rc) {
+    snprintf(err, errlen, "the embedded tool schemas do not parse");
+    return rc;
+  }
+  char dir[FL_MAX_PATH + 1];
+  snprintf(dir, sizeof dir, "%s", socket_path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if ((rc = fl_paths_mkdir_p(dir, 0700))) {
+      snprintf(err, errlen, "cannot create %s: %s", dir, strerror(-rc));
+      return rc;
+    }
+  }
+  if (fl_socket_alive(socket_path)) {
+    snprintf(err, errlen, "another fleetd is already listening on %s (stop it, or give this "
+             "one its own --socket and --state-dir)", socket_path);
+    return -EADDRINUSE;
+  }
+  unlink(socket_path);
+
+  fl_frontend *fe = fl_calloc(1, sizeof *fe);
+  if (!fe) {
+    snprintf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  fe->loop = loop;
+  fe->gw = gw;
+  snprintf(fe->path, sizeof fe->path, "%s", socket_path);
+  uv_pipe_init(loop, &fe->listener, 0);
+  fe->listener.data = fe;
+  /* Create the socket file 0600 from the start: no window where others
+   * could connect. */
+  mode_t old = umask(0177);
+  rc = uv_pipe_bind(&fe->listener, socket_path);
+  umask(old);
+  if (rc == 0)
+    rc = uv_listen((uv_stream_t *)&fe->listener, FL_BACKLOG, fl_on_connection);
+  if (rc) {
+    snprintf(err, errlen, "cannot listen on %s: %s", socket_path, uv_strerror(rc));
+    uv_close((uv_handle_t *)&fe->listener, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    fl_free(fe);
+    return rc;
+  }
+  chmod(socket_path, 0600);
+  fe->listening = 1;
+  *out = fe;
+  return 0;
+}
+
+void fl_frontend_stop(fl_frontend *fe) {
+  if (!fe)
+    return;
+  if (fe->listening) {
+    fe->listening = 0;
+    uv_close((uv_handle_t *)&fe->listener, NULL);
+    unlink(fe->path);
+  }
+  fl_conn *c = fe->conns;
+  while (c) {
+    fl_conn *next = c->next;
+    fl_conn_finish(c);
+    c = next;
+  }
+}
+
+void fl_frontend_free(fl_frontend **fep) {
+  if (!fep || !*fep)
+    return;
+  fl_mcp_cleanup();
+  fl_free(*fep);
+  *fep = NULL;
+}
