@@ -44,7 +44,9 @@ typedef struct fl_entity_rec {
 } fl_entity_rec;
 
 /* Opens (creating if needed) the database at path. On success *out is a new
- * store the caller frees with fl_store_close. */
+ * store the caller frees with fl_store_close. The file is created, or
+ * narrowed, to mode 0600 (it holds message bodies). Returns 0, -errno when
+ * the file cannot be opened, FL_ENOMEM or FL_ESTORE. */
 int fl_store_open(const char *path, fl_store **out);
 /* Closes and sets *s to NULL. NULL-safe. */
 void fl_store_close(fl_store **s);
@@ -53,7 +55,9 @@ void fl_store_close(fl_store **s);
  * The dedup key is (msg_id, to_gid): one broadcast msgId is held once per
  * recipient. Returns 0, FL_EDUP if that key was stored or drained before
  * (nothing changes), FL_EFULL if m->to_gid already holds FL_MAX_HELD_PER_ENTITY
- * messages, FL_ESTORE on a database error. */
+ * messages (expired ones not yet swept count too: the cap bounds storage),
+ * FL_EINVAL if msg_id or to_gid is "" or a field is not NUL-terminated,
+ * FL_ETOOBIG if content_len > FL_MAX_CONTENT, FL_ESTORE on a database error. */
 int fl_store_put(fl_store *s, fl_msg *m);
 
 /* Removes and returns up to max held messages for to_gid, oldest first,
@@ -66,7 +70,9 @@ int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t 
                   int64_t now_ms, fl_msg **out, size_t *n);
 
 /* Removes and returns the one held message (to_gid, msg_id) into *out
- * (caller frees out->content with fl_free). FL_ENOTFOUND if not held. */
+ * (caller frees out->content with fl_free). FL_ENOTFOUND if not held. Expiry
+ * is not checked: the caller names the message it just stored. On failure
+ * out->content is NULL. */
 int fl_store_take_id(fl_store *s, const char *to_gid, const char *msg_id, fl_msg *out);
 
 /* Number of held, unexpired messages for to_gid. */
@@ -76,14 +82,18 @@ int fl_store_count(fl_store *s, const char *to_gid, int64_t now_ms, size_t *n);
 int fl_store_total(fl_store *s, size_t *n);
 
 /* Deletes held messages whose expires_ms has passed; *dropped (may be NULL)
- * says how many. Also trims the seen-set to its newest FL_MAX_SEEN ids. */
+ * says how many. Also trims the seen-set to its newest FL_MAX_SEEN ids
+ * (keys still held are kept, so it may stay a little over). */
 int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped);
 
-/* Inserts or updates an entity by gid. */
+/* Inserts or updates an entity by gid. FL_ENAMETAKEN if another gid already
+ * has e->name (nothing changes). */
 int fl_store_entity_put(fl_store *s, const fl_entity_rec *e);
 /* Finds an entity by name. Returns 0 and fills *e, or FL_ENOTFOUND. */
 int fl_store_entity_by_name(fl_store *s, const char *name, fl_entity_rec *e);
-/* Calls cb for every stored entity (for loading the roster at start). */
+/* Calls cb for every stored entity (for loading the roster at start), in
+ * insertion order. e is borrowed for the call; cb must not call into the
+ * store. */
 int fl_store_entity_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx);
 
 /* Frees an array from fl_store_take (and each content). NULL-safe. */

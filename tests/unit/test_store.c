@@ -1,0 +1,793 @@
+/* test_store.c — unit tests for gateway/store.c.
+ *
+ * Every test opens a fresh store in its own mkdtemp directory and removes it
+ * afterwards. Covered: take order (oldest first), the from filter, max,
+ * take by id, dedup by (msgId, to) including after a drain and across two
+ * recipients, the per-entity cap, expiry (skipped by take, removed by
+ * expire), the seen-set trim, counts, entities, persistence across a
+ * close/reopen, the 0600 file mode, argument errors, and allocation failure
+ * injected through fl_alloc_fail_after(). The cap and seen-trim tests fill
+ * tables through a second SQLite connection in one transaction, so they stay
+ * fast under ASan while still exercising the store's own checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* After the four above: cmocka.h uses them without including them. */
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gateway/alloc.h"
+#include "gateway/fl_error.h"
+#include "gateway/store.h"
+
+typedef struct fixture {
+  char dir[64];
+  char path[128];
+  fl_store *s;
+} fixture;
+
+/* Closes the store and removes the temp dir with everything in it (the
+ * database, its -wal and -shm, and files a test made). */
+static void fixture_free(fixture *f) {
+  fl_alloc_fail_after(-1);
+  fl_store_close(&f->s);
+  DIR *d = opendir(f->dir);
+  if (d) {
+    struct dirent *de;
+    char p[512];
+    while ((de = readdir(d))) {
+      if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+        continue;
+      snprintf(p, sizeof p, "%s/%s", f->dir, de->d_name);
+      unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(f->dir);
+  free(f);
+}
+
+static int setup(void **state) {
+  fl_alloc_init();
+  fixture *f = calloc(1, sizeof *f);
+  if (!f)
+    return -1;
+  snprintf(f->dir, sizeof f->dir, "/tmp/fleet-store-XXXXXX");
+  if (!mkdtemp(f->dir)) {
+    free(f);
+    return -1;
+  }
+  snprintf(f->path, sizeof f->path, "%s/holds.db", f->dir);
+  if (fl_store_open(f->path, &f->s) != 0) {
+    fixture_free(f);
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_free(*state);
+  return 0;
+}
+
+/* Fills m as a message; content is borrowed (put copies it). */
+static void mk(fl_msg *m, const char *id, const char *to, const char *from, const char *content,
+               int64_t expires_ms) {
+  memset(m, 0, sizeof *m);
+  snprintf(m->msg_id, sizeof m->msg_id, "%s", id);
+  snprintf(m->to_gid, sizeof m->to_gid, "%s", to);
+  snprintf(m->from_gid, sizeof m->from_gid, "%s", from);
+  snprintf(m->from_name, sizeof m->from_name, "name-%s", from);
+  snprintf(m->trace_id, sizeof m->trace_id, "trace-%s", id);
+  snprintf(m->kind, sizeof m->kind, "SEND");
+  m->ts_ms = 1000;
+  m->expires_ms = expires_ms;
+  m->content = (char *)content;
+  m->content_len = strlen(content);
+}
+
+static int put(fl_store *s, const char *id, const char *to, const char *from, const char *content,
+               int64_t expires_ms) {
+  fl_msg m;
+  mk(&m, id, to, from, content, expires_ms);
+  return fl_store_put(s, &m);
+}
+
+static size_t count(fl_store *s, const char *to, int64_t now) {
+  size_t n = 99;
+  assert_int_equal(fl_store_count(s, to, now, &n), 0);
+  return n;
+}
+
+static size_t total(fl_store *s) {
+  size_t n = 99;
+  assert_int_equal(fl_store_total(s, &n), 0);
+  return n;
+}
+
+/* Runs one SQL script on a second connection to the store's file. */
+static void side_exec(const fixture *f, const char *sql) {
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 3000);
+  char *err = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  if (rc != SQLITE_OK)
+    fprintf(stderr, "side_exec: %s\n", err ? err : "?");
+  sqlite3_free(err);
+  sqlite3_close(db);
+  assert_int_equal(rc, SQLITE_OK);
+}
+
+static int64_t side_count(const fixture *f, const char *sql) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int64_t v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+/* The per-recipient counter the store keeps by trigger agrees with the rows
+ * actually held. */
+static void assert_counts_agree(fixture *f) {
+  assert_int_equal(side_count(f, "SELECT count(*) FROM held"), total(f->s));
+  assert_int_equal(side_count(f, "SELECT count(*) FROM (SELECT to_gid, count(*) AS c FROM held "
+                                 "GROUP BY to_gid EXCEPT SELECT to_gid, n FROM held_count)"),
+                   0);
+}
+
+/* ---- put / take ---------------------------------------------------------- */
+
+static void test_put_take_oldest_first(void **state) {
+  fixture *f = *state;
+  fl_msg m;
+  int64_t last = 0;
+  const char *ids[] = {"m1", "m2", "m3"};
+  for (int i = 0; i < 3; i++) {
+    mk(&m, ids[i], "A", "X", ids[i], 0);
+    assert_int_equal(fl_store_put(f->s, &m), 0);
+    assert_true(m.seq > last);
+    last = m.seq;
+  }
+  assert_int_equal(put(f->s, "b1", "B", "X", "for B", 0), 0);
+
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 10, 2000, &out, &n), 0);
+  assert_int_equal(n, 3);
+  for (size_t i = 0; i < n; i++) {
+    assert_string_equal(out[i].msg_id, ids[i]);
+    assert_string_equal(out[i].to_gid, "A");
+    assert_string_equal(out[i].from_gid, "X");
+    assert_string_equal(out[i].from_name, "name-X");
+    assert_string_equal(out[i].kind, "SEND");
+    assert_string_equal(out[i].in_reply_to, "");
+    assert_int_equal(out[i].ts_ms, 1000);
+    assert_int_equal(out[i].content_len, strlen(ids[i]));
+    assert_int_equal(out[i].content[out[i].content_len], '\0');
+    assert_string_equal(out[i].content, ids[i]);
+    if (i)
+      assert_true(out[i].seq > out[i - 1].seq);
+  }
+  fl_msgs_free(out, n);
+
+  out = (fl_msg *)&m;
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 10, 2000, &out, &n), 0);
+  assert_int_equal(n, 0);
+  assert_null(out);
+  assert_int_equal(count(f->s, "B", 2000), 1);
+}
+
+static void test_take_from_filter(void **state) {
+  fixture *f = *state;
+  assert_int_equal(put(f->s, "1", "A", "X", "x1", 0), 0);
+  assert_int_equal(put(f->s, "2", "A", "Y", "y1", 0), 0);
+  assert_int_equal(put(f->s, "3", "A", "X", "x2", 0), 0);
+  assert_int_equal(put(f->s, "4", "A", "Y", "y2", 0), 0);
+
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "A", "X", 10, 0, &out, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(out[0].content, "x1");
+  assert_string_equal(out[1].content, "x2");
+  fl_msgs_free(out, n);
+
+  assert_int_equal(fl_store_take(f->s, "A", "Z", 10, 0, &out, &n), 0);
+  assert_int_equal(n, 0);
+  assert_null(out);
+
+  /* "" means any sender, like NULL. */
+  assert_int_equal(fl_store_take(f->s, "A", "", 10, 0, &out, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(out[0].content, "y1");
+  assert_string_equal(out[1].content, "y2");
+  fl_msgs_free(out, n);
+}
+
+static void test_take_max(void **state) {
+  fixture *f = *state;
+  char id[8];
+  for (int i = 0; i < 5; i++) {
+    snprintf(id, sizeof id, "%d", i);
+    assert_int_equal(put(f->s, id, "A", "X", id, 0), 0);
+  }
+  fl_msg *out = NULL;
+  size_t n = 7;
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 0, 0, &out, &n), 0);
+  assert_int_equal(n, 0);
+  assert_null(out);
+  assert_int_equal(count(f->s, "A", 0), 5);
+
+  const size_t want[] = {2, 2, 1, 0};
+  int next = 0;
+  for (size_t r = 0; r < 4; r++) {
+    assert_int_equal(fl_store_take(f->s, "A", NULL, 2, 0, &out, &n), 0);
+    assert_int_equal(n, want[r]);
+    for (size_t i = 0; i < n; i++) {
+      snprintf(id, sizeof id, "%d", next++);
+      assert_string_equal(out[i].msg_id, id);
+    }
+    fl_msgs_free(out, n);
+  }
+  /* A max far past the cap is clamped, not an error. */
+  assert_int_equal(put(f->s, "9", "A", "X", "9", 0), 0);
+  assert_int_equal(fl_store_take(f->s, "A", NULL, SIZE_MAX, 0, &out, &n), 0);
+  assert_int_equal(n, 1);
+  fl_msgs_free(out, n);
+}
+
+static void test_take_id(void **state) {
+  fixture *f = *state;
+  assert_int_equal(put(f->s, "1", "A", "X", "one", 0), 0);
+  assert_int_equal(put(f->s, "2", "A", "X", "two", 0), 0);
+  assert_int_equal(put(f->s, "3", "A", "X", "three", 0), 0);
+  assert_int_equal(put(f->s, "2", "B", "X", "two for B", 0), 0);
+
+  fl_msg got;
+  assert_int_equal(fl_store_take_id(f->s, "A", "2", &got), 0);
+  assert_string_equal(got.msg_id, "2");
+  assert_string_equal(got.to_gid, "A");
+  assert_string_equal(got.trace_id, "trace-2");
+  assert_int_equal(got.content_len, 3);
+  assert_string_equal(got.content, "two");
+  fl_free(got.content);
+
+  assert_int_equal(fl_store_take_id(f->s, "A", "2", &got), FL_ENOTFOUND);
+  assert_null(got.content);
+  assert_int_equal(fl_store_take_id(f->s, "A", "nope", &got), FL_ENOTFOUND);
+  assert_null(got.content);
+  /* B's copy of the same msgId is its own. */
+  assert_int_equal(count(f->s, "B", 0), 1);
+
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 10, 0, &out, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(out[0].content, "one");
+  assert_string_equal(out[1].content, "three");
+  fl_msgs_free(out, n);
+}
+
+/* ---- dedup --------------------------------------------------------------- */
+
+static void test_dedup(void **state) {
+  fixture *f = *state;
+  assert_int_equal(put(f->s, "dup", "A", "X", "first", 0), 0);
+  assert_int_equal(put(f->s, "dup", "A", "X", "second", 0), FL_EDUP);
+  assert_int_equal(count(f->s, "A", 0), 1);
+
+  /* The same msgId for another recipient is a different key. */
+  assert_int_equal(put(f->s, "dup", "B", "X", "first", 0), 0);
+  assert_int_equal(count(f->s, "B", 0), 1);
+
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 10, 0, &out, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(out[0].content, "first");
+  fl_msgs_free(out, n);
+
+  /* Drained: still refused, and nothing is stored. */
+  assert_int_equal(put(f->s, "dup", "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(count(f->s, "A", 0), 0);
+
+  fl_msg got;
+  assert_int_equal(fl_store_take_id(f->s, "B", "dup", &got), 0);
+  fl_free(got.content);
+  assert_int_equal(put(f->s, "dup", "B", "X", "again", 0), FL_EDUP);
+
+  /* A sweep does not forget it either. */
+  assert_int_equal(fl_store_expire(f->s, 1 << 30, NULL), 0);
+  assert_int_equal(put(f->s, "dup", "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(total(f->s), 0);
+}
+
+/* ---- the per-entity cap -------------------------------------------------- */
+
+static void test_full(void **state) {
+  fixture *f = *state;
+  /* All but one of the cap through a side connection, in one transaction;
+   * the last through fl_store_put so the store's own path fills it. Two of
+   * them are expired: unswept, they still take room. */
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "BEGIN;"
+           "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < %d) "
+           "INSERT INTO held (msg_id, to_gid, ts_ms, expires_ms, content) "
+           "SELECT 'fill-' || i, 'A', i, CASE WHEN i <= 2 THEN 5 ELSE 0 END, x'41' FROM c;"
+           "COMMIT;",
+           FL_MAX_HELD_PER_ENTITY - 1);
+  side_exec(f, sql);
+  assert_int_equal(total(f->s), FL_MAX_HELD_PER_ENTITY - 1);
+  assert_int_equal(put(f->s, "last", "A", "X", "fits", 0), 0);
+  assert_int_equal(count(f->s, "A", 0), FL_MAX_HELD_PER_ENTITY);
+
+  assert_int_equal(put(f->s, "over", "A", "X", "no room", 0), FL_EFULL);
+  assert_int_equal(total(f->s), FL_MAX_HELD_PER_ENTITY);
+  /* Other recipients are unaffected. */
+  assert_int_equal(put(f->s, "over", "B", "X", "room", 0), 0);
+
+  /* A refused put left no seen entry: once there is room it goes in. */
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 1, 100, &out, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(out[0].msg_id, "fill-3"); /* 1 and 2 have expired */
+  fl_msgs_free(out, n);
+  assert_int_equal(put(f->s, "over", "A", "X", "now fits", 0), 0);
+  assert_int_equal(put(f->s, "over2", "A", "X", "full again", 0), FL_EFULL);
+
+  /* The sweep frees the room the two expired ones took. */
+  size_t dropped = 0;
+  assert_int_equal(fl_store_expire(f->s, 100, &dropped), 0);
+  assert_int_equal(dropped, 2);
+  assert_int_equal(put(f->s, "over2", "A", "X", "fits", 0), 0);
+  assert_counts_agree(f);
+}
+
+/* ---- expiry -------------------------------------------------------------- */
+
+static void test_expiry(void **state) {
+  fixture *f = *state;
+  assert_int_equal(put(f->s, "e1", "A", "X", "soon", 1500), 0);
+  assert_int_equal(put(f->s, "e2", "A", "X", "never", 0), 0);
+  assert_int_equal(put(f->s, "e3", "A", "X", "later", 5000), 0);
+  assert_int_equal(put(f->s, "e4", "A", "X", "exactly now", 2000), 0);
+
+  assert_int_equal(count(f->s, "A", 1000), 4);
+  /* expires_ms <= now is expired. */
+  assert_int_equal(count(f->s, "A", 2000), 2);
+
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 10, 2000, &out, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(out[0].msg_id, "e2");
+  assert_string_equal(out[1].msg_id, "e3");
+  assert_int_equal(out[1].expires_ms, 5000);
+  fl_msgs_free(out, n);
+
+  /* The expired ones are still stored until the sweep. */
+  assert_int_equal(total(f->s), 2);
+  assert_int_equal(count(f->s, "A", 2000), 0);
+  size_t dropped = 99;
+  assert_int_equal(fl_store_expire(f->s, 1000, &dropped), 0);
+  assert_int_equal(dropped, 0);
+  assert_int_equal(fl_store_expire(f->s, 2000, &dropped), 0);
+  assert_int_equal(dropped, 2);
+  assert_int_equal(total(f->s), 0);
+  assert_int_equal(fl_store_expire(f->s, 2000, NULL), 0);
+  assert_counts_agree(f);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM held_count"), 0);
+
+  /* An expired msgId stays seen. */
+  assert_int_equal(put(f->s, "e1", "A", "X", "soon", 0), FL_EDUP);
+}
+
+static void test_seen_trim(void **state) {
+  fixture *f = *state;
+  /* "kept" is the oldest seen key but still held, so the trim spares it;
+   * "gone" is drained and old, so the trim forgets it. */
+  assert_int_equal(put(f->s, "kept", "A", "X", "held", 0), 0);
+  assert_int_equal(put(f->s, "gone", "A", "X", "drained", 0), 0);
+  fl_msg got;
+  assert_int_equal(fl_store_take_id(f->s, "A", "gone", &got), 0);
+  fl_free(got.content);
+
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "BEGIN;"
+           "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < %d) "
+           "INSERT INTO seen (msg_id, to_gid, at_ms) SELECT 'bulk-' || i, 'A', i FROM c;"
+           "COMMIT;",
+           FL_MAX_SEEN);
+  side_exec(f, sql);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), FL_MAX_SEEN + 2);
+
+  assert_int_equal(fl_store_expire(f->s, 0, NULL), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), FL_MAX_SEEN + 1);
+  assert_int_equal(put(f->s, "kept", "A", "X", "again", 0), FL_EDUP);
+  char newest[32];
+  snprintf(newest, sizeof newest, "bulk-%d", FL_MAX_SEEN);
+  assert_int_equal(put(f->s, newest, "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(put(f->s, "gone", "A", "X", "forgotten, so accepted", 0), 0);
+
+  /* Once "kept" is drained a later trim may drop it too. */
+  assert_int_equal(fl_store_take_id(f->s, "A", "kept", &got), 0);
+  fl_free(got.content);
+  assert_int_equal(fl_store_expire(f->s, 0, NULL), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), FL_MAX_SEEN);
+  assert_int_equal(put(f->s, "kept", "A", "X", "accepted", 0), 0);
+}
+
+/* ---- counts -------------------------------------------------------------- */
+
+static void test_count_total(void **state) {
+  fixture *f = *state;
+  assert_int_equal(total(f->s), 0);
+  assert_int_equal(count(f->s, "A", 0), 0);
+  assert_int_equal(put(f->s, "1", "A", "X", "a", 0), 0);
+  assert_int_equal(put(f->s, "2", "A", "X", "a", 0), 0);
+  assert_int_equal(put(f->s, "3", "B", "X", "b", 0), 0);
+  assert_int_equal(count(f->s, "A", 0), 2);
+  assert_int_equal(count(f->s, "B", 0), 1);
+  assert_int_equal(count(f->s, "C", 0), 0);
+  assert_int_equal(total(f->s), 3);
+  assert_counts_agree(f);
+  fl_msg got;
+  assert_int_equal(fl_store_take_id(f->s, "A", "1", &got), 0);
+  fl_free(got.content);
+  assert_int_equal(total(f->s), 2);
+  assert_counts_agree(f);
+}
+
+/* ---- entities ------------------------------------------------------------ */
+
+static void mk_entity(fl_entity_rec *e, const char *gid, const char *name, const char *role,
+                      const char *groups) {
+  memset(e, 0, sizeof *e);
+  snprintf(e->gid, sizeof e->gid, "%s", gid);
+  snprintf(e->name, sizeof e->name, "%s", name);
+  snprintf(e->role, sizeof e->role, "%s", role);
+  snprintf(e->groups, sizeof e->groups, "%s", groups);
+}
+
+typedef struct roster {
+  fl_entity_rec e[8];
+  size_t n;
+} roster;
+
+static void roster_cb(void *ctx, const fl_entity_rec *e) {
+  roster *r = ctx;
+  if (r->n < 8)
+    r->e[r->n] = *e;
+  r->n++;
+}
+
+static void test_entities(void **state) {
+  fixture *f = *state;
+  fl_entity_rec e, got;
+  mk_entity(&e, "gid-a", "alice", "lead", "core,ops");
+  assert_int_equal(fl_store_entity_put(f->s, &e), 0);
+  mk_entity(&e, "gid-b", "bob", "", "");
+  assert_int_equal(fl_store_entity_put(f->s, &e), 0);
+
+  assert_int_equal(fl_store_entity_by_name(f->s, "alice", &got), 0);
+  assert_string_equal(got.gid, "gid-a");
+  assert_string_equal(got.role, "lead");
+  assert_string_equal(got.groups, "core,ops");
+  assert_int_equal(fl_store_entity_by_name(f->s, "carol", &got), FL_ENOTFOUND);
+
+  roster r = {0};
+  assert_int_equal(fl_store_entity_each(f->s, roster_cb, &r), 0);
+  assert_int_equal(r.n, 2);
+  assert_string_equal(r.e[0].name, "alice");
+  assert_string_equal(r.e[1].name, "bob");
+  assert_string_equal(r.e[1].role, "");
+
+  /* Update by gid: role, groups and even the name follow. */
+  mk_entity(&e, "gid-a", "alice2", "worker", "ops");
+  assert_int_equal(fl_store_entity_put(f->s, &e), 0);
+  assert_int_equal(fl_store_entity_by_name(f->s, "alice", &got), FL_ENOTFOUND);
+  assert_int_equal(fl_store_entity_by_name(f->s, "alice2", &got), 0);
+  assert_string_equal(got.gid, "gid-a");
+  assert_string_equal(got.role, "worker");
+  assert_string_equal(got.groups, "ops");
+
+  /* A name another gid has is refused and nothing changes. */
+  mk_entity(&e, "gid-c", "bob", "", "");
+  assert_int_equal(fl_store_entity_put(f->s, &e), FL_ENAMETAKEN);
+  mk_entity(&e, "gid-a", "bob", "", "");
+  assert_int_equal(fl_store_entity_put(f->s, &e), FL_ENAMETAKEN);
+  assert_int_equal(fl_store_entity_by_name(f->s, "bob", &got), 0);
+  assert_string_equal(got.gid, "gid-b");
+
+  r.n = 0;
+  assert_int_equal(fl_store_entity_each(f->s, roster_cb, &r), 0);
+  assert_int_equal(r.n, 2);
+}
+
+/* ---- persistence --------------------------------------------------------- */
+
+static void test_persistence(void **state) {
+  fixture *f = *state;
+  fl_entity_rec e, got;
+  mk_entity(&e, "gid-a", "alice", "lead", "core");
+  assert_int_equal(fl_store_entity_put(f->s, &e), 0);
+  fl_msg m;
+  mk(&m, "p1", "gid-a", "X", "survives", 0);
+  snprintf(m.in_reply_to, sizeof m.in_reply_to, "q0");
+  assert_int_equal(fl_store_put(f->s, &m), 0);
+  int64_t seq1 = m.seq;
+  assert_int_equal(put(f->s, "p2", "gid-a", "X", "drained", 0), 0);
+  fl_msg got_m;
+  assert_int_equal(fl_store_take_id(f->s, "gid-a", "p2", &got_m), 0);
+  fl_free(got_m.content);
+
+  fl_store_close(&f->s);
+  assert_null(f->s);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+
+  assert_int_equal(fl_store_entity_by_name(f->s, "alice", &got), 0);
+  assert_string_equal(got.gid, "gid-a");
+  assert_string_equal(got.groups, "core");
+  /* Dedup survives the restart, for held and for drained keys. */
+  assert_int_equal(put(f->s, "p1", "gid-a", "X", "again", 0), FL_EDUP);
+  assert_int_equal(put(f->s, "p2", "gid-a", "X", "again", 0), FL_EDUP);
+  /* seq keeps rising across a restart, past the deleted p2's too. */
+  mk(&m, "p3", "gid-a", "X", "after restart", 0);
+  assert_int_equal(fl_store_put(f->s, &m), 0);
+  assert_true(m.seq > seq1 + 1);
+
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "gid-a", NULL, 10, 0, &out, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(out[0].msg_id, "p1");
+  assert_string_equal(out[0].in_reply_to, "q0");
+  assert_string_equal(out[0].content, "survives");
+  assert_int_equal(out[0].seq, seq1);
+  assert_string_equal(out[1].msg_id, "p3");
+  fl_msgs_free(out, n);
+
+  /* A file from a newer fleet (higher schema version) is refused. */
+  fl_store_close(&f->s);
+  side_exec(f, "PRAGMA user_version=99");
+  fl_store *s2 = (fl_store *)f;
+  assert_int_equal(fl_store_open(f->path, &s2), FL_ESTORE);
+  assert_null(s2);
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+static void test_file_mode(void **state) {
+  fixture *f = *state;
+  struct stat st;
+  assert_int_equal(stat(f->path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+
+  /* A permissive umask does not widen a new file... */
+  char path[160];
+  snprintf(path, sizeof path, "%s/other.db", f->dir);
+  mode_t old = umask(0);
+  fl_store *s2 = NULL;
+  int rc = fl_store_open(path, &s2);
+  umask(old);
+  assert_int_equal(rc, 0);
+  assert_int_equal(put(s2, "w", "A", "X", "wal", 0), 0);
+  fl_store_close(&s2);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+
+  /* ...and an existing, readable file is narrowed. */
+  assert_int_equal(chmod(path, 0644), 0);
+  assert_int_equal(fl_store_open(path, &s2), 0);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  char wal[192];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  assert_int_equal(put(s2, "w2", "A", "X", "wal", 0), 0);
+  assert_int_equal(stat(wal, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  fl_store_close(&s2);
+}
+
+static void test_open_errors(void **state) {
+  fixture *f = *state;
+  fl_store *s2 = (fl_store *)f;
+  char path[160];
+  snprintf(path, sizeof path, "%s/no/such/dir/holds.db", f->dir);
+  assert_int_equal(fl_store_open(path, &s2), -ENOENT);
+  assert_null(s2);
+  assert_int_equal(fl_store_open(NULL, &s2), FL_EINVAL);
+  assert_int_equal(fl_store_open("", &s2), FL_EINVAL);
+  assert_int_equal(fl_store_open(f->path, NULL), FL_EINVAL);
+
+  /* Not a database: an error, not a crash. */
+  snprintf(path, sizeof path, "%s/junk.db", f->dir);
+  FILE *fp = fopen(path, "w");
+  assert_non_null(fp);
+  for (int i = 0; i < 512; i++)
+    fputs("this is not sqlite ", fp);
+  fclose(fp);
+  assert_int_equal(fl_store_open(path, &s2), FL_ESTORE);
+  assert_null(s2);
+
+  fl_store_close(NULL);
+  s2 = NULL;
+  fl_store_close(&s2);
+  fl_msgs_free(NULL, 3);
+}
+
+/* ---- arguments ----------------------------------------------------------- */
+
+static void test_invalid_args(void **state) {
+  fixture *f = *state;
+  fl_msg m;
+  mk(&m, "", "A", "X", "c", 0);
+  assert_int_equal(fl_store_put(f->s, &m), FL_EINVAL);
+  mk(&m, "id", "", "X", "c", 0);
+  assert_int_equal(fl_store_put(f->s, &m), FL_EINVAL);
+  mk(&m, "id", "A", "X", "c", 0);
+  memset(m.kind, 'K', sizeof m.kind); /* not NUL-terminated */
+  assert_int_equal(fl_store_put(f->s, &m), FL_EINVAL);
+  mk(&m, "id", "A", "X", "c", 0);
+  m.content = NULL;
+  assert_int_equal(fl_store_put(f->s, &m), FL_EINVAL);
+  mk(&m, "id", "A", "X", "c", 0);
+  m.content_len = FL_MAX_CONTENT + 1;
+  assert_int_equal(fl_store_put(f->s, &m), FL_ETOOBIG);
+  assert_int_equal(fl_store_put(NULL, &m), FL_EINVAL);
+  assert_int_equal(fl_store_put(f->s, NULL), FL_EINVAL);
+  assert_int_equal(total(f->s), 0);
+
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, NULL, NULL, 1, 0, &out, &n), FL_EINVAL);
+  assert_int_equal(fl_store_take(f->s, "", NULL, 1, 0, &out, &n), FL_EINVAL);
+  assert_int_equal(fl_store_take(NULL, "A", NULL, 1, 0, &out, &n), FL_EINVAL);
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 1, 0, NULL, &n), FL_EINVAL);
+  assert_int_equal(fl_store_take_id(f->s, "A", "", &m), FL_EINVAL);
+  assert_int_equal(fl_store_take_id(f->s, "A", "x", NULL), FL_EINVAL);
+  assert_int_equal(fl_store_count(f->s, "A", 0, NULL), FL_EINVAL);
+  assert_int_equal(fl_store_count(NULL, "A", 0, &n), FL_EINVAL);
+  assert_int_equal(fl_store_total(NULL, &n), FL_EINVAL);
+  assert_int_equal(fl_store_expire(NULL, 0, NULL), FL_EINVAL);
+
+  fl_entity_rec e;
+  mk_entity(&e, "", "name", "", "");
+  assert_int_equal(fl_store_entity_put(f->s, &e), FL_EINVAL);
+  mk_entity(&e, "gid", "", "", "");
+  assert_int_equal(fl_store_entity_put(f->s, &e), FL_EINVAL);
+  assert_int_equal(fl_store_entity_put(f->s, NULL), FL_EINVAL);
+  assert_int_equal(fl_store_entity_by_name(f->s, NULL, &e), FL_EINVAL);
+  assert_int_equal(fl_store_entity_each(f->s, NULL, NULL), FL_EINVAL);
+}
+
+static void test_content_edges(void **state) {
+  fixture *f = *state;
+  /* Empty content comes back as "" (never NULL). */
+  fl_msg m;
+  mk(&m, "empty", "A", "X", "", 0);
+  m.content = NULL;
+  assert_int_equal(fl_store_put(f->s, &m), 0);
+
+  /* Multi-byte UTF-8 keeps its bytes. */
+  const char *utf8 = "h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x9a\x80";
+  assert_int_equal(put(f->s, "utf8", "A", "X", utf8, 0), 0);
+
+  /* The largest allowed body round-trips. */
+  char *big = malloc(FL_MAX_CONTENT + 1);
+  assert_non_null(big);
+  for (size_t i = 0; i < FL_MAX_CONTENT; i++)
+    big[i] = (char)('a' + i % 26);
+  big[FL_MAX_CONTENT] = '\0';
+  assert_int_equal(put(f->s, "big", "A", "X", big, 0), 0);
+
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 10, 0, &out, &n), 0);
+  assert_int_equal(n, 3);
+  assert_non_null(out[0].content);
+  assert_int_equal(out[0].content_len, 0);
+  assert_string_equal(out[0].content, "");
+  assert_int_equal(out[1].content_len, strlen(utf8));
+  assert_string_equal(out[1].content, utf8);
+  assert_int_equal(out[2].content_len, FL_MAX_CONTENT);
+  assert_int_equal(out[2].content[FL_MAX_CONTENT], '\0');
+  assert_memory_equal(out[2].content, big, FL_MAX_CONTENT);
+  fl_msgs_free(out, n);
+  free(big);
+}
+
+/* ---- allocation failure -------------------------------------------------- */
+
+static void test_alloc_failure(void **state) {
+  fixture *f = *state;
+  fl_store *s2 = (fl_store *)f;
+  char path[160];
+  snprintf(path, sizeof path, "%s/oom.db", f->dir);
+  fl_alloc_fail_after(0);
+  assert_int_equal(fl_store_open(path, &s2), FL_ENOMEM);
+  fl_alloc_fail_after(-1);
+  assert_null(s2);
+
+  char id[8];
+  for (int i = 0; i < 20; i++) {
+    snprintf(id, sizeof id, "%d", i);
+    assert_int_equal(put(f->s, id, "A", "X", id, 0), 0);
+  }
+
+  /* Fail each allocation of a take in turn: every failure is FL_ENOMEM and
+   * takes nothing; then it succeeds with everything. 20 messages need the
+   * array to grow once, so that path fails too. */
+  fl_msg *out = NULL;
+  size_t n = 0;
+  int rc;
+  long k = 0;
+  for (;; k++) {
+    fl_alloc_fail_after(k);
+    rc = fl_store_take(f->s, "A", NULL, 100, 0, &out, &n);
+    fl_alloc_fail_after(-1);
+    if (rc == 0)
+      break;
+    assert_int_equal(rc, FL_ENOMEM);
+    assert_null(out);
+    assert_int_equal(n, 0);
+    assert_int_equal(count(f->s, "A", 0), 20);
+  }
+  assert_true(k > 20);
+  assert_int_equal(n, 20);
+  fl_msgs_free(out, n);
+  assert_int_equal(count(f->s, "A", 0), 0);
+
+  /* take_id: failure leaves the message held. */
+  assert_int_equal(put(f->s, "one", "A", "X", "one", 0), 0);
+  fl_msg got;
+  fl_alloc_fail_after(0);
+  assert_int_equal(fl_store_take_id(f->s, "A", "one", &got), FL_ENOMEM);
+  fl_alloc_fail_after(-1);
+  assert_null(got.content);
+  assert_int_equal(count(f->s, "A", 0), 1);
+  assert_int_equal(fl_store_take_id(f->s, "A", "one", &got), 0);
+  assert_string_equal(got.content, "one");
+  fl_free(got.content);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_put_take_oldest_first, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_take_from_filter, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_take_max, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_take_id, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dedup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_full, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_trim, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_count_total, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_entities, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_file_mode, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_content_edges, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
