@@ -52,4 +52,47 @@
 /* msgIds remembered for dedup after their message was drained. */
 #define FL_MAX_SEEN 100000
 
+/* ---- broker link (gateway/broker.c) ---- */
+
+/* Publishes accepted by fl_broker_publish and not yet reported through
+ * on_publish_done (queued, on the wire, or awaiting the broker's confirm).
+ * Past it, fl_broker_publish fails with FL_EFULL. 4096 keeps a fast link busy
+ * (confirms come back in batches) and bounds memory to 4096 message copies. */
+#define FL_BROKER_MAX_INFLIGHT 4096
+
+/* Other commands (ack, reject, inbox changes) queued from the loop to the
+ * broker thread. The thread drains the queue every few milliseconds, so a
+ * full queue means the thread is wedged; the call fails with FL_EFULL. */
+#define FL_BROKER_MAX_CMDS 16384
+
+/* Events (deliveries, confirms, state changes) queued from the broker thread
+ * to the loop. When full, the broker thread stops reading the socket, so the
+ * broker holds the backlog instead of our heap. */
+#define FL_BROKER_MAX_EVENTS 8192
+
+/* Inboxes one gateway consumes. Each takes its own channel and RabbitMQ's
+ * default channel_max is 2047; two channels are the link's own. */
+#define FL_BROKER_MAX_INBOXES 2000
+
+/* Unacked deliveries per consumer (basic.qos). Keeps the backlog on the
+ * broker, where the inbox caps and TTLs act, instead of in gateway heap. */
+#define FL_BROKER_DEFAULT_PREFETCH 32
+
+/* Inbox queue arguments (defaults; fleetd's config may override). One inbox
+ * holds as many messages as one entity may hold locally; a message waits a
+ * week; an inbox nobody consumed for 30 days is collected. */
+#define FL_BROKER_DEFAULT_MAX_LENGTH FL_MAX_HELD_PER_ENTITY
+#define FL_BROKER_DEFAULT_MESSAGE_TTL_MS (7L * 24 * 3600 * 1000)
+#define FL_BROKER_DEFAULT_QUEUE_EXPIRES_MS (30L * 24 * 3600 * 1000)
+
+/* fleet.dlq is capped too: anything with write access could fill it. */
+#define FL_BROKER_DLQ_MAX_LENGTH 100000L
+
+/* AMQP heartbeat. Short, so the broker frees a crashed gateway's exclusive
+ * consumers quickly and a restarted gateway can take its inboxes back. */
+#define FL_BROKER_DEFAULT_HEARTBEAT_S 10
+
+/* Largest AMQP frame we negotiate (rabbitmq-c's default). */
+#define FL_BROKER_FRAME_MAX 131072
+
 #endif
