@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# test.sh — install what the tests need, build, run every test.
+#
+# 1. Installs missing Debian packages (the build's, tmux, rabbitmq-server) and
+#    the integration suite's node modules (npm ci in tests/ when node_modules
+#    is missing or package-lock.json changed since the last install).
+#    rabbitmq-server is installed but no broker is left running: suites that
+#    need one start their own private broker.
+# 2. Builds build/ (warnings are errors) and build-asan/ (Debug, AddressSanitizer
+#    + UBSan, warnings are errors).
+# 3. Runs the unit tests (ctest) in both trees, then the integration suite
+#    (node's test runner) against the sanitizer binaries.
+#
+# Needs no terminal (CI=true is fine). Exits non-zero if anything failed; the
+# last line says which steps passed.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+say() { printf '%s\n' "test: $*"; }
+die() {
+  printf '%s\n' "test: error: $*" >&2
+  printf '%s\n' "test: FAILED (setup)"
+  exit 1
+}
+
+export DEBIAN_FRONTEND=noninteractive
+SUDO=()
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo -n)
+fi
+
+# ---- packages ------------------------------------------------------------
+PKGS=(build-essential pkg-config libuv1-dev libjansson-dev libsqlite3-dev libsodium-dev
+  librabbitmq-dev libcmocka-dev tmux rabbitmq-server)
+command -v cmake >/dev/null 2>&1 || PKGS+=(cmake)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+    missing+=("$p")
+  fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing: ${missing[*]}"
+  # The rabbitmq-server package starts a system broker on install. Tell
+  # invoke-rc.d not to start services for the duration (unless the machine
+  # already has a policy of its own), and stop the broker afterwards anyway.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$policy" ] && [ "$(id -u)" -eq 0 ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && own_policy=1
+  fi
+  rc=0
+  "${SUDO[@]}" apt-get update -q || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" || rc=$?
+  fi
+  [ "$own_policy" -eq 1 ] && rm -f "$policy"
+  [ "$rc" -eq 0 ] || die "apt-get failed (status $rc) installing: ${missing[*]}"
+  if [[ " ${missing[*]} " == *" rabbitmq-server "* ]]; then
+    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+      "${SUDO[@]}" systemctl stop rabbitmq-server >/dev/null 2>&1 || true
+      "${SUDO[@]}" systemctl disable rabbitmq-server >/dev/null 2>&1 || true
+    elif command -v service >/dev/null 2>&1; then
+      "${SUDO[@]}" service rabbitmq-server stop >/dev/null 2>&1 || true
+    fi
+    if command -v update-rc.d >/dev/null 2>&1; then
+      "${SUDO[@]}" update-rc.d rabbitmq-server disable >/dev/null 2>&1 || true
+    fi
+  fi
+else
+  say "packages: all present"
+fi
+
+command -v node >/dev/null 2>&1 || die "node (20 or later) is needed for the integration tests"
+command -v npm >/dev/null 2>&1 || die "npm is needed for the integration tests"
+
+# ---- node modules for the integration suite --------------------------------
+stamp=tests/node_modules/.fleet-lock.sha256
+want=$(sha256sum tests/package-lock.json | cut -d' ' -f1)
+if [ ! -d tests/node_modules ] || [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+  say "npm ci in tests/"
+  (cd tests && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
+  echo "$want" >"$stamp"
+else
+  say "node modules: up to date"
+fi
+
+# ---- build and test --------------------------------------------------------
+# Each step's output goes to the terminal and to a log, from which the test
+# counts are read for the final line.
+logdir=$(mktemp -d)
+trap 'rm -rf "$logdir"' EXIT
+declare -a passed=() failed=()
+tests_passed=0
+tests_failed=0
+step() {
+  local name=$1
+  shift
+  local log
+  log=$logdir/$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '_').log
+  say "== $name"
+  local ok=0
+  if ("$@") 2>&1 | tee "$log"; then ok=1; fi
+  # ctest: "100% tests passed, 0 tests failed out of 7"
+  local c
+  c=$(sed -n 's/.*tests passed, \([0-9]*\) tests\{0,1\} failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -n 1)
+  if [ -n "$c" ]; then
+    set -- $c
+    tests_failed=$((tests_failed + $1))
+    tests_passed=$((tests_passed + $2 - $1))
+  fi
+  # node --test: "# pass 14" / "# fail 0" (TAP) or "ℹ pass 14" (spec)
+  local np nf
+  np=$(sed -n 's/^\(# \|ℹ \)pass \([0-9]*\)$/\2/p' "$log" | tail -n 1)
+  nf=$(sed -n 's/^\(# \|ℹ \)fail \([0-9]*\)$/\2/p' "$log" | tail -n 1)
+  tests_passed=$((tests_passed + ${np:-0}))
+  tests_failed=$((tests_failed + ${nf:-0}))
+  if [ "$ok" -eq 1 ]; then
+    passed+=("$name")
+  else
+    failed+=("$name")
+    say "!! $name failed"
+  fi
+  [ "$ok" -eq 1 ]
+}
+
+build_tree() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DFLEET_WERROR=ON "$@" >/dev/null && cmake --build "$dir" -j"$JOBS"
+}
+
+unit_tests() {
+  cd "$1" && ctest --output-on-failure -j"$JOBS"
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+integration() {
+  FLEET_BIN_DIR=$ROOT/build-asan node --test --test-concurrency=1 tests/integration/
+}
+
+if step "build" build_tree build -DFLEET_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+  step "unit (build)" unit_tests build || true
+fi
+if step "build-asan" build_tree build-asan -DFLEET_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
+  step "unit (build-asan)" unit_tests build-asan || true
+  step "integration (build-asan)" integration || true
+fi
+
+echo
+say "steps passed: ${passed[*]:-none}"
+if [ "${#failed[@]}" -eq 0 ]; then
+  echo "test: ${tests_passed} passed, ${tests_failed} failed"
+  exit 0
+fi
+say "steps FAILED: ${failed[*]}"
+# A failed step without a test count (a build) still counts as a failure.
+[ "$tests_failed" -gt 0 ] || tests_failed=${#failed[@]}
+echo "test: ${tests_passed} passed, ${tests_failed} failed"
+exit 1
