@@ -110,7 +110,14 @@ else
   }
   say "fleetd is running (pid $running_pid), socket $sock"
 fi
-"$ROOT/build/fleetctl" status || true
+# A non-default socket must be written into the client configs.
+ctl_cmd=("$ROOT/build/fleetctl")
+if [ -n "${FLEET_SOCKET:-}" ] || [ -n "${FLEET_STATE_DIR:-}" ]; then
+  ctl_cmd+=(--socket "$sock")
+fi
+ctl=$(printf '%q ' "${ctl_cmd[@]}")
+ctl=${ctl% }
+"${ctl_cmd[@]}" status || true
 
 # ---- how to use it -------------------------------------------------------
 if [ -n "${running_pid:-}" ] && kill -0 "$running_pid" 2>/dev/null; then
@@ -122,17 +129,17 @@ cat <<EOF
 
 Connect Claude Code (run in your project; FLEET_NAME in the config is the
 agent's name, change it per agent):
-  $ROOT/build/fleetctl mcp-config claude          # prints .mcp.json content
-  claude mcp add-json fleet "\$($ROOT/build/fleetctl mcp-config claude | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["mcpServers"]["fleet"]))')"
+  $ctl mcp-config claude          # prints .mcp.json content
+  claude mcp add-json fleet "\$($ctl mcp-config claude 2>/dev/null | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["mcpServers"]["fleet"]))')"
 
 Connect opencode (merge the "mcp" block into opencode.json):
-  $ROOT/build/fleetctl mcp-config opencode
+  $ctl mcp-config opencode
 
 Give each agent its own name with --as, e.g.:
-  $ROOT/build/fleetctl --as worker-1 mcp-config claude
+  $ctl --as worker-1 mcp-config claude
 
 See who is connected:
-  $ROOT/build/fleetctl roster
+  $ctl roster
 
 Stop fleetd (SIGTERM; it drains and exits):
   $stop_cmd

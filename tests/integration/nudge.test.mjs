@@ -19,15 +19,13 @@ async function tmux(f, sock, ...args) {
   return r.stdout;
 }
 
-/** Starts a private tmux server with one pane running cat; returns { sock, pane }. */
-async function startTmux(f) {
-  const sock = path.join(f.dir, 'tmux.sock');
+/** Starts a private tmux server on sock with one pane running cat; returns the pane id. */
+async function startTmux(f, sock) {
   await tmux(f, sock, '-f', '/dev/null', 'new-session', '-d', '-s', 't', '-x', '200', '-y', '50',
     'stty -echo; exec cat');
   const pane = (await tmux(f, sock, 'display', '-p', '-t', 't', '#{pane_id}')).trim();
   assert.match(pane, /^%\d+$/, `pane id: ${pane}`);
-  f.tmuxSock = sock;
-  return { sock, pane };
+  return pane;
 }
 
 async function stopTmux(f, sock) {
@@ -41,8 +39,9 @@ async function nudgeCount(f, sock, pane) {
 }
 
 fleetTest('nudge types into the pane with backoff until drained', async (f, t) => {
-  const { sock, pane } = await startTmux(f);
+  const sock = path.join(f.dir, 'tmux.sock');
   try {
+    const pane = await startTmux(f, sock);
     await f.startFleetd({ config: nudgeConfig(true) });
     const carol = await f.mcpClient('carol', {
       role: 'worker',
@@ -92,8 +91,9 @@ fleetTest('nudge types into the pane with backoff until drained', async (f, t) =
 });
 
 fleetTest('nothing is typed when the nudge is disabled', async (f) => {
-  const { sock, pane } = await startTmux(f);
+  const sock = path.join(f.dir, 'tmux.sock');
   try {
+    const pane = await startTmux(f, sock);
     await f.startFleetd({ config: nudgeConfig(false) });
     const carol = await f.mcpClient('carol', {
       role: 'worker',
