@@ -58,7 +58,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$rc" -eq 0 ]; then
     "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" || rc=$?
   fi
-  [ "$own_policy" -eq 1 ] && rm -f "$policy"
+  if [ "$own_policy" -eq 1 ]; then rm -f "$policy"; fi
   [ "$rc" -eq 0 ] || die "apt-get failed (status $rc) installing: ${missing[*]}"
   if [[ " ${missing[*]} " == *" rabbitmq-server "* ]]; then
     if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
