@@ -67,6 +67,7 @@ enum fl_stmt_id {
   FL_ST_ENTITY_PUT,
   FL_ST_ENTITY_BY_NAME,
   FL_ST_ENTITY_EACH,
+  FL_ST_IS_HELD,
   FL_ST_COUNT_OF
 };
 
@@ -104,6 +105,7 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
      * one, and the trim never removes the newest), so it says "newest"
      * without trusting the wall clock. Keys still held are kept so the
      * seen-set always covers held. */
+    [FL_ST_IS_HELD] = "SELECT count(*) FROM held WHERE to_gid = ?1 AND msg_id = ?2",
     [FL_ST_TRIM_SEEN] = "DELETE FROM seen WHERE rowid <= "
                         "(SELECT rowid FROM seen ORDER BY rowid DESC LIMIT 1 OFFSET ?1) "
                         "AND NOT EXISTS (SELECT 1 FROM held "
@@ -654,6 +656,23 @@ int fl_store_count(fl_store *s, const char *to_gid, int64_t now_ms, size_t *n) {
     return fl_db_fail(s, NULL, "binding the count");
   }
   return fl_count_stmt(s, st, "counting held messages", n);
+}
+
+int fl_store_is_held(fl_store *s, const char *to_gid, const char *msg_id, int *held) {
+  if (!held)
+    return FL_EINVAL;
+  *held = 0;
+  if (!s || !to_gid || !msg_id)
+    return FL_EINVAL;
+  sqlite3_stmt *st = s->st[FL_ST_IS_HELD];
+  if (fl_bind_text(st, 1, to_gid) != SQLITE_OK || fl_bind_text(st, 2, msg_id) != SQLITE_OK) {
+    fl_stmt_done(st);
+    return fl_db_fail(s, NULL, "binding the held check");
+  }
+  size_t n = 0;
+  int rc = fl_count_stmt(s, st, "checking a held message", &n);
+  *held = n > 0;
+  return rc;
 }
 
 int fl_store_total(fl_store *s, size_t *n) {

@@ -78,6 +78,9 @@ int fl_store_take_id(fl_store *s, const char *to_gid, const char *msg_id, fl_msg
 /* Number of held, unexpired messages for to_gid. */
 int fl_store_count(fl_store *s, const char *to_gid, int64_t now_ms, size_t *n);
 
+/* Sets *held to 1 when (to_gid, msg_id) is held now (not just seen). */
+int fl_store_is_held(fl_store *s, const char *to_gid, const char *msg_id, int *held);
+
 /* Total held messages (all entities), for status. */
 int fl_store_total(fl_store *s, size_t *n);
 

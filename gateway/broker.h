@@ -1,0 +1,164 @@
+/* broker.h — the link between one fleetd and the AMQP broker.
+ *
+ * The link moves envelopes and bodies; it knows nothing of MCP, holds, or
+ * what a message means. It owns one rabbitmq-c connection, which lives on a
+ * thread of its own because rabbitmq-c blocks: the loop thread talks to it
+ * only through two bounded queues (commands in, events out) and a uv_async_t.
+ * No function here waits on the network.
+ *
+ * Threading: every fl_broker_* function is called on the loop thread that
+ * passed its uv_loop_t to fl_broker_start, and every callback in
+ * fl_broker_events runs on that thread, from the loop. Callbacks may call
+ * fl_broker_publish / _ack / _reject / _add_inbox / _remove_inbox; they must
+ * not call fl_broker_stop or fl_broker_free.
+ *
+ * Topology (DESIGN.md §5) is declared on every connect: exchanges fleet.msg,
+ * fleet.roster, fleet.control, fleet.dlx; queues fleet.dlq, control.<host>
+ * and roster.<host> (both consumed); one agent.<gid>.inbox.v2 per inbox the
+ * loop adds. A dropped connection is retried with backoff (0.5 s doubling to
+ * 5 s); the topology and every added inbox are restored before on_state
+ * reports the link up again. */
+#ifndef FL_BROKER_H
+#define FL_BROKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+typedef struct fl_broker fl_broker;
+
+/* The envelope of DESIGN.md §4, carried as AMQP headers (one string header
+ * per non-empty field: v kind msgId traceId from to inReplyTo turnId spawnId
+ * fromName host ts expiresAt sig). Empty string = absent. */
+typedef struct fl_envelope {
+  char v[8];       /* "MAJOR.MINOR", "1.0" */
+  char kind[16];   /* SEND REPLY ASK ANSWER ... BROADCAST PRESENCE SPAWN */
+  char msg_id[37]; /* the dedup key; also the AMQP message_id */
+  char trace_id[37];
+  char from[37];
+  char to[37];
+  char in_reply_to[37];
+  char turn_id[37];
+  char spawn_id[37];
+  char from_name[65];
+  char host[64]; /* the publishing gateway's host id */
+  char ts[32];   /* RFC 3339 UTC with milliseconds */
+  char expires_at[32];
+  char sig[128]; /* base64 signature; "" until signing lands */
+} fl_envelope;
+
+/* Where a delivery came from. */
+typedef enum fl_broker_source {
+  FL_BROKER_INBOX,  /* agent.<gid>.inbox.v2 of an inbox the loop added */
+  FL_BROKER_ROSTER, /* roster.<host>: presence beats from fleet.roster */
+  FL_BROKER_CONTROL /* control.<host>: spawn / stop for this host */
+} fl_broker_source;
+
+/* One delivery, lent to on_delivery for the duration of the call. Copy what
+ * outlives it. Every delivery must later be settled with fl_broker_ack or
+ * fl_broker_reject (the broker holds it, and counts it against the
+ * consumer's prefetch, until then). */
+typedef struct fl_broker_delivery {
+  uint64_t tag; /* opaque; see fl_broker_ack */
+  fl_broker_source source;
+  const char *gid; /* the inbox's gid for FL_BROKER_INBOX, else "" */
+  const char *exchange;
+  const char *routing_key;
+  int redelivered;        /* the broker delivered it before (dedup by msgId) */
+  const fl_envelope *env; /* headers that are not envelope fields are ignored */
+  const char *body;       /* not NUL-terminated; NULL when len == 0 */
+  size_t len;             /* <= FL_MAX_CONTENT (larger ones go to fleet.dlq) */
+} fl_broker_delivery;
+
+typedef struct fl_broker_config {
+  const char *uri;        /* amqp://user:pass@host:port/vhost or amqps://… */
+  const char *host_id;    /* this gateway's host id: control.<id>, roster.<id> */
+  unsigned prefetch;      /* per consumer; 0 = FL_BROKER_DEFAULT_PREFETCH */
+  const char *queue_type; /* inbox x-queue-type: "classic" (NULL) or "quorum" */
+  unsigned heartbeat_s;   /* 0 = FL_BROKER_DEFAULT_HEARTBEAT_S */
+  const char *ca_file;    /* amqps: CA bundle (NULL = the system bundle) */
+  long max_length;        /* inbox x-max-length; 0 = default */
+  long message_ttl_ms;    /* inbox x-message-ttl; 0 = default */
+  long queue_expires_ms;  /* inbox x-expires; 0 = default */
+} fl_broker_config;
+
+/* Callbacks, all on the loop thread. Any may be NULL. */
+typedef struct fl_broker_events {
+  /* The link went up (after topology and inboxes were restored) or down.
+   * why is a human-readable reason ("" when up). While down,
+   * fl_broker_publish fails at once with FL_EBROKER. */
+  void (*on_state)(void *ctx, int up, const char *why);
+  /* A message from one of our queues. */
+  void (*on_delivery)(void *ctx, const fl_broker_delivery *d);
+  /* Fires exactly once for every fl_broker_publish that returned 0.
+   * status 0: the broker confirmed it (and, if mandatory, routed it).
+   * FL_EBROKER: nacked (e.g. the inbox is full), unroutable ("unroutable: no
+   * inbox bound to key K"), or the connection was lost before the confirm —
+   * the message may or may not have arrived. FL_ECANCELLED: fl_broker_stop. */
+  void (*on_publish_done)(void *ctx, void *req, int status, const char *why);
+  /* An inbox's consumer started (status 0) or could not start or was
+   * cancelled (FL_EBROKER, e.g. "ACCESS_REFUSED": another gateway consumes
+   * it). Fires after each add, and again after each reconnect. A failed
+   * inbox stays remembered and is retried every 5 s (reported again only
+   * when the reason changes) and after each reconnect. */
+  void (*on_inbox)(void *ctx, const char *gid, int status, const char *why);
+} fl_broker_events;
+
+/* Starts the link: parses cfg, starts the broker thread, and returns at once
+ * (connecting happens on the thread; on_state reports the outcome). cfg's
+ * strings are copied; ev is copied; ctx is passed to every callback.
+ * Returns 0 and sets *out, FL_EINVAL / FL_ECONFIG (bad URI, host id), or
+ * FL_ENOMEM. The caller owns *out: fl_broker_stop then fl_broker_free. */
+int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broker_events *ev,
+                    void *ctx, fl_broker **out);
+
+/* Queues one publish and returns at once. exchange e.g. "fleet.msg"; body is
+ * copied (len <= FL_MAX_CONTENT); env is copied (NULL = no headers): each
+ * non-empty field becomes a header and env->msg_id the AMQP message_id;
+ * persistent, content type text/plain; charset=utf-8, timestamp now.
+ * mandatory = 1 makes an unroutable message an error (use 0 only for
+ * broadcasts). req is the caller's, handed back to on_publish_done. Returns 0 (on_publish_done will
+ * fire exactly once), FL_EBROKER when the link is down (nothing is buffered on the broker's
+ * behalf), FL_EFULL when FL_BROKER_MAX_INFLIGHT publishes are outstanding,
+ * FL_ETOOBIG, FL_EINVAL or FL_ENOMEM; on failure the callback never runs. */
+int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_key, int mandatory,
+                      const fl_envelope *env, const char *body, size_t len, void *req);
+
+/* Declares agent.<gid>.inbox.v2 (durable, dead-lettering to fleet.dlx, capped
+ * by cfg), binds it to fleet.msg with keys <gid>, broadcast.all and
+ * broadcast.<g> for each group, and consumes it with an exclusive consumer on
+ * a channel of its own. Adding a gid again replaces its groups. Remembered
+ * and redone after every reconnect; on_inbox reports the outcome. groups is
+ * copied. Returns 0, FL_EINVAL, FL_EFULL (FL_BROKER_MAX_INBOXES or the command
+ * queue) or FL_ENOMEM. Works while the link is down (done on connect). */
+int fl_broker_add_inbox(fl_broker *b, const char *gid, const char *const *groups, size_t ngroups);
+
+/* Stops consuming gid's inbox and forgets it. The queue and its bindings
+ * stay, so messages keep arriving and wait durably (x-expires collects it
+ * eventually). Deliveries from it not yet acked go back to the queue; acks
+ * for them are ignored. Returns 0, FL_EINVAL, FL_EFULL or FL_ENOMEM. */
+int fl_broker_remove_inbox(fl_broker *b, const char *gid);
+
+/* Settles a delivery. tag is from fl_broker_delivery; a tag from before a
+ * reconnect (or of a removed inbox) is dropped silently: the broker has
+ * already put that message back. reject with requeue = 0 dead-letters an
+ * inbox message to fleet.dlq. Returns 0, FL_EFULL (command queue full; retry
+ * later) or FL_ENOMEM. */
+int fl_broker_ack(fl_broker *b, uint64_t tag);
+int fl_broker_reject(fl_broker *b, uint64_t tag, int requeue);
+
+/* 1 when the link is up as last reported by on_state, else 0. */
+int fl_broker_is_up(const fl_broker *b);
+
+/* Closes the connection, joins the broker thread (this waits for the thread,
+ * not for the network: at most one short rabbitmq-c timeout), reports every
+ * outstanding publish with FL_ECANCELLED, and starts closing the async handle.
+ * No callback runs after it returns. Idempotent; b == NULL is fine. */
+void fl_broker_stop(fl_broker *b);
+
+/* Stops b if needed and frees it once the loop has closed its handle (the
+ * loop must run once more for that). Sets *b to NULL. NULL-safe. */
+void fl_broker_free(fl_broker **b);
+
+#endif

@@ -1,0 +1,155 @@
+#!/bin/sh
+# rabbitmq.sh — a private, throwaway RabbitMQ node for tests.
+#
+#   tests/rabbitmq.sh start DIR PORT   start a node on 127.0.0.1:PORT; prints its node name
+#   tests/rabbitmq.sh stop DIR         stop the node started in DIR and remove DIR
+#   tests/rabbitmq.sh ctl DIR ARGS...  run rabbitmqctl ARGS against that node
+#
+# Everything the node writes (database, logs, config, Erlang cookie) lives
+# under DIR, so several nodes (and a system rabbitmq-server from the package
+# install) can run side by side: each has its own node name
+# (fleettest-PORT@localhost), AMQP port PORT and distribution port
+# PORT+20000. Every listener is bound to loopback. The node and rabbitmqctl
+# share one cookie through HOME=DIR/home, so no RABBITMQ_ERLANG_COOKIE (which
+# newer versions reject). Run as root, the node runs as user `rabbitmq` (the
+# Debian package's user), and DIR is handed to that user.
+#
+# The AMQP URI is amqp://guest:guest@127.0.0.1:PORT/ (guest is allowed on
+# loopback). Exit status: 0 ok, 1 failure, 2 usage.
+set -eu
+
+RMQ_BIN=${RMQ_BIN:-/usr/lib/rabbitmq/bin}
+# Seconds to wait for the node to finish booting; a cold first boot on a slow
+# CI machine takes 5-20 s.
+START_TIMEOUT=${RABBITMQ_START_TIMEOUT:-60}
+
+usage() {
+  echo "usage: $0 start DIR PORT | stop DIR | ctl DIR ARGS..." >&2
+  exit 2
+}
+
+die() {
+  echo "rabbitmq.sh: $*" >&2
+  exit 1
+}
+
+# Runs "$@" with the node's environment, as the node's user.
+as_node() {
+  set -- env HOME="$DIR/home" \
+    RABBITMQ_NODENAME="$NODE" \
+    RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+    RABBITMQ_NODE_PORT="$PORT" \
+    RABBITMQ_DIST_PORT="$DIST_PORT" \
+    RABBITMQ_MNESIA_BASE="$DIR/mnesia" \
+    RABBITMQ_LOG_BASE="$DIR/log" \
+    RABBITMQ_CONFIG_FILE="$DIR/rabbitmq.conf" \
+    RABBITMQ_ADVANCED_CONFIG_FILE="$DIR/advanced.config" \
+    RABBITMQ_CONF_ENV_FILE="$DIR/rabbitmq-env.conf" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$DIR/enabled_plugins" \
+    RABBITMQ_PID_FILE="$DIR/rabbitmq.pid" \
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+    ERL_EPMD_ADDRESS=127.0.0.1 \
+    "$@"
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u rabbitmq -- "$@"
+  else
+    "$@"
+  fi
+}
+
+load_node() {
+  [ -f "$DIR/node" ] || die "no node was started in $DIR"
+  NODE=$(sed -n 1p "$DIR/node")
+  PORT=$(sed -n 2p "$DIR/node")
+  DIST_PORT=$((PORT + 20000))
+}
+
+ctl() {
+  as_node "$RMQ_BIN/rabbitmqctl" -n "$NODE" "$@"
+}
+
+cmd_start() {
+  case "$PORT" in '' | *[!0-9]*) usage ;; esac
+  [ "$PORT" -gt 0 ] && [ "$PORT" -lt 45536 ] || die "PORT must be 1..45535 (the distribution port is PORT+20000)"
+  NODE="fleettest-$PORT@localhost"
+  DIST_PORT=$((PORT + 20000))
+  if [ -f "$DIR/node" ]; then
+    die "$DIR already holds a node; run '$0 stop $DIR' first"
+  fi
+  mkdir -p "$DIR/home" "$DIR/mnesia" "$DIR/log"
+  cat >"$DIR/rabbitmq.conf" <<EOF
+listeners.tcp.1 = 127.0.0.1:$PORT
+loopback_users = none
+log.file.level = info
+log.console = false
+EOF
+  echo '[].' >"$DIR/advanced.config"
+  echo '[].' >"$DIR/enabled_plugins"
+  : >"$DIR/rabbitmq-env.conf"
+  # One cookie for the node and rabbitmqctl; Erlang insists it is private.
+  od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$DIR/home/.erlang.cookie"
+  chmod 400 "$DIR/home/.erlang.cookie"
+  printf '%s\n%s\n' "$NODE" "$PORT" >"$DIR/node"
+  if [ "$(id -u)" = 0 ]; then
+    chown -R rabbitmq:rabbitmq "$DIR"
+  fi
+  # epmd (the Erlang port mapper) is shared by every node on the host; start
+  # it if none runs. It stays up, as epmd is designed to.
+  if ! epmd -names >/dev/null 2>&1; then
+    ERL_EPMD_ADDRESS=127.0.0.1 epmd -daemon || die "cannot start epmd"
+  fi
+  (cd "$DIR" && as_node setsid "$RMQ_BIN/rabbitmq-server" \
+    >"$DIR/log/startup.log" 2>&1 </dev/null &)
+  waited=0
+  while :; do
+    if ctl await_startup --timeout 5 >/dev/null 2>&1; then
+      break
+    fi
+    waited=$((waited + 5))
+    if [ "$waited" -ge "$START_TIMEOUT" ]; then
+      echo "rabbitmq.sh: node $NODE did not start in ${START_TIMEOUT}s; last log lines:" >&2
+      tail -n 30 "$DIR/log/startup.log" >&2 || true
+      cmd_stop_quiet
+      exit 1
+    fi
+    sleep 1
+  done
+  echo "$NODE"
+}
+
+cmd_stop_quiet() {
+  ctl stop >/dev/null 2>&1 || true
+  # If the node never answered, end the process we started (by its pid file).
+  if [ -f "$DIR/rabbitmq.pid" ]; then
+    pid=$(cat "$DIR/rabbitmq.pid" 2>/dev/null || true)
+    case "$pid" in '' | *[!0-9]*) ;; *) kill "$pid" 2>/dev/null || true ;; esac
+  fi
+}
+
+cmd_stop() {
+  load_node
+  cmd_stop_quiet
+  rm -rf "$DIR"
+}
+
+[ $# -ge 2 ] || usage
+CMD=$1
+DIR=$2
+case "$DIR" in /*) ;; *) DIR="$(pwd)/$DIR" ;; esac
+case "$CMD" in
+start)
+  [ $# -eq 3 ] || usage
+  PORT=$3
+  cmd_start
+  ;;
+stop)
+  [ $# -eq 2 ] || usage
+  cmd_stop
+  ;;
+ctl)
+  shift 2
+  load_node
+  ctl "$@"
+  ;;
+*) usage ;;
+esac
