@@ -43,15 +43,15 @@ static int fl_file_str(json_t *root, const char *key, char *dst, size_t n, const
   return fl_set(dst, n, json_string_value(v), what, err, errlen);
 }
 
-static int fl_file_ms(json_t *obj, const char *key, unsigned *dst, const char *file, char *err,
-                      size_t errlen) {
+/* A whole number from 0 to max at obj.key (section names obj in errors). */
+static int fl_file_ms(json_t *obj, const char *section, const char *key, unsigned *dst,
+                      long max, const char *file, char *err, size_t errlen) {
   json_t *v = json_object_get(obj, key);
   if (!v)
     return 0;
-  /* A day bounds every delay: longer is surely a typo. */
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 86400000) {
-    snprintf(err, errlen, "%s: key \"nudge.%s\" must be a whole number of milliseconds "
-             "from 0 to 86400000", file, key);
+  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) {
+    snprintf(err, errlen, "%s: key \"%s.%s\" must be a whole number from 0 to %ld", file,
+             section, key, max);
     return FL_ECONFIG;
   }
   *dst = (unsigned)json_integer_value(v);
@@ -96,15 +96,46 @@ static int fl_load_file(fl_config *cfg, const char *file, int must_exist, char *
     goto out;
   json_t *broker = json_object_get(root, "broker");
   if (broker && !json_is_null(broker)) {
-    if (!json_is_object(broker) || (json_object_get(broker, "uri") &&
-                                    !json_is_string(json_object_get(broker, "uri")))) {
+    if (!json_is_object(broker)) {
       snprintf(err, errlen, "%s: key \"broker\" must be an object like {\"uri\": "
-               "\"amqp://host:5672\"}", file);
+               "\"amqp://user:pass@host:5672/\"}", file);
       goto out;
     }
+    static const char *const bknown[] = {"uri", "caFile", "queueType", "prefetch",
+                                         "heartbeatS", "presenceIntervalMs", "presenceTtlMs",
+                                         NULL};
+    json_object_foreach(broker, key, val) {
+      int ok = 0;
+      for (int i = 0; bknown[i]; i++)
+        ok |= strcmp(key, bknown[i]) == 0;
+      if (!ok) {
+        snprintf(err, errlen, "%s: unknown key \"broker.%s\" (known: uri, caFile, queueType, "
+                 "prefetch, heartbeatS, presenceIntervalMs, presenceTtlMs)", file, key);
+        goto out;
+      }
+    }
+    unsigned prefetch = 0, hb = 0;
     if (fl_file_str(broker, "uri", cfg->gw.broker_uri, sizeof cfg->gw.broker_uri, file, err,
-                    errlen))
+                    errlen) ||
+        fl_file_str(broker, "caFile", cfg->gw.broker_ca_file, sizeof cfg->gw.broker_ca_file,
+                    file, err, errlen) ||
+        fl_file_str(broker, "queueType", cfg->gw.broker_queue_type,
+                    sizeof cfg->gw.broker_queue_type, file, err, errlen) ||
+        fl_file_ms(broker, "broker", "prefetch", &prefetch, 65535, file, err, errlen) ||
+        fl_file_ms(broker, "broker", "heartbeatS", &hb, 3600, file, err, errlen) ||
+        fl_file_ms(broker, "broker", "presenceIntervalMs", &cfg->gw.presence_interval_ms,
+                   3600000, file, err, errlen) ||
+        fl_file_ms(broker, "broker", "presenceTtlMs", &cfg->gw.presence_ttl_ms, 86400000, file,
+                   err, errlen))
       goto out;
+    cfg->gw.broker_prefetch = prefetch;
+    cfg->gw.broker_heartbeat_s = hb;
+    if (cfg->gw.broker_queue_type[0] && strcmp(cfg->gw.broker_queue_type, "classic") != 0 &&
+        strcmp(cfg->gw.broker_queue_type, "quorum") != 0) {
+      snprintf(err, errlen, "%s: key \"broker.queueType\" must be \"classic\" or \"quorum\"",
+               file);
+      goto out;
+    }
   }
   json_t *nudge = json_object_get(root, "nudge");
   if (nudge) {
@@ -119,9 +150,13 @@ static int fl_load_file(fl_config *cfg, const char *file, int must_exist, char *
     }
     if (en)
       cfg->gw.nudge.enabled = json_is_true(en);
-    if (fl_file_ms(nudge, "firstDelayMs", &cfg->gw.nudge.first_ms, file, err, errlen) ||
-        fl_file_ms(nudge, "backoffMs", &cfg->gw.nudge.backoff_ms, file, err, errlen) ||
-        fl_file_ms(nudge, "maxBackoffMs", &cfg->gw.nudge.max_ms, file, err, errlen) ||
+    /* A day bounds every delay: longer is surely a typo. */
+    if (fl_file_ms(nudge, "nudge", "firstDelayMs", &cfg->gw.nudge.first_ms, 86400000, file, err,
+                   errlen) ||
+        fl_file_ms(nudge, "nudge", "backoffMs", &cfg->gw.nudge.backoff_ms, 86400000, file, err,
+                   errlen) ||
+        fl_file_ms(nudge, "nudge", "maxBackoffMs", &cfg->gw.nudge.max_ms, 86400000, file, err,
+                   errlen) ||
         fl_file_str(nudge, "text", cfg->gw.nudge.text, sizeof cfg->gw.nudge.text, file, err,
                     errlen))
       goto out;
@@ -147,6 +182,7 @@ int fl_config_load(fl_config *cfg, int argc, char **argv, char *err, size_t errl
   /* Defaults. */
   snprintf(cfg->log_level, sizeof cfg->log_level, "info");
   cfg->gw.nudge.enabled = 1;
+  cfg->gw.presence_interval_ms = 5000; /* a joiner shows up elsewhere within ~5 s */
   cfg->gw.nudge.first_ms = 1000;     /* let a client that is about to poll do so */
   cfg->gw.nudge.backoff_ms = 30000;  /* then remind every 30 s, doubling ... */
   cfg->gw.nudge.max_ms = 600000;     /* ... up to every 10 minutes */

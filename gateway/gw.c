@@ -25,12 +25,11 @@
 #include "gateway/fl_error.h"
 #include "gateway/limits.h"
 #include "gateway/log.h"
+#include "gateway/gw_internal.h"
 #include "gateway/store.h"
 
 /* How often held messages past their expiry are swept. */
 #define FL_SWEEP_MS 30000
-/* Recent msgId -> traceId pairs kept so a reply carries its flow's trace. */
-#define FL_TRACE_RING 1024
 
 static const char *const fl_counter_names[FL_C_COUNT] = {
     [FL_C_RPC_PARSE_ERRORS] = "rpc_parse_errors",
@@ -51,69 +50,13 @@ static const char *const fl_counter_names[FL_C_COUNT] = {
     [FL_C_NUDGES] = "nudges",
     [FL_C_NUDGE_FAILURES] = "nudge_failures",
     [FL_C_STORE_ERRORS] = "store_errors",
-};
-
-typedef struct fl_entity fl_entity;
-
-enum fl_wait_kind { FL_WAIT_SEND, FL_WAIT_POLL };
-
-struct fl_wait {
-  fl_gw *gw;
-  fl_client *client;
-  fl_wait *next; /* in the client's list, oldest first */
-  enum fl_wait_kind kind;
-  uv_timer_t timer;
-  fl_gw_cb cb;
-  void *ctx;
-  /* SEND: the message sent, and to whom; POLL: the from filter and max. */
-  char msg_id[FL_ID_LEN];
-  char trace_id[FL_ID_LEN];
-  char peer_gid[FL_ID_LEN];
-  size_t max;
-};
-
-struct fl_entity {
-  fl_entity *next;
-  fl_gw *gw;
-  char gid[FL_ID_LEN];
-  char name[FL_MAX_NAME + 1];
-  char role[FL_MAX_ROLE + 1];
-  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
-  size_t ngroups;
-  fl_client *client; /* the live session, or NULL when offline */
-  long long last_seen_ms;
-  char pane[FL_MAX_PANE + 1];
-  char tmux_socket[FL_MAX_PATH + 1];
-  uv_timer_t nudge_timer;
-  unsigned nudge_step;
-  int nudge_armed;
-};
-
-struct fl_client {
-  fl_gw *gw;
-  fl_entity *entity; /* NULL for an anonymous session */
-  const fl_client_ops *ops;
-  void *ctx;
-  fl_wait *waits;
-  size_t nwaits;
-};
-
-struct fl_gw {
-  uv_loop_t *loop;
-  fl_gw_config cfg;
-  fl_store *store;
-  fl_entity *entities;
-  size_t nentities;
-  size_t nclients;
-  uv_timer_t sweep;
-  long long started_ms;
-  unsigned long long counters[FL_C_COUNT];
-  struct {
-    char msg_id[FL_ID_LEN];
-    char trace_id[FL_ID_LEN];
-  } traces[FL_TRACE_RING];
-  size_t trace_next;
-  int shutting_down;
+    [FL_C_REMOTE_PUBLISHED] = "remote_published",
+    [FL_C_REMOTE_PUBLISH_FAILED] = "remote_publish_failed",
+    [FL_C_REMOTE_RECEIVED] = "remote_received",
+    [FL_C_REMOTE_DEAD_LETTERED] = "remote_dead_lettered",
+    [FL_C_PRESENCE_RECEIVED] = "presence_received",
+    [FL_C_PRESENCE_REFUSED] = "presence_refused",
+    [FL_C_BROKER_DISCONNECTS] = "broker_disconnects",
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -143,7 +86,7 @@ void fl_rfc3339(long long ms, char *out) {
   snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
 }
 
-static int fl_is_uuid(const char *s) {
+int fl_is_uuid(const char *s) {
   if (strlen(s) != 36)
     return 0;
   for (int i = 0; i < 36; i++) {
@@ -159,7 +102,7 @@ static int fl_is_uuid(const char *s) {
 }
 
 /* Names are typed into panes and shown in tables: keep them plain. */
-static int fl_valid_name(const char *s, size_t max) {
+int fl_valid_name(const char *s, size_t max) {
   size_t n = strlen(s);
   if (n == 0 || n > max)
     return 0;
@@ -172,7 +115,7 @@ static int fl_valid_name(const char *s, size_t max) {
   return 1;
 }
 
-static void fl_copy(char *dst, size_t n, const char *src) {
+void fl_copy(char *dst, size_t n, const char *src) {
   snprintf(dst, n, "%s", src ? src : "");
 }
 
@@ -196,16 +139,9 @@ static const char *fl_trace_lookup(fl_gw *gw, const char *msg_id) {
 
 /* ---- roster ------------------------------------------------------------ */
 
-static fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid) {
+fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid) {
   for (fl_entity *e = gw->entities; e; e = e->next)
     if (strcasecmp(e->gid, gid) == 0)
-      return e;
-  return NULL;
-}
-
-static fl_entity *fl_entity_by_name(fl_gw *gw, const char *name) {
-  for (fl_entity *e = gw->entities; e; e = e->next)
-    if (strcmp(e->name, name) == 0)
       return e;
   return NULL;
 }
@@ -232,7 +168,7 @@ static int fl_entity_in_group(const fl_entity *e, const char *group) {
   return 0;
 }
 
-static fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name) {
+fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name) {
   fl_entity *e = fl_calloc(1, sizeof *e);
   if (!e)
     return NULL;
@@ -275,24 +211,61 @@ static int fl_entity_persist(fl_gw *gw, const fl_entity *e) {
   return rc;
 }
 
-/* Resolves `to` (a gid or a name) to an entity, or fills err. */
+static fl_entity *fl_local_by_name(fl_gw *gw, const char *name) {
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    if (!e->remote && strcmp(e->name, name) == 0)
+      return e;
+  return NULL;
+}
+
+/* Resolves `to` (a gid, a name, or name@host) across the roster, or fills
+ * err. A name on more than one host is ambiguous: the error lists the
+ * candidates so the caller can pick one. */
 static fl_entity *fl_resolve(fl_gw *gw, const char *to, char *err, size_t errlen) {
-  fl_entity *e = NULL;
-  if (fl_is_uuid(to))
-    e = fl_entity_by_gid(gw, to);
-  if (!e)
-    e = fl_entity_by_name(gw, to);
-  if (!e)
+  if (fl_is_uuid(to)) {
+    fl_entity *e = fl_entity_by_gid(gw, to);
+    if (e)
+      return e;
+  }
+  char name[FL_MAX_NAME + 1];
+  const char *at = strchr(to, '@');
+  const char *host = at ? at + 1 : NULL;
+  size_t nlen = at ? (size_t)(at - to) : strlen(to);
+  if (nlen > FL_MAX_NAME)
+    nlen = FL_MAX_NAME;
+  memcpy(name, to, nlen);
+  name[nlen] = '\0';
+  fl_entity *found = NULL;
+  size_t matches = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (strcmp(e->name, name) != 0)
+      continue;
+    if (host && strcmp(host, e->remote ? e->host : gw->cfg.host_id) != 0)
+      continue;
+    found = e;
+    matches++;
+  }
+  if (matches == 1)
+    return found;
+  if (matches == 0) {
     snprintf(err, errlen,
-             "no entity '%s' on this host: `to` takes a gid or a name; call fleet_list to "
-             "see who is here",
-             to);
-  return e;
+             "no entity '%s' %s: `to` takes a gid, a name or name@host; call fleet_list to "
+             "see who is there",
+             to, gw->broker ? "in the roster" : "on this host");
+    return NULL;
+  }
+  size_t off = (size_t)snprintf(err, errlen, "the name '%s' is on more than one host; use one "
+                                "of:", name);
+  for (fl_entity *e = gw->entities; e && off < errlen; e = e->next)
+    if (strcmp(e->name, name) == 0)
+      off += (size_t)snprintf(err + off, errlen - off, " %s@%s", e->name,
+                              e->remote ? e->host : gw->cfg.host_id);
+  return NULL;
 }
 
 /* ---- messages as JSON ---------------------------------------------------- */
 
-static json_t *fl_msg_json(const fl_msg *m) {
+json_t *fl_msg_json(const fl_msg *m) {
   char ts[32];
   fl_rfc3339(m->ts_ms, ts);
   json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "msgId", m->msg_id,
@@ -304,7 +277,7 @@ static json_t *fl_msg_json(const fl_msg *m) {
   return o;
 }
 
-static json_t *fl_peer_json(const fl_entity *e) {
+json_t *fl_peer_json(const fl_entity *e) {
   return json_pack("{s:s, s:s}", "gid", e->gid, "name", e->name);
 }
 
@@ -400,7 +373,7 @@ static void fl_nudge_fire(uv_timer_t *t) {
   uv_timer_start(&e->nudge_timer, fl_nudge_fire, gap, 0);
 }
 
-static void fl_nudge_arm(fl_entity *e) {
+void fl_nudge_arm(fl_entity *e) {
   fl_gw *gw = e->gw;
   if (!gw->cfg.nudge.enabled || !e->client || e->nudge_armed || gw->shutting_down)
     return;
@@ -426,16 +399,24 @@ static void fl_wait_close_cb(uv_handle_t *h) { fl_free(h->data); }
 /* Detaches w from its client and frees it once its timer is closed. */
 static void fl_wait_release(fl_wait *w) {
   fl_wait_unlink(w);
+  if (w->kind == FL_WAIT_CONFIRM)
+    fl_fabric_forget(w);
+  json_decref(w->on_confirm);
+  w->on_confirm = NULL;
   uv_timer_stop(&w->timer);
   uv_close((uv_handle_t *)&w->timer, fl_wait_close_cb);
 }
 
-static void fl_wait_complete(fl_wait *w, json_t *result) {
+void fl_wait_complete(fl_wait *w, json_t *result, const char *err) {
   fl_gw_cb cb = w->cb;
   void *ctx = w->ctx;
   fl_entity *e = w->client->entity;
   fl_wait_release(w);
-  cb(ctx, result);
+  if (!result && !err)
+    err = "out of memory";
+  cb(ctx, err ? NULL : result, err);
+  if (err)
+    json_decref(result);
   /* Whatever is still held after this call needs a nudge again. */
   size_t held = 0;
   if (e && e->client && fl_store_count(e->gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
@@ -453,6 +434,7 @@ static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t 
   json_t *arr = json_array();
   for (size_t i = 0; i < n; i++) {
     json_array_append_new(arr, fl_msg_json(&msgs[i]));
+    fl_fabric_drained(gw, e->gid, msgs[i].msg_id);
     fl_debug(msgs[i].trace_id, "drained %s for '%s'", msgs[i].msg_id, e->name);
   }
   gw->counters[FL_C_MSGS_DRAINED] += n;
@@ -475,6 +457,16 @@ static void fl_wait_timeout(uv_timer_t *t) {
   fl_wait *w = t->data;
   fl_gw *gw = w->gw;
   json_t *result;
+  if (w->kind == FL_WAIT_CONFIRM) {
+    fl_warn(w->trace_id, "publish of %s: no confirm from the broker in time", w->msg_id);
+    fl_wait_complete(w, NULL,
+                     gw->shutting_down
+                         ? "fleetd is shutting down before the broker confirmed the message; "
+                           "it may or may not have been delivered"
+                         : "the broker did not confirm the message in time; it may or may "
+                           "not have been delivered (check fleetctl status)");
+    return;
+  }
   if (w->kind == FL_WAIT_SEND) {
     fl_info(w->trace_id, "send %s: no reply in time; the reply will be held for fleet_poll",
             w->msg_id);
@@ -483,10 +475,17 @@ static void fl_wait_timeout(uv_timer_t *t) {
     result = fl_poll_result(gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL,
                             w->max);
   }
-  fl_wait_complete(w, result);
+  fl_wait_complete(w, result, NULL);
 }
 
-static int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s,
+void fl_wait_expect_reply(fl_wait *w, double wait_s) {
+  w->kind = FL_WAIT_SEND;
+  json_decref(w->on_confirm);
+  w->on_confirm = NULL;
+  uv_timer_start(&w->timer, fl_wait_timeout, (uint64_t)(wait_s * 1000.0), 0);
+}
+
+int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s,
                        fl_gw_cb cb, void *ctx, fl_wait **out, char *err, size_t errlen) {
   if (c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
     snprintf(err, errlen, "too many waiting calls in this session (at most %d); wait for "
@@ -525,7 +524,7 @@ void fl_gw_cancel(fl_gw *gw, fl_wait **w) {
 
 /* Hands a just-stored message to a waiting call of its recipient if one
  * matches; else arms the recipient's nudge. Returns 1 if a call took it. */
-static int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
+int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   fl_client *c = to->client;
   if (!c) {
     return 0;
@@ -539,6 +538,7 @@ static int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     if (fl_store_take_id(gw->store, to->gid, m->msg_id, &got) != 0)
       break;
     gw->counters[FL_C_MSGS_DRAINED]++;
+    fl_fabric_drained(gw, to->gid, got.msg_id);
     json_t *reply = fl_msg_json(&got);
     fl_free(got.content);
     fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
@@ -547,14 +547,14 @@ static int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
                             "replied", "reply", reply);
     fl_info(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id,
             w->msg_id, to->name);
-    fl_wait_complete(w, res);
+    fl_wait_complete(w, res, NULL);
     return 1;
   }
   for (fl_wait *w = c->waits; w; w = w->next) {
     if (w->kind != FL_WAIT_POLL || (w->peer_gid[0] && strcmp(w->peer_gid, m->from_gid) != 0))
       continue;
     json_t *res = fl_poll_result(gw, to, w->peer_gid[0] ? w->peer_gid : NULL, w->max);
-    fl_wait_complete(w, res);
+    fl_wait_complete(w, res, NULL);
     return 1;
   }
   fl_nudge_arm(to);
@@ -562,7 +562,7 @@ static int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
 }
 
 /* Commits m for its recipient. Fills err for the caller on failure. */
-static int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
+int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
   int rc = fl_store_put(gw->store, m);
   if (rc == FL_EDUP) {
     fl_gw_count(gw, FL_C_MSGS_DUPLICATE);
@@ -643,7 +643,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   if (!dst)
     return FL_ENOTFOUND;
   wait_s = fl_clamp_wait(wait_s);
-  if (wait_s > 0 && c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
+  if (c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
     snprintf(err, errlen, "too many waiting calls in this session (at most %d)",
              FL_MAX_WAITERS_PER_CLIENT);
     return FL_EFULL;
@@ -651,6 +651,15 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   fl_msg m;
   fl_msg_init(&m, "SEND", c->entity, dst, content);
   fl_uuid(m.trace_id);
+  if (dst->remote) {
+    /* Routing fork: another host's entity goes through the broker. */
+    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id,
+                             "to", fl_peer_json(dst), "status", "sent");
+    rc = fl_fabric_publish(gw, c, dst, &m, wait_s, sent, cb, ctx, wait, err, errlen);
+    if (rc == 0)
+      fl_trace_remember(gw, m.msg_id, m.trace_id);
+    return rc;
+  }
   if ((rc = fl_accept(gw, dst, &m, err, errlen)))
     return rc;
   if (wait_s > 0) {
@@ -673,9 +682,11 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
 }
 
 int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
-                const char *in_reply_to, json_t **result, char *err, size_t errlen) {
+                const char *in_reply_to, fl_gw_cb cb, void *ctx, json_t **result,
+                fl_wait **wait, char *err, size_t errlen) {
   int rc;
   *result = NULL;
+  *wait = NULL;
   if ((rc = fl_need_entity(c, err, errlen)) || (rc = fl_check_content(content, err, errlen)))
     return rc;
   fl_entity *dst = fl_resolve(gw, to, err, errlen);
@@ -705,6 +716,11 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
     fl_copy(m.trace_id, sizeof m.trace_id, trace);
   else
     fl_uuid(m.trace_id);
+  if (dst->remote) {
+    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id,
+                             "to", fl_peer_json(dst), "status", "sent");
+    return fl_fabric_publish(gw, c, dst, &m, 0, sent, cb, ctx, wait, err, errlen);
+  }
   if ((rc = fl_accept(gw, dst, &m, err, errlen)))
     return rc;
   int taken = fl_wake(gw, dst, &m);
@@ -755,9 +771,11 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
 }
 
 int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content,
-                    json_t **result, char *err, size_t errlen) {
+                    fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+                    size_t errlen) {
   int rc;
   *result = NULL;
+  *wait = NULL;
   if ((rc = fl_need_entity(c, err, errlen)) || (rc = fl_check_content(content, err, errlen)))
     return rc;
   if (group && !*group)
@@ -766,10 +784,11 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
   fl_uuid(msg_id);
   fl_uuid(trace_id);
   size_t recipients = 0, failed = 0;
+  fl_msg m;
   for (fl_entity *e = gw->entities; e; e = e->next) {
-    if (e == c->entity || (group && !fl_entity_in_group(e, group)))
+    /* Remote members get their copy from the broker, bound to the key. */
+    if (e == c->entity || e->remote || (group && !fl_entity_in_group(e, group)))
       continue;
-    fl_msg m;
     fl_msg_init(&m, "BROADCAST", c->entity, e, content);
     fl_copy(m.msg_id, sizeof m.msg_id, msg_id);
     fl_copy(m.trace_id, sizeof m.trace_id, trace_id);
@@ -781,12 +800,31 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
     recipients++;
     fl_wake(gw, e, &m);
   }
-  fl_info(trace_id, "broadcast %s from '%s' to %s: %zu recipient(s), %zu refused", msg_id,
+  fl_info(trace_id, "broadcast %s from '%s' to %s: %zu local recipient(s), %zu refused", msg_id,
           c->entity->name, group ? group : "everyone", recipients, failed);
-  *result = json_pack("{s:s, s:s, s:s?, s:I, s:I}", "msgId", msg_id, "traceId", trace_id,
-                      "group", group, "recipients", (json_int_t)recipients, "refused",
-                      (json_int_t)failed);
-  return 0;
+  json_t *res = json_pack("{s:s, s:s, s:s?, s:I, s:I}", "msgId", msg_id, "traceId", trace_id,
+                          "group", group, "recipients", (json_int_t)recipients, "refused",
+                          (json_int_t)failed);
+  if (!gw->broker) {
+    *result = res;
+    return 0;
+  }
+  /* One publish reaches every other host's members; the broker copies it. */
+  fl_msg_init(&m, "BROADCAST", c->entity, c->entity, content);
+  fl_copy(m.msg_id, sizeof m.msg_id, msg_id);
+  fl_copy(m.trace_id, sizeof m.trace_id, trace_id);
+  m.to_gid[0] = '\0';
+  json_object_set_new(res, "remote", json_string("published"));
+  rc = fl_fabric_broadcast(gw, c, &m, group, res, cb, ctx, wait, err, errlen);
+  if (rc == FL_EBROKER && recipients > 0) {
+    /* The local copies are committed: say so, loudly, rather than fail. */
+    res = json_pack("{s:s, s:s, s:s?, s:I, s:I, s:s}", "msgId", msg_id, "traceId", trace_id,
+                    "group", group, "recipients", (json_int_t)recipients, "refused",
+                    (json_int_t)failed, "remote", err);
+    *result = res;
+    return 0;
+  }
+  return rc;
 }
 
 int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
@@ -798,10 +836,11 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
     json_t *groups = json_array();
     for (size_t i = 0; i < e->ngroups; i++)
       json_array_append_new(groups, json_string(e->groups[i]));
+    const char *status = e->remote ? fl_fabric_status(gw, e) : e->client ? "online" : "offline";
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name",
-                          e->name, "role", e->role, "host", gw->cfg.host_id, "groups", groups,
-                          "status", e->client ? "online" : "offline", "self",
-                          c && c->entity == e, "held", (json_int_t)held);
+                          e->name, "role", e->role, "host",
+                          e->remote ? e->host : gw->cfg.host_id, "groups", groups, "status",
+                          status, "self", c && c->entity == e, "held", (json_int_t)held);
     long long seen = e->client ? now : e->last_seen_ms;
     if (o && seen) {
       char ts[32];
@@ -833,15 +872,18 @@ json_t *fl_gw_status(fl_gw *gw) {
   fl_store_total(gw->store, &held);
   for (fl_entity *e = gw->entities; e; e = e->next)
     online += e->client != NULL;
+  json_t *broker = NULL;
+  if (gw->broker)
+    broker = json_pack("{s:s, s:s}", "state", gw->broker_up ? "up" : "down", "why",
+                       gw->broker_why);
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
-  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:s?, s:s, s:I, s:I, s:I, s:I, s:o}",
+  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o}",
                    "hostId", gw->cfg.host_id, "version", FLEET_VERSION, "pid",
                    (json_int_t)getpid(), "uptimeS",
                    (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket",
-                   gw->cfg.socket, "stateDir", gw->cfg.state_dir, "broker",
-                   gw->cfg.broker_uri[0] ? gw->cfg.broker_uri : NULL, "mode",
+                   gw->cfg.socket, "stateDir", gw->cfg.state_dir, "broker", broker, "mode",
                    gw->cfg.broker_uri[0] ? "broker" : "single-host", "clients",
                    (json_int_t)gw->nclients, "entities", (json_int_t)gw->nentities,
                    "online", (json_int_t)online, "held", (json_int_t)held, "counters",
@@ -900,7 +942,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
     goto fail;
   }
 
-  fl_entity *e = fl_entity_by_name(gw, id->name);
+  fl_entity *e = fl_local_by_name(gw, id->name);
   if (e && e->client) {
     rc = FL_ENAMETAKEN;
     snprintf(err, errlen,
@@ -945,6 +987,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   c->entity = e;
   gw->nclients++;
   fl_info(NULL, "'%s' (%s, gid %s) is online", e->name, e->role, e->gid);
+  fl_fabric_entity_changed(gw, e);
   size_t held = 0;
   if (fl_store_count(gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
     fl_nudge_arm(e);
@@ -970,6 +1013,7 @@ void fl_gw_detach(fl_gw *gw, fl_client **cp) {
     e->tmux_socket[0] = '\0';
     fl_nudge_stop(e);
     fl_info(NULL, "'%s' is offline", e->name);
+    fl_fabric_entity_changed(gw, e);
   }
   gw->nclients--;
   fl_free(c);
@@ -1016,6 +1060,10 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out) {
   gw->sweep.data = gw;
   uv_timer_start(&gw->sweep, fl_sweep_cb, FL_SWEEP_MS, FL_SWEEP_MS);
   uv_unref((uv_handle_t *)&gw->sweep);
+  if ((rc = fl_fabric_start(gw))) {
+    uv_close((uv_handle_t *)&gw->sweep, NULL);
+    goto fail;
+  }
   *out = gw;
   return 0;
 
@@ -1045,12 +1093,14 @@ void fl_gw_shutdown(fl_gw *gw) {
     uv_close((uv_handle_t *)&e->nudge_timer, NULL);
   }
   uv_close((uv_handle_t *)&gw->sweep, NULL);
+  fl_fabric_stop(gw);
 }
 
 void fl_gw_free(fl_gw **gwp) {
   if (!gwp || !*gwp)
     return;
   fl_gw *gw = *gwp;
+  fl_fabric_free(gw);
   while (gw->entities) {
     fl_entity *n = gw->entities->next;
     fl_free(gw->entities);

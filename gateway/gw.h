@@ -6,6 +6,10 @@
  * session and calls the verbs below from the loop thread. Nothing here blocks
  * on the network; store calls are local SQLite commits.
  *
+ * With a broker configured, the roster also holds the entities other
+ * gateways announce, and a message for one of them is published to its
+ * inbox on the broker (fabric.c); the verbs below are the same either way.
+ *
  * Results are jansson objects shaped as the tool outputs in schema/tools.json.
  * Verbs that may wait return either a result now or a waiter whose callback
  * runs later, exactly once, unless the waiter is cancelled first (then it
@@ -35,6 +39,12 @@ typedef struct fl_gw_config {
   char state_dir[1024];
   char socket[1024];
   char broker_uri[1024];
+  char broker_ca_file[1024];
+  char broker_queue_type[16];     /* "classic" (default) or "quorum" */
+  unsigned broker_prefetch;       /* 0 = the broker link's default */
+  unsigned broker_heartbeat_s;    /* 0 = the broker link's default */
+  unsigned presence_interval_ms;  /* presence beat period */
+  unsigned presence_ttl_ms;       /* a remote entry unheard this long reads offline */
   fl_nudge_config nudge;
 } fl_gw_config;
 
@@ -79,6 +89,13 @@ enum fl_counter {
   FL_C_NUDGES,
   FL_C_NUDGE_FAILURES,
   FL_C_STORE_ERRORS,
+  FL_C_REMOTE_PUBLISHED,
+  FL_C_REMOTE_PUBLISH_FAILED,
+  FL_C_REMOTE_RECEIVED,
+  FL_C_REMOTE_DEAD_LETTERED,
+  FL_C_PRESENCE_RECEIVED,
+  FL_C_PRESENCE_REFUSED,
+  FL_C_BROKER_DISCONNECTS,
   FL_C_COUNT
 };
 
@@ -107,7 +124,9 @@ void fl_gw_detach(fl_gw *gw, fl_client **c);
 const char *fl_client_gid(const fl_client *c);
 const char *fl_client_name(const fl_client *c);
 
-typedef void (*fl_gw_cb)(void *ctx, json_t *result); /* result stolen */
+/* A waiting call's outcome: result (stolen) on success, else NULL and err
+ * (borrowed for the call) says what failed and what to do. */
+typedef void (*fl_gw_cb)(void *ctx, json_t *result, const char *err);
 
 /* Each returns 0 with *result (new reference) set, or 0 with *wait set and
  * the callback to come, or a negative code with err filled. */
@@ -117,12 +136,14 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
                size_t errlen);
 int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
-                const char *in_reply_to, json_t **result, char *err, size_t errlen);
+                const char *in_reply_to, fl_gw_cb cb, void *ctx, json_t **result,
+                fl_wait **wait, char *err, size_t errlen);
 int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max,
                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
                size_t errlen);
 int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content,
-                    json_t **result, char *err, size_t errlen);
+                    fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+                    size_t errlen);
 
 /* Cancels a waiting call: its callback never runs. NULL-safe; sets *w NULL. */
 void fl_gw_cancel(fl_gw *gw, fl_wait **w);

@@ -134,11 +134,11 @@ static void fl_pending_unlink(fl_session *s, fl_pending *p) {
   }
 }
 
-static void fl_pending_done(void *ctx, json_t *result) {
+static void fl_pending_done(void *ctx, json_t *result, const char *err) {
   fl_pending *p = ctx;
   fl_session *s = p->s;
   fl_pending_unlink(s, p);
-  fl_reply_result(s, p->id, result ? fl_tool_ok(result) : fl_tool_err("out of memory"));
+  fl_reply_result(s, p->id, result ? fl_tool_ok(result) : fl_tool_err(err ? err : "failed"));
   json_decref(p->id);
   fl_free(p);
 }
@@ -191,7 +191,9 @@ static void fl_tools_call(fl_session *s, json_t *id, json_t *params) {
   err[0] = '\0';
   if (strcmp(name, "fleet_list") == 0) {
     rc = fl_gw_list(s->gw, s->client, &result);
-  } else if (strcmp(name, "fleet_send") == 0 || strcmp(name, "fleet_poll") == 0) {
+  } else {
+    /* The other verbs may wait (for a reply, a message or the broker's
+     * confirm): they get a pending slot that fl_pending_done answers. */
     p = fl_calloc(1, sizeof *p);
     if (!p) {
       fl_reply_result(s, id, fl_tool_err("out of memory"));
@@ -199,14 +201,26 @@ static void fl_tools_call(fl_session *s, json_t *id, json_t *params) {
       return;
     }
     p->s = s;
-    if (name[6] == 's')
+    if (strcmp(name, "fleet_send") == 0)
       rc = fl_gw_send(s->gw, s->client, fl_arg_str(args, "to"), fl_arg_str(args, "content"),
                       fl_arg_num(args, "wait_s"), fl_pending_done, p, &result, &wait, err,
                       sizeof err);
-    else
+    else if (strcmp(name, "fleet_poll") == 0)
       rc = fl_gw_poll(s->gw, s->client, fl_arg_str(args, "from"), fl_arg_num(args, "wait_s"),
                       (size_t)fl_arg_num(args, "max"), fl_pending_done, p, &result, &wait,
                       err, sizeof err);
+    else if (strcmp(name, "fleet_reply") == 0)
+      rc = fl_gw_reply(s->gw, s->client, fl_arg_str(args, "to"), fl_arg_str(args, "content"),
+                       fl_arg_str(args, "inReplyTo"), fl_pending_done, p, &result, &wait, err,
+                       sizeof err);
+    else if (strcmp(name, "fleet_broadcast") == 0)
+      rc = fl_gw_broadcast(s->gw, s->client, fl_arg_str(args, "group"),
+                           fl_arg_str(args, "content"), fl_pending_done, p, &result, &wait,
+                           err, sizeof err);
+    else {
+      rc = FL_EINVAL;
+      snprintf(err, sizeof err, "%s is declared but not served by this fleetd", name);
+    }
     if (rc == 0 && wait) {
       p->id = json_incref(id);
       p->wait = wait;
@@ -215,15 +229,6 @@ static void fl_tools_call(fl_session *s, json_t *id, json_t *params) {
       p = NULL;
     }
     fl_free(p);
-  } else if (strcmp(name, "fleet_reply") == 0) {
-    rc = fl_gw_reply(s->gw, s->client, fl_arg_str(args, "to"), fl_arg_str(args, "content"),
-                     fl_arg_str(args, "inReplyTo"), &result, err, sizeof err);
-  } else if (strcmp(name, "fleet_broadcast") == 0) {
-    rc = fl_gw_broadcast(s->gw, s->client, fl_arg_str(args, "group"),
-                         fl_arg_str(args, "content"), &result, err, sizeof err);
-  } else {
-    rc = FL_EINVAL;
-    snprintf(err, sizeof err, "%s is declared but not served by this fleetd", name);
   }
   json_decref(empty);
   if (rc != 0)

@@ -1,0 +1,617 @@
+/* fabric.c — the cross-host side of the gateway core.
+ *
+ * With a broker configured, this file connects the gateway to the broker
+ * link (broker.c) and does three jobs on the loop thread:
+ *
+ *   - routing: a message for another host's entity is published to that
+ *     entity's inbox on fleet.msg (key = its gid, mandatory, confirmed); the
+ *     sender's tool call stays pending until the broker confirms, so an
+ *     unroutable or refused publish is an error the sender sees. While the
+ *     link is down, a remote send fails at once: nothing is buffered on the
+ *     broker's behalf.
+ *   - receiving: a delivery from one of our entities' inboxes is committed to
+ *     the hold store (dedup by msgId) and then woken like a local message.
+ *     Its broker ack is deferred until the client has drained it, so a crash
+ *     before the drain gets a redelivery, which the store's seen-set dedups.
+ *   - presence: every local entity, and a _gateway entry, is announced on
+ *     fleet.roster each interval; beats from other hosts build the remote
+ *     part of the roster, as soft state that reads offline once its TTL runs
+ *     out and unknown while the link is down.
+ *
+ * In single-host mode (gw->broker == NULL) every function here is a no-op
+ * or says that no broker is configured. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gateway/alloc.h"
+#include "gateway/fl_error.h"
+#include "gateway/gw_internal.h"
+#include "gateway/log.h"
+
+/* How long a remote send may wait for the broker's confirm before the
+ * sender is told it is unknown whether the message arrived. Confirms take
+ * milliseconds; 10 s means the broker is in trouble. */
+#define FL_CONFIRM_TIMEOUT_S 10.0
+/* Envelope version this gateway writes and the major it accepts. */
+#define FL_ENVELOPE_VERSION "1.0"
+#define FL_ENVELOPE_MAJOR 1
+
+struct fl_pub {
+  fl_gw *gw;
+  fl_wait *wait; /* NULL once the waiting call went away */
+};
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static long long fl_parse_rfc3339(const char *s) {
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!rest)
+    return 0;
+  long long ms = 0;
+  if (*rest == '.') {
+    int digits = 0;
+    for (rest++; *rest >= '0' && *rest <= '9'; rest++, digits++)
+      if (digits < 3)
+        ms = ms * 10 + (*rest - '0');
+    for (; digits < 3; digits++)
+      ms *= 10;
+  }
+  return (long long)timegm(&tm) * 1000 + ms;
+}
+
+/* Message bodies become JSON strings: they must be UTF-8 without NUL. */
+static int fl_utf8_ok(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = (unsigned char)s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (c == 0 || len == 0 || i + len > n)
+      return 0;
+    for (size_t k = 1; k < len; k++)
+      if (((unsigned char)s[i + k] & 0xc0) != 0x80)
+        return 0;
+    i += len;
+  }
+  return 1;
+}
+
+static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
+  memset(env, 0, sizeof *env);
+  fl_copy(env->v, sizeof env->v, FL_ENVELOPE_VERSION);
+  fl_copy(env->kind, sizeof env->kind, m->kind);
+  fl_copy(env->msg_id, sizeof env->msg_id, m->msg_id);
+  fl_copy(env->trace_id, sizeof env->trace_id, m->trace_id);
+  fl_copy(env->from, sizeof env->from, m->from_gid);
+  fl_copy(env->to, sizeof env->to, m->to_gid);
+  fl_copy(env->in_reply_to, sizeof env->in_reply_to, m->in_reply_to);
+  fl_copy(env->from_name, sizeof env->from_name, m->from_name);
+  fl_copy(env->host, sizeof env->host, gw->cfg.host_id);
+  fl_rfc3339(m->ts_ms, env->ts);
+  if (m->expires_ms)
+    fl_rfc3339(m->expires_ms, env->expires_at);
+}
+
+/* ---- unacked deliveries ------------------------------------------------------ */
+
+static void fl_unacked_add(fl_gw *gw, const char *to_gid, const char *msg_id, uint64_t tag) {
+  for (fl_unacked *u = gw->unacked; u; u = u->next) {
+    if (strcmp(u->msg_id, msg_id) == 0 && strcmp(u->to_gid, to_gid) == 0) {
+      /* A redelivery of a message still held: the old tag is void. */
+      u->tag = tag;
+      return;
+    }
+  }
+  fl_unacked *u = fl_calloc(1, sizeof *u);
+  if (!u) {
+    /* Cannot remember it: ack now; the message is committed to the store. */
+    fl_broker_ack(gw->broker, tag);
+    return;
+  }
+  fl_copy(u->msg_id, sizeof u->msg_id, msg_id);
+  fl_copy(u->to_gid, sizeof u->to_gid, to_gid);
+  u->tag = tag;
+  u->next = gw->unacked;
+  gw->unacked = u;
+  gw->nunacked++;
+}
+
+static void fl_unacked_clear(fl_gw *gw) {
+  while (gw->unacked) {
+    fl_unacked *n = gw->unacked->next;
+    fl_free(gw->unacked);
+    gw->unacked = n;
+  }
+  gw->nunacked = 0;
+}
+
+void fl_fabric_drained(fl_gw *gw, const char *to_gid, const char *msg_id) {
+  if (!gw->broker)
+    return;
+  for (fl_unacked **pp = &gw->unacked; *pp; pp = &(*pp)->next) {
+    fl_unacked *u = *pp;
+    if (strcmp(u->msg_id, msg_id) == 0 && strcmp(u->to_gid, to_gid) == 0) {
+      fl_broker_ack(gw->broker, u->tag);
+      *pp = u->next;
+      fl_free(u);
+      gw->nunacked--;
+      return;
+    }
+  }
+}
+
+/* ---- presence ---------------------------------------------------------------- */
+
+static void fl_presence_send(fl_gw *gw, const char *key, const char *from, const char *name,
+                             json_t *body) {
+  char *text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  if (!text)
+    return;
+  fl_envelope env;
+  memset(&env, 0, sizeof env);
+  fl_copy(env.v, sizeof env.v, FL_ENVELOPE_VERSION);
+  fl_copy(env.kind, sizeof env.kind, "PRESENCE");
+  fl_uuid(env.msg_id);
+  fl_copy(env.from, sizeof env.from, from);
+  fl_copy(env.from_name, sizeof env.from_name, name);
+  fl_copy(env.host, sizeof env.host, gw->cfg.host_id);
+  long long now = fl_now_ms();
+  fl_rfc3339(now, env.ts);
+  fl_rfc3339(now + gw->cfg.presence_ttl_ms, env.expires_at);
+  int rc = fl_broker_publish(gw->broker, "fleet.roster", key, 0, &env, text, strlen(text), NULL);
+  if (rc)
+    fl_debug(NULL, "presence for %s not sent: %s", key, fl_strerror(rc));
+  fl_free(text);
+}
+
+static void fl_presence_entity(fl_gw *gw, fl_entity *e) {
+  if (!gw->broker_up || e->remote)
+    return;
+  json_t *groups = json_array();
+  for (size_t i = 0; i < e->ngroups; i++)
+    json_array_append_new(groups, json_string(e->groups[i]));
+  json_t *body = json_pack("{s:s, s:s, s:o, s:s}", "name", e->name, "role", e->role, "groups",
+                           groups, "status", e->client ? "online" : "offline");
+  char key[256];
+  snprintf(key, sizeof key, "roster.%s.%s", gw->cfg.host_id, e->gid);
+  fl_presence_send(gw, key, e->gid, e->name, body);
+}
+
+static void fl_presence_all(fl_gw *gw) {
+  if (!gw->broker_up)
+    return;
+  size_t local = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (!e->remote) {
+      fl_presence_entity(gw, e);
+      local++;
+    }
+  }
+  char key[256];
+  snprintf(key, sizeof key, "roster.%s._gateway", gw->cfg.host_id);
+  fl_presence_send(gw, key, "", "_gateway",
+                   json_pack("{s:s, s:s, s:I}", "host", gw->cfg.host_id, "version",
+                             FLEET_VERSION, "entities", (json_int_t)local));
+}
+
+static void fl_presence_tick(uv_timer_t *t) { fl_presence_all(t->data); }
+
+/* A beat from another gateway: refuse what does not add up, else upsert the
+ * remote entity. */
+static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
+  const fl_envelope *env = d->env;
+  if (strcmp(env->host, gw->cfg.host_id) == 0)
+    return; /* our own beat, back from roster.# */
+  char prefix[128];
+  snprintf(prefix, sizeof prefix, "roster.%s.", env->host);
+  const char *key = d->routing_key;
+  if (!env->host[0] || strcmp(env->kind, "PRESENCE") != 0 ||
+      strncmp(key, prefix, strlen(prefix)) != 0) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence on key %s claims host '%s': ignored", key, env->host);
+    return;
+  }
+  const char *gid = key + strlen(prefix);
+  if (strcmp(gid, "_gateway") == 0)
+    return;
+  fl_gw_count(gw, FL_C_PRESENCE_RECEIVED);
+  if (!fl_is_uuid(gid) || strcmp(gid, env->from) != 0) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence from host '%s' for '%s' is malformed: ignored", env->host, gid);
+    return;
+  }
+  json_t *body = json_loadb(d->body ? d->body : "", d->len, 0, NULL);
+  const char *name = json_string_value(json_object_get(body, "name"));
+  const char *role = json_string_value(json_object_get(body, "role"));
+  const char *status = json_string_value(json_object_get(body, "status"));
+  if (!name || !fl_valid_name(name, FL_MAX_NAME) || !status) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence from host '%s' for %s has no valid name/status: ignored",
+            env->host, gid);
+    json_decref(body);
+    return;
+  }
+  long long now = fl_now_ms();
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  if (e && (!e->remote || (strcmp(e->host, env->host) != 0 && e->expires_ms > now))) {
+    /* A gid lives on one host: a second claim while the first is live is
+     * refused. */
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "host '%s' claims gid %s, which lives on host '%s': ignored", env->host, gid,
+            e->remote ? e->host : gw->cfg.host_id);
+    json_decref(body);
+    return;
+  }
+  if (!e) {
+    e = fl_entity_new(gw, gid, name);
+    if (!e) {
+      json_decref(body);
+      return;
+    }
+    e->remote = 1;
+    fl_info(NULL, "roster: '%s' on host '%s' (gid %s)", name, env->host, gid);
+  }
+  fl_copy(e->name, sizeof e->name, name);
+  fl_copy(e->host, sizeof e->host, env->host);
+  fl_copy(e->role, sizeof e->role, (role && fl_valid_name(role, FL_MAX_ROLE)) ? role : "agent");
+  e->ngroups = 0;
+  json_t *groups = json_object_get(body, "groups"), *g;
+  size_t i;
+  json_array_foreach(groups, i, g) {
+    const char *gn = json_string_value(g);
+    if (gn && fl_valid_name(gn, FL_MAX_GROUP_NAME) && e->ngroups < FL_MAX_GROUPS)
+      fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, gn);
+  }
+  e->remote_online = strcmp(status, "online") == 0;
+  e->last_seen_ms = now;
+  e->expires_ms = now + gw->cfg.presence_ttl_ms;
+  json_decref(body);
+}
+
+const char *fl_fabric_status(fl_gw *gw, const fl_entity *e) {
+  if (!gw->broker_up)
+    return "unknown";
+  if (fl_now_ms() > e->expires_ms)
+    return "offline";
+  return e->remote_online ? "online" : "offline";
+}
+
+/* ---- receiving ---------------------------------------------------------------- */
+
+static void fl_dead_letter(fl_gw *gw, const fl_broker_delivery *d, const char *why) {
+  fl_gw_count(gw, FL_C_REMOTE_DEAD_LETTERED);
+  fl_warn(d->env->trace_id, "dead-lettered %s from host '%s' (key %s): %s",
+          d->env->msg_id[0] ? d->env->msg_id : "(no msgId)", d->env->host, d->routing_key, why);
+  fl_broker_reject(gw->broker, d->tag, 0);
+}
+
+static int fl_bound_to(const fl_entity *e, const char *key) {
+  if (strcmp(key, "broadcast.all") == 0)
+    return 1;
+  if (strncmp(key, "broadcast.", 10) != 0)
+    return 0;
+  for (size_t i = 0; i < e->ngroups; i++)
+    if (strcmp(e->groups[i], key + 10) == 0)
+      return 1;
+  return 0;
+}
+
+static void fl_inbound(fl_gw *gw, const fl_broker_delivery *d) {
+  const fl_envelope *env = d->env;
+  fl_entity *to = fl_entity_by_gid(gw, d->gid);
+  if (!to || to->remote) {
+    fl_dead_letter(gw, d, "no local entity owns this inbox");
+    return;
+  }
+  int broadcast = strcmp(env->kind, "BROADCAST") == 0;
+  int major = atoi(env->v);
+  if (!env->v[0] || major < 1) {
+    fl_dead_letter(gw, d, "envelope has no valid version");
+    return;
+  }
+  if (major > FL_ENVELOPE_MAJOR) {
+    fl_dead_letter(gw, d, "envelope major version is newer than this fleetd understands");
+    return;
+  }
+  if (!broadcast && strcmp(env->kind, "SEND") != 0 && strcmp(env->kind, "REPLY") != 0) {
+    fl_dead_letter(gw, d, "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST)");
+    return;
+  }
+  if (!fl_is_uuid(env->msg_id) || !fl_is_uuid(env->from)) {
+    fl_dead_letter(gw, d, "msgId and from must be UUIDs");
+    return;
+  }
+  if (broadcast ? !fl_bound_to(to, d->routing_key)
+                : (strcmp(env->to, to->gid) != 0 || strcmp(d->routing_key, to->gid) != 0)) {
+    fl_dead_letter(gw, d, "`to` does not match the key it arrived on");
+    return;
+  }
+  long long now = fl_now_ms();
+  long long expires = env->expires_at[0] ? fl_parse_rfc3339(env->expires_at) : 0;
+  if (env->expires_at[0] && (expires == 0 || expires <= now)) {
+    fl_dead_letter(gw, d, "expired");
+    return;
+  }
+  if (broadcast && strcmp(env->from, to->gid) == 0) {
+    fl_broker_ack(gw->broker, d->tag); /* our own broadcast, echoed back */
+    return;
+  }
+  if (d->len > FL_MAX_CONTENT || !fl_utf8_ok(d->body ? d->body : "", d->len)) {
+    fl_dead_letter(gw, d, "body is not UTF-8 text within the size limit");
+    return;
+  }
+  fl_gw_count(gw, FL_C_REMOTE_RECEIVED);
+
+  fl_msg m;
+  memset(&m, 0, sizeof m);
+  fl_copy(m.msg_id, sizeof m.msg_id, env->msg_id);
+  fl_copy(m.trace_id, sizeof m.trace_id, env->trace_id[0] ? env->trace_id : env->msg_id);
+  fl_copy(m.kind, sizeof m.kind, env->kind);
+  fl_copy(m.from_gid, sizeof m.from_gid, env->from);
+  fl_entity *from = fl_entity_by_gid(gw, env->from);
+  fl_copy(m.from_name, sizeof m.from_name,
+          env->from_name[0] ? env->from_name : from ? from->name : "");
+  fl_copy(m.to_gid, sizeof m.to_gid, to->gid);
+  if (fl_is_uuid(env->in_reply_to))
+    fl_copy(m.in_reply_to, sizeof m.in_reply_to, env->in_reply_to);
+  m.ts_ms = env->ts[0] ? fl_parse_rfc3339(env->ts) : now;
+  if (m.ts_ms == 0)
+    m.ts_ms = now;
+  m.expires_ms = expires;
+  char *content = fl_malloc(d->len + 1);
+  if (!content) {
+    fl_broker_reject(gw->broker, d->tag, 1);
+    return;
+  }
+  if (d->len)
+    memcpy(content, d->body, d->len);
+  content[d->len] = '\0';
+  m.content = content;
+  m.content_len = d->len;
+
+  char err[256];
+  int rc = fl_accept(gw, to, &m, err, sizeof err);
+  if (rc == 0) {
+    /* Remember the tag first: waking may drain it, which acks. */
+    fl_unacked_add(gw, to->gid, m.msg_id, d->tag);
+    fl_wake(gw, to, &m);
+  } else if (rc == FL_EDUP) {
+    int held = 0;
+    fl_store_is_held(gw->store, to->gid, m.msg_id, &held);
+    if (held)
+      fl_unacked_add(gw, to->gid, m.msg_id, d->tag);
+    else
+      fl_broker_ack(gw->broker, d->tag);
+  } else {
+    fl_dead_letter(gw, d, err);
+  }
+  fl_free(content);
+}
+
+static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
+  fl_gw *gw = ctx;
+  switch (d->source) {
+  case FL_BROKER_INBOX:
+    fl_inbound(gw, d);
+    return;
+  case FL_BROKER_ROSTER:
+    fl_presence_in(gw, d);
+    break;
+  case FL_BROKER_CONTROL:
+    fl_warn(d->env->trace_id, "control message %s (%s) ignored: spawn and stop are not served "
+            "by this fleetd", d->env->msg_id, d->env->kind);
+    break;
+  }
+  fl_broker_ack(gw->broker, d->tag);
+}
+
+static void fl_on_state(void *ctx, int up, const char *why) {
+  fl_gw *gw = ctx;
+  int was = gw->broker_up;
+  gw->broker_up = up;
+  fl_copy(gw->broker_why, sizeof gw->broker_why, up ? "" : why);
+  if (up) {
+    fl_info(NULL, "broker link is up");
+    fl_presence_all(gw);
+  } else {
+    if (was)
+      fl_gw_count(gw, FL_C_BROKER_DISCONNECTS);
+    fl_warn(NULL, "broker link is down: %s; remote sends fail until it is back", why);
+    /* Unacked deliveries go back to their queues with the connection; they
+     * come again (and are deduped) after the reconnect. */
+    fl_unacked_clear(gw);
+  }
+}
+
+static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why) {
+  fl_gw *gw = ctx;
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  if (status)
+    fl_error(NULL, "inbox of '%s' (gid %s) is not consumed: %s", e ? e->name : "?", gid, why);
+  else
+    fl_debug(NULL, "inbox of '%s' is consumed", e ? e->name : gid);
+}
+
+/* ---- publishing ---------------------------------------------------------------- */
+
+static void fl_on_publish_done(void *ctx, void *req, int status, const char *why) {
+  fl_gw *gw = ctx;
+  fl_pub *pub = req;
+  if (status == 0)
+    fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
+  else if (status != FL_ECANCELLED)
+    fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
+  if (!pub)
+    return;
+  fl_wait *w = pub->wait;
+  fl_free(pub);
+  if (!w)
+    return;
+  w->pub = NULL;
+  if (status != 0) {
+    fl_entity *dst = fl_entity_by_gid(gw, w->peer_gid);
+    char msg[512];
+    snprintf(msg, sizeof msg, "could not deliver to %s%s%s: %s", dst ? dst->name : "the group",
+             dst ? "@" : "", dst ? dst->host : "", why && *why ? why : fl_strerror(status));
+    fl_warn(w->trace_id, "publish of %s failed: %s", w->msg_id, msg);
+    fl_wait_complete(w, NULL, msg);
+    return;
+  }
+  if (w->then_wait_s > 0) {
+    fl_wait_expect_reply(w, w->then_wait_s);
+    return;
+  }
+  json_t *r = w->on_confirm;
+  w->on_confirm = NULL;
+  fl_wait_complete(w, r, NULL);
+}
+
+void fl_fabric_forget(fl_wait *w) {
+  if (w->pub) {
+    w->pub->wait = NULL;
+    w->pub = NULL;
+  }
+}
+
+static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, const fl_msg *m,
+                      const char *peer_gid, double then_wait_s, json_t *on_confirm, fl_gw_cb cb,
+                      void *ctx, fl_wait **wait, char *err, size_t errlen) {
+  *wait = NULL;
+  if (!gw->broker) {
+    json_decref(on_confirm);
+    snprintf(err, errlen, "no broker is configured, so other hosts cannot be reached");
+    return FL_EBROKER;
+  }
+  if (!gw->broker_up) {
+    json_decref(on_confirm);
+    snprintf(err, errlen,
+             "the broker is unreachable (%s): messages to other hosts fail until it is back; "
+             "messages on this host still work",
+             gw->broker_why[0] ? gw->broker_why : "not connected");
+    return FL_EBROKER;
+  }
+  fl_wait *w;
+  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, FL_CONFIRM_TIMEOUT_S, cb, ctx, &w, err, errlen);
+  if (rc) {
+    json_decref(on_confirm);
+    return rc;
+  }
+  fl_pub *pub = fl_calloc(1, sizeof *pub);
+  if (!pub) {
+    json_decref(on_confirm);
+    fl_gw_cancel(gw, &w);
+    snprintf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  pub->gw = gw;
+  pub->wait = w;
+  w->pub = pub;
+  w->then_wait_s = then_wait_s;
+  w->on_confirm = on_confirm;
+  fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
+  fl_copy(w->trace_id, sizeof w->trace_id, m->trace_id);
+  fl_copy(w->peer_gid, sizeof w->peer_gid, peer_gid);
+  fl_envelope env;
+  fl_env_from_msg(gw, m, &env);
+  rc = fl_broker_publish(gw->broker, "fleet.msg", key, mandatory, &env, m->content,
+                         m->content_len, pub);
+  if (rc) {
+    w->pub = NULL;
+    fl_free(pub);
+    fl_gw_cancel(gw, &w);
+    fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
+    snprintf(err, errlen, "%s",
+             rc == FL_EFULL ? "too many messages are on their way to the broker; try again "
+                              "in a moment"
+             : rc == FL_EBROKER ? "the broker is unreachable: messages to other hosts fail "
+                                  "until it is back"
+                                : fl_strerror(rc));
+    return rc;
+  }
+  fl_info(m->trace_id, "%s %s from '%s' published to key %s", m->kind, m->msg_id, m->from_name,
+          key);
+  *wait = w;
+  return 0;
+}
+
+int fl_fabric_publish(fl_gw *gw, fl_client *c, fl_entity *dst, const fl_msg *m,
+                      double then_wait_s, json_t *on_confirm, fl_gw_cb cb, void *ctx,
+                      fl_wait **wait, char *err, size_t errlen) {
+  return fl_publish(gw, c, dst->gid, 1, m, dst->gid, then_wait_s, on_confirm, cb, ctx, wait,
+                    err, errlen);
+}
+
+int fl_fabric_broadcast(fl_gw *gw, fl_client *c, const fl_msg *m, const char *group,
+                        json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
+                        size_t errlen) {
+  char key[FL_MAX_GROUP_NAME + 16];
+  snprintf(key, sizeof key, "broadcast.%s", group ? group : "all");
+  /* Not mandatory: a group with no member anywhere is legal silence. */
+  return fl_publish(gw, c, key, 0, m, "", 0, on_confirm, cb, ctx, wait, err, errlen);
+}
+
+/* ---- life cycle ------------------------------------------------------------------ */
+
+void fl_fabric_entity_changed(fl_gw *gw, fl_entity *e) {
+  if (!gw->broker || e->remote)
+    return;
+  const char *groups[FL_MAX_GROUPS];
+  for (size_t i = 0; i < e->ngroups; i++)
+    groups[i] = e->groups[i];
+  int rc = fl_broker_add_inbox(gw->broker, e->gid, groups, e->ngroups);
+  if (rc)
+    fl_error(NULL, "cannot add the inbox of '%s': %s", e->name, fl_strerror(rc));
+  fl_presence_entity(gw, e);
+}
+
+int fl_fabric_start(fl_gw *gw) {
+  if (!gw->cfg.broker_uri[0])
+    return 0;
+  if (gw->cfg.presence_interval_ms == 0)
+    gw->cfg.presence_interval_ms = 5000;
+  if (gw->cfg.presence_ttl_ms == 0)
+    gw->cfg.presence_ttl_ms = 3 * gw->cfg.presence_interval_ms;
+  fl_broker_config bc = {
+      .uri = gw->cfg.broker_uri,
+      .host_id = gw->cfg.host_id,
+      .prefetch = gw->cfg.broker_prefetch,
+      .queue_type = gw->cfg.broker_queue_type[0] ? gw->cfg.broker_queue_type : NULL,
+      .heartbeat_s = gw->cfg.broker_heartbeat_s,
+      .ca_file = gw->cfg.broker_ca_file[0] ? gw->cfg.broker_ca_file : NULL,
+  };
+  static const fl_broker_events ev = {.on_state = fl_on_state,
+                                      .on_delivery = fl_on_delivery,
+                                      .on_publish_done = fl_on_publish_done,
+                                      .on_inbox = fl_on_inbox};
+  int rc = fl_broker_start(gw->loop, &bc, &ev, gw, &gw->broker);
+  if (rc) {
+    fl_error(NULL, "cannot start the broker link: %s (check the broker URI and host id)",
+             fl_strerror(rc));
+    return rc;
+  }
+  fl_copy(gw->broker_why, sizeof gw->broker_why, "connecting");
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    fl_fabric_entity_changed(gw, e);
+  uv_timer_init(gw->loop, &gw->presence);
+  gw->presence.data = gw;
+  uv_timer_start(&gw->presence, fl_presence_tick, gw->cfg.presence_interval_ms,
+                 gw->cfg.presence_interval_ms);
+  return 0;
+}
+
+void fl_fabric_stop(fl_gw *gw) {
+  if (!gw->broker)
+    return;
+  uv_close((uv_handle_t *)&gw->presence, NULL);
+  fl_broker_stop(gw->broker);
+  gw->broker_up = 0;
+}
+
+void fl_fabric_free(fl_gw *gw) {
+  fl_unacked_clear(gw);
+  fl_broker_free(&gw->broker);
+}
