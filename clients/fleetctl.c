@@ -612,7 +612,8 @@ static json_t *operator_identity(const ctl_opts *o) {
     if (!name || !*name)
       name = "operator";
   }
-  return json_pack("{s:s, s:s}", "name", name, "role", "lead");
+  /* Name only: an existing entity keeps its role and groups. */
+  return json_pack("{s:s}", "name", name);
 }
 
 static int cmd_send(ctl *c) {

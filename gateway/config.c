@@ -143,6 +143,18 @@ static int fl_load_file(fl_config *cfg, const char *file, int must_exist, char *
       snprintf(err, errlen, "%s: key \"nudge\" must be an object", file);
       goto out;
     }
+    static const char *const nknown[] = {"enabled", "firstDelayMs", "backoffMs",
+                                         "maxBackoffMs", "text", NULL};
+    json_object_foreach(nudge, key, val) {
+      int ok = 0;
+      for (int i = 0; nknown[i]; i++)
+        ok |= strcmp(key, nknown[i]) == 0;
+      if (!ok) {
+        snprintf(err, errlen, "%s: unknown key \"nudge.%s\" (known: enabled, firstDelayMs, "
+                 "backoffMs, maxBackoffMs, text)", file, key);
+        goto out;
+      }
+    }
     json_t *en = json_object_get(nudge, "enabled");
     if (en && !json_is_boolean(en)) {
       snprintf(err, errlen, "%s: key \"nudge.enabled\" must be true or false", file);

@@ -19,6 +19,8 @@ static const char *const fl_messages[] = {
     [FL_ENOMEM - FL_EBASE] = "out of memory",
     [FL_EPROTO - FL_EBASE] = "protocol error",
     [FL_EBROKER - FL_EBASE] = "broker unreachable",
+    [FL_EBADSIG - FL_EBASE] = "signature does not verify",
+    [FL_EPINNED - FL_EBASE] = "host is pinned to a different key",
 };
 
 const char *fl_strerror(int err) {

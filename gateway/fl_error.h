@@ -24,6 +24,8 @@ enum {
   FL_ENOMEM,               /* allocation failed */
   FL_EPROTO,               /* a peer broke the protocol */
   FL_EBROKER,              /* the broker is unreachable */
+  FL_EBADSIG,              /* a signature that does not verify under the key */
+  FL_EPINNED,              /* a host is already pinned to a different key */
   FL_ELAST                 /* not a code: one past the last */
 };
 

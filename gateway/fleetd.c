@@ -10,7 +10,10 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gateway/alloc.h"
 #include "gateway/config.h"
@@ -76,9 +79,17 @@ int main(int argc, char **argv) {
             cfg.gw.state_dir, strerror(-rc));
     return 1;
   }
-  if (cfg.gw.broker_uri[0])
-    fl_warn(NULL, "a broker is configured (%s) but this fleetd serves this host only; "
-            "cross-host delivery is not available", cfg.gw.broker_uri);
+  /* One fleetd per state dir: two would hold the same entities and disagree. */
+  char lockpath[sizeof cfg.gw.state_dir + 16];
+  snprintf(lockpath, sizeof lockpath, "%s/fleetd.lock", cfg.gw.state_dir);
+  int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+    fprintf(stderr, "fleetd: another fleetd is using the state dir %s (stop it, or give this "
+            "one its own --state-dir)\n", cfg.gw.state_dir);
+    if (lockfd >= 0)
+      close(lockfd);
+    return 1;
+  }
 
   static fl_daemon d;
   uv_loop_init(&d.loop);
@@ -86,6 +97,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fleetd: cannot open the hold store in %s: %s\n", cfg.gw.state_dir,
             fl_strerror(rc));
     uv_loop_close(&d.loop);
+    close(lockfd);
     return 1;
   }
   if ((rc = fl_frontend_start(&d.loop, d.gw, cfg.gw.socket, &d.fe, err, sizeof err))) {
@@ -94,6 +106,7 @@ int main(int argc, char **argv) {
     uv_run(&d.loop, UV_RUN_DEFAULT);
     fl_gw_free(&d.gw);
     uv_loop_close(&d.loop);
+    close(lockfd);
     return 1;
   }
   uv_signal_init(&d.loop, &d.sigterm);
@@ -113,5 +126,6 @@ int main(int argc, char **argv) {
   if (rc)
     fl_warn(NULL, "fleetd: loop closed with handles open: %s", uv_strerror(rc));
   fl_info(NULL, "fleetd: stopped");
+  close(lockfd);
   return 0;
 }

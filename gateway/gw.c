@@ -124,10 +124,14 @@ void fl_gw_count(fl_gw *gw, enum fl_counter c) {
     gw->counters[c]++;
 }
 
-static void fl_trace_remember(fl_gw *gw, const char *msg_id, const char *trace_id) {
-  fl_copy(gw->traces[gw->trace_next].msg_id, FL_ID_LEN, msg_id);
-  fl_copy(gw->traces[gw->trace_next].trace_id, FL_ID_LEN, trace_id);
-  gw->trace_next = (gw->trace_next + 1) % FL_TRACE_RING;
+static void fl_trace_remember(fl_gw *gw, const fl_msg *m) {
+  size_t i = gw->trace_next;
+  fl_copy(gw->traces[i].msg_id, FL_ID_LEN, m->msg_id);
+  fl_copy(gw->traces[i].trace_id, FL_ID_LEN, m->trace_id);
+  fl_copy(gw->traces[i].from_gid, FL_ID_LEN, m->from_gid);
+  fl_copy(gw->traces[i].to_gid, FL_ID_LEN, m->to_gid);
+  gw->traces[i].is_send = strcmp(m->kind, "SEND") == 0;
+  gw->trace_next = (i + 1) % FL_TRACE_RING;
 }
 
 static const char *fl_trace_lookup(fl_gw *gw, const char *msg_id) {
@@ -135,6 +139,19 @@ static const char *fl_trace_lookup(fl_gw *gw, const char *msg_id) {
     if (gw->traces[i].msg_id[0] && strcmp(gw->traces[i].msg_id, msg_id) == 0)
       return gw->traces[i].trace_id;
   return NULL;
+}
+
+/* The newest SEND from from_gid to to_gid this gateway saw, or -1. */
+static long fl_trace_last_send(fl_gw *gw, const char *from_gid, const char *to_gid) {
+  for (size_t k = 1; k <= FL_TRACE_RING; k++) {
+    size_t i = (gw->trace_next + FL_TRACE_RING - k) % FL_TRACE_RING;
+    if (!gw->traces[i].msg_id[0])
+      return -1;
+    if (gw->traces[i].is_send && strcmp(gw->traces[i].from_gid, from_gid) == 0 &&
+        strcmp(gw->traces[i].to_gid, to_gid) == 0)
+      return (long)i;
+  }
+  return -1;
 }
 
 /* ---- roster ------------------------------------------------------------ */
@@ -586,7 +603,7 @@ int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
     return rc;
   }
   fl_gw_count(gw, FL_C_MSGS_ACCEPTED);
-  fl_trace_remember(gw, m->msg_id, m->trace_id);
+  fl_trace_remember(gw, m);
   fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name,
           to->name);
   return 0;
@@ -657,7 +674,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
                              "to", fl_peer_json(dst), "status", "sent");
     rc = fl_fabric_publish(gw, c, dst, &m, wait_s, sent, cb, ctx, wait, err, errlen);
     if (rc == 0)
-      fl_trace_remember(gw, m.msg_id, m.trace_id);
+      fl_trace_remember(gw, &m);
     return rc;
   }
   if ((rc = fl_accept(gw, dst, &m, err, errlen)))
@@ -705,6 +722,14 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
         trace = w->trace_id;
         break;
       }
+    }
+  }
+  if (!answered) {
+    /* Else the newest message dst sent us: the reply joins its flow. */
+    long i = fl_trace_last_send(gw, dst->gid, c->entity->gid);
+    if (i >= 0) {
+      answered = gw->traces[i].msg_id;
+      trace = gw->traces[i].trace_id;
     }
   }
   if (answered) {
@@ -914,7 +939,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   }
 
   int rc = FL_EINVAL;
-  const char *role = (id->role && *id->role) ? id->role : "agent";
+  const char *role = (id->role && *id->role) ? id->role : NULL;
   if (!fl_valid_name(id->name, FL_MAX_NAME) || fl_is_uuid(id->name)) {
     snprintf(err, errlen,
              "FLEET_NAME '%.80s' is not a valid name: use 1-%d letters, digits, '-', '_' or "
@@ -922,7 +947,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
              id->name, FL_MAX_NAME);
     goto fail;
   }
-  if (!fl_valid_name(role, FL_MAX_ROLE)) {
+  if (role && !fl_valid_name(role, FL_MAX_ROLE)) {
     snprintf(err, errlen, "FLEET_ROLE '%.40s' is not valid: use lead, architect, "
              "orchestrator or worker", role);
     goto fail;
@@ -973,10 +998,13 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
       goto fail;
     }
   }
-  fl_copy(e->role, sizeof e->role, role);
-  e->ngroups = 0;
-  for (size_t i = 0; i < id->ngroups && i < FL_MAX_GROUPS; i++)
-    fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, id->groups[i]);
+  if (role || !e->role[0])
+    fl_copy(e->role, sizeof e->role, role ? role : "agent");
+  if (id->groups_given) {
+    e->ngroups = 0;
+    for (size_t i = 0; i < id->ngroups && i < FL_MAX_GROUPS; i++)
+      fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, id->groups[i]);
+  }
   fl_copy(e->pane, sizeof e->pane, id->pane);
   fl_copy(e->tmux_socket, sizeof e->tmux_socket, id->tmux_socket);
   if ((rc = fl_entity_persist(gw, e))) {

@@ -59,6 +59,7 @@ typedef struct fl_ident {
   const char *tmux_socket; /* tmux server socket path, or NULL */
   const char *groups[16];
   size_t ngroups;
+  int groups_given; /* 0: keep the entity's groups (role NULL: keep its role) */
   long pid;
 } fl_ident;
 

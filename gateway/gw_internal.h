@@ -94,6 +94,9 @@ struct fl_gw {
   struct {
     char msg_id[FL_ID_LEN];
     char trace_id[FL_ID_LEN];
+    char from_gid[FL_ID_LEN];
+    char to_gid[FL_ID_LEN];
+    int is_send;
   } traces[FL_TRACE_RING];
   size_t trace_next;
   int shutting_down;

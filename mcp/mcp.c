@@ -267,6 +267,7 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
     id_c.tmux_socket = fl_meta_str(ident, "tmuxSocket");
     id_c.pid = (long)json_integer_value(json_object_get(ident, "pid"));
     json_t *groups = json_object_get(ident, "groups"), *g;
+    id_c.groups_given = json_is_array(groups);
     size_t i;
     json_array_foreach(groups, i, g) {
       if (json_is_string(g) && id_c.ngroups < sizeof id_c.groups / sizeof id_c.groups[0])

@@ -219,7 +219,7 @@ static void fl_on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_os_fd_t fd;
-  struct ucred cred;
+  struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
   socklen_t clen = sizeof cred;
   int ok = uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.uid == geteuid();
