@@ -23,9 +23,9 @@
 
 #include "gateway/alloc.h"
 #include "gateway/fl_error.h"
+#include "gateway/gw_internal.h"
 #include "gateway/limits.h"
 #include "gateway/log.h"
-#include "gateway/gw_internal.h"
 #include "gateway/store.h"
 
 /* How often held messages past their expiry are swept. */
@@ -66,10 +66,9 @@ void fl_uuid(char *out) {
   randombytes_buf(b, sizeof b);
   b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
   b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-  snprintf(out, FL_ID_LEN,
-           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-           b[15]);
+  snprintf(out, FL_ID_LEN, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+           b[14], b[15]);
 }
 
 long long fl_now_ms(void) {
@@ -115,9 +114,7 @@ int fl_valid_name(const char *s, size_t max) {
   return 1;
 }
 
-void fl_copy(char *dst, size_t n, const char *src) {
-  snprintf(dst, n, "%s", src ? src : "");
-}
+void fl_copy(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
 void fl_gw_count(fl_gw *gw, enum fl_counter c) {
   if (gw && c < FL_C_COUNT)
@@ -271,8 +268,10 @@ static fl_entity *fl_resolve(fl_gw *gw, const char *to, char *err, size_t errlen
              to, gw->broker ? "in the roster" : "on this host");
     return NULL;
   }
-  size_t off = (size_t)snprintf(err, errlen, "the name '%s' is on more than one host; use one "
-                                "of:", name);
+  size_t off = (size_t)snprintf(err, errlen,
+                                "the name '%s' is on more than one host; use one "
+                                "of:",
+                                name);
   for (fl_entity *e = gw->entities; e && off < errlen; e = e->next)
     if (strcmp(e->name, name) == 0)
       off += (size_t)snprintf(err + off, errlen - off, " %s@%s", e->name,
@@ -285,10 +284,10 @@ static fl_entity *fl_resolve(fl_gw *gw, const char *to, char *err, size_t errlen
 json_t *fl_msg_json(const fl_msg *m) {
   char ts[32];
   fl_rfc3339(m->ts_ms, ts);
-  json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "msgId", m->msg_id,
-                        "kind", m->kind, "from", "gid", m->from_gid, "name", m->from_name, "to",
-                        m->to_gid, "content", m->content ? m->content : "", m->content_len, "ts",
-                        ts, "traceId", m->trace_id);
+  json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "msgId", m->msg_id, "kind",
+                        m->kind, "from", "gid", m->from_gid, "name", m->from_name, "to", m->to_gid,
+                        "content", m->content ? m->content : "", m->content_len, "ts", ts,
+                        "traceId", m->trace_id);
   if (o && m->in_reply_to[0])
     json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
   return o;
@@ -312,8 +311,8 @@ static void fl_tmux_exit_cb(uv_process_t *p, int64_t status, int sig) {
   fl_entity *e = p->data;
   if (status != 0 || sig != 0) {
     fl_gw_count(e->gw, FL_C_NUDGE_FAILURES);
-    fl_warn(NULL, "nudge: tmux send-keys to pane %s of '%s' failed (exit %lld, signal %d)",
-            e->pane, e->name, (long long)status, sig);
+    fl_warn(NULL, "nudge: tmux send-keys to pane %s of '%s' failed (exit %lld, signal %d)", e->pane,
+            e->name, (long long)status, sig);
   }
   uv_close((uv_handle_t *)p, (uv_close_cb)fl_free);
 }
@@ -345,8 +344,8 @@ static void fl_nudge_tmux(fl_entity *e) {
     fl_gw_count(gw, FL_C_NUDGE_FAILURES);
     return;
   }
-  uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE}, {.flags = UV_IGNORE},
-                                   {.flags = UV_IGNORE}};
+  uv_stdio_container_t stdio[3] = {
+      {.flags = UV_IGNORE}, {.flags = UV_IGNORE}, {.flags = UV_IGNORE}};
   uv_process_options_t opt = {
       .exit_cb = fl_tmux_exit_cb, .file = "tmux", .args = args, .stdio_count = 3, .stdio = stdio};
   p->data = e;
@@ -465,8 +464,8 @@ static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t 
 static json_t *fl_send_pending(fl_gw *gw, fl_wait *w) {
   fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
   return json_pack("{s:s, s:s, s:o, s:s}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
-                   peer ? fl_peer_json(peer) : json_pack("{s:s,s:s}", "gid", w->peer_gid,
-                                                         "name", ""),
+                   peer ? fl_peer_json(peer)
+                        : json_pack("{s:s,s:s}", "gid", w->peer_gid, "name", ""),
                    "status", "pending");
 }
 
@@ -489,8 +488,7 @@ static void fl_wait_timeout(uv_timer_t *t) {
             w->msg_id);
     result = fl_send_pending(gw, w);
   } else {
-    result = fl_poll_result(gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL,
-                            w->max);
+    result = fl_poll_result(gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL, w->max);
   }
   fl_wait_complete(w, result, NULL);
 }
@@ -502,11 +500,13 @@ void fl_wait_expect_reply(fl_wait *w, double wait_s) {
   uv_timer_start(&w->timer, fl_wait_timeout, (uint64_t)(wait_s * 1000.0), 0);
 }
 
-int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s,
-                       fl_gw_cb cb, void *ctx, fl_wait **out, char *err, size_t errlen) {
+int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s, fl_gw_cb cb,
+                void *ctx, fl_wait **out, char *err, size_t errlen) {
   if (c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
-    snprintf(err, errlen, "too many waiting calls in this session (at most %d); wait for "
-             "one to finish", FL_MAX_WAITERS_PER_CLIENT);
+    snprintf(err, errlen,
+             "too many waiting calls in this session (at most %d); wait for "
+             "one to finish",
+             FL_MAX_WAITERS_PER_CLIENT);
     return FL_EFULL;
   }
   fl_wait *w = fl_calloc(1, sizeof *w);
@@ -547,8 +547,10 @@ int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     return 0;
   }
   for (fl_wait *w = c->waits; w; w = w->next) {
-    if (w->kind != FL_WAIT_SEND || strcmp(m->kind, "REPLY") != 0 ||
-        strcmp(w->peer_gid, m->from_gid) != 0 ||
+    /* A send still waiting for the broker's confirm can already get its
+     * reply: the confirm and the reply race on separate channels. */
+    int wants_reply = w->kind == FL_WAIT_SEND || (w->kind == FL_WAIT_CONFIRM && w->then_wait_s > 0);
+    if (!wants_reply || strcmp(m->kind, "REPLY") != 0 || strcmp(w->peer_gid, m->from_gid) != 0 ||
         (m->in_reply_to[0] && strcmp(m->in_reply_to, w->msg_id) != 0))
       continue;
     fl_msg got;
@@ -559,11 +561,11 @@ int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     json_t *reply = fl_msg_json(&got);
     fl_free(got.content);
     fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
-    json_t *res = json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId",
-                            w->trace_id, "to", fl_peer_json(peer ? peer : to), "status",
-                            "replied", "reply", reply);
-    fl_info(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id,
-            w->msg_id, to->name);
+    json_t *res =
+        json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
+                  fl_peer_json(peer ? peer : to), "status", "replied", "reply", reply);
+    fl_info(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id, w->msg_id,
+            to->name);
     fl_wait_complete(w, res, NULL);
     return 1;
   }
@@ -588,8 +590,8 @@ int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
   }
   if (rc == FL_EFULL) {
     fl_gw_count(gw, FL_C_MSGS_REFUSED_FULL);
-    fl_warn(m->trace_id, "'%s' holds %d messages; refused %s", to->name,
-            FL_MAX_HELD_PER_ENTITY, m->msg_id);
+    fl_warn(m->trace_id, "'%s' holds %d messages; refused %s", to->name, FL_MAX_HELD_PER_ENTITY,
+            m->msg_id);
     snprintf(err, errlen,
              "'%s' already has %d messages waiting and takes no more until it polls; try "
              "again later",
@@ -598,14 +600,12 @@ int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
   }
   if (rc) {
     fl_gw_count(gw, FL_C_STORE_ERRORS);
-    snprintf(err, errlen, "could not store the message (%s); see fleetd's log",
-             fl_strerror(rc));
+    snprintf(err, errlen, "could not store the message (%s); see fleetd's log", fl_strerror(rc));
     return rc;
   }
   fl_gw_count(gw, FL_C_MSGS_ACCEPTED);
   fl_trace_remember(gw, m);
-  fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name,
-          to->name);
+  fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name, to->name);
   return 0;
 }
 
@@ -649,8 +649,7 @@ static double fl_clamp_wait(double wait_s) {
 /* ---- verbs ----------------------------------------------------------------- */
 
 int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
-               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
-               size_t errlen) {
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
   int rc;
   *result = NULL;
   *wait = NULL;
@@ -670,8 +669,8 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   fl_uuid(m.trace_id);
   if (dst->remote) {
     /* Routing fork: another host's entity goes through the broker. */
-    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id,
-                             "to", fl_peer_json(dst), "status", "sent");
+    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
+                             fl_peer_json(dst), "status", "sent");
     rc = fl_fabric_publish(gw, c, dst, &m, wait_s, sent, cb, ctx, wait, err, errlen);
     if (rc == 0)
       fl_trace_remember(gw, &m);
@@ -699,8 +698,8 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
 }
 
 int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
-                const char *in_reply_to, fl_gw_cb cb, void *ctx, json_t **result,
-                fl_wait **wait, char *err, size_t errlen) {
+                const char *in_reply_to, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
+                char *err, size_t errlen) {
   int rc;
   *result = NULL;
   *wait = NULL;
@@ -742,8 +741,8 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
   else
     fl_uuid(m.trace_id);
   if (dst->remote) {
-    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id,
-                             "to", fl_peer_json(dst), "status", "sent");
+    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
+                             fl_peer_json(dst), "status", "sent");
     return fl_fabric_publish(gw, c, dst, &m, 0, sent, cb, ctx, wait, err, errlen);
   }
   if ((rc = fl_accept(gw, dst, &m, err, errlen)))
@@ -754,9 +753,8 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
   return 0;
 }
 
-int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max,
-               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
-               size_t errlen) {
+int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max, fl_gw_cb cb,
+               void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
   int rc;
   *result = NULL;
   *wait = NULL;
@@ -795,9 +793,8 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
   return 0;
 }
 
-int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content,
-                    fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
-                    size_t errlen) {
+int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content, fl_gw_cb cb,
+                    void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
   int rc;
   *result = NULL;
   *wait = NULL;
@@ -827,9 +824,9 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
   }
   fl_info(trace_id, "broadcast %s from '%s' to %s: %zu local recipient(s), %zu refused", msg_id,
           c->entity->name, group ? group : "everyone", recipients, failed);
-  json_t *res = json_pack("{s:s, s:s, s:s?, s:I, s:I}", "msgId", msg_id, "traceId", trace_id,
-                          "group", group, "recipients", (json_int_t)recipients, "refused",
-                          (json_int_t)failed);
+  json_t *res =
+      json_pack("{s:s, s:s, s:s?, s:I, s:I}", "msgId", msg_id, "traceId", trace_id, "group", group,
+                "recipients", (json_int_t)recipients, "refused", (json_int_t)failed);
   if (!gw->broker) {
     *result = res;
     return 0;
@@ -862,10 +859,10 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
     for (size_t i = 0; i < e->ngroups; i++)
       json_array_append_new(groups, json_string(e->groups[i]));
     const char *status = e->remote ? fl_fabric_status(gw, e) : e->client ? "online" : "offline";
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name",
-                          e->name, "role", e->role, "host",
-                          e->remote ? e->host : gw->cfg.host_id, "groups", groups, "status",
-                          status, "self", c && c->entity == e, "held", (json_int_t)held);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name", e->name,
+                  "role", e->role, "host", e->remote ? e->host : gw->cfg.host_id, "groups", groups,
+                  "status", status, "self", c && c->entity == e, "held", (json_int_t)held);
     long long seen = e->client ? now : e->last_seen_ms;
     if (o && seen) {
       char ts[32];
@@ -899,20 +896,17 @@ json_t *fl_gw_status(fl_gw *gw) {
     online += e->client != NULL;
   json_t *broker = NULL;
   if (gw->broker)
-    broker = json_pack("{s:s, s:s}", "state", gw->broker_up ? "up" : "down", "why",
-                       gw->broker_why);
+    broker = json_pack("{s:s, s:s}", "state", gw->broker_up ? "up" : "down", "why", gw->broker_why);
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
-  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o}",
-                   "hostId", gw->cfg.host_id, "version", FLEET_VERSION, "pid",
-                   (json_int_t)getpid(), "uptimeS",
-                   (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket",
+  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o}", "hostId",
+                   gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(),
+                   "uptimeS", (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket",
                    gw->cfg.socket, "stateDir", gw->cfg.state_dir, "broker", broker, "mode",
                    gw->cfg.broker_uri[0] ? "broker" : "single-host", "clients",
-                   (json_int_t)gw->nclients, "entities", (json_int_t)gw->nentities,
-                   "online", (json_int_t)online, "held", (json_int_t)held, "counters",
-                   counters);
+                   (json_int_t)gw->nclients, "entities", (json_int_t)gw->nentities, "online",
+                   (json_int_t)online, "held", (json_int_t)held, "counters", counters);
 }
 
 /* ---- sessions -------------------------------------------------------------- */
@@ -948,8 +942,10 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
     goto fail;
   }
   if (role && !fl_valid_name(role, FL_MAX_ROLE)) {
-    snprintf(err, errlen, "FLEET_ROLE '%.40s' is not valid: use lead, architect, "
-             "orchestrator or worker", role);
+    snprintf(err, errlen,
+             "FLEET_ROLE '%.40s' is not valid: use lead, architect, "
+             "orchestrator or worker",
+             role);
     goto fail;
   }
   for (size_t i = 0; i < id->ngroups; i++) {
@@ -977,8 +973,8 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
     goto fail;
   }
   if (e && id->gid && *id->gid && strcasecmp(e->gid, id->gid) != 0) {
-    snprintf(err, errlen, "the name '%s' belongs to gid %s, not FLEET_GID %s", id->name,
-             e->gid, id->gid);
+    snprintf(err, errlen, "the name '%s' belongs to gid %s, not FLEET_GID %s", id->name, e->gid,
+             id->gid);
     goto fail;
   }
   if (!e && id->gid && *id->gid && fl_entity_by_gid(gw, id->gid)) {
@@ -1048,13 +1044,9 @@ void fl_gw_detach(fl_gw *gw, fl_client **cp) {
   *cp = NULL;
 }
 
-const char *fl_client_gid(const fl_client *c) {
-  return (c && c->entity) ? c->entity->gid : NULL;
-}
+const char *fl_client_gid(const fl_client *c) { return (c && c->entity) ? c->entity->gid : NULL; }
 
-const char *fl_client_name(const fl_client *c) {
-  return (c && c->entity) ? c->entity->name : NULL;
-}
+const char *fl_client_name(const fl_client *c) { return (c && c->entity) ? c->entity->name : NULL; }
 
 /* ---- life cycle ------------------------------------------------------------ */
 
