@@ -93,7 +93,15 @@ fi
 # Each step's output goes to the terminal and to a log, from which the test
 # counts are read for the final line.
 logdir=$(mktemp -d)
-trap 'rm -rf "$logdir"' EXIT
+broker_dir=
+cleanup() {
+  if [ -n "$broker_dir" ]; then
+    bash "$ROOT/tests/rabbitmq.sh" stop "$broker_dir" >/dev/null 2>&1 || true
+    rm -rf "$broker_dir"
+  fi
+  rm -rf "$logdir"
+}
+trap cleanup EXIT
 declare -a passed=() failed=()
 tests_passed=0
 tests_failed=0
@@ -144,6 +152,16 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 integration() {
   FLEET_BIN_DIR=$ROOT/build-asan node --test --test-concurrency=1 tests/integration/
 }
+
+# The broker link's unit tests talk to a private RabbitMQ on loopback (the
+# cross-host integration suite starts its own). Not starting is a failure:
+# tests that need a broker never skip silently here.
+broker_dir=$(mktemp -d /tmp/fleet-rmq.XXXXXX)
+broker_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1] % 20000 + 5000)')
+if step "broker" bash tests/rabbitmq.sh start "$broker_dir" "$broker_port"; then
+  export FLEET_TEST_AMQP_URI="amqp://guest:guest@127.0.0.1:$broker_port/"
+  export FLEET_TEST_RABBITMQCTL="bash $ROOT/tests/rabbitmq.sh ctl $broker_dir"
+fi
 
 if step "build" build_tree build -DFLEET_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
   step "unit (build)" unit_tests build || true

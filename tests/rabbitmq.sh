@@ -98,8 +98,10 @@ EOF
   if ! epmd -names >/dev/null 2>&1; then
     ERL_EPMD_ADDRESS=127.0.0.1 epmd -daemon || die "cannot start epmd"
   fi
+  # The outer subshell lives as long as the node: it must not hold the
+  # caller's stdout/stderr, or a caller reading them to the end would hang.
   (cd "$DIR" && as_node setsid "$RMQ_BIN/rabbitmq-server" \
-    >"$DIR/log/startup.log" 2>&1 </dev/null &)
+    >"$DIR/log/startup.log" 2>&1 </dev/null &) >/dev/null 2>&1 </dev/null
   waited=0
   while :; do
     if ctl await_startup --timeout 5 >/dev/null 2>&1; then
