@@ -46,8 +46,8 @@ int fl_identity_host_valid(const char *host) {
     return 0;
   for (size_t i = 0; i < n; i++) {
     char c = host[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '.' || c == '_' || c == '-'))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '-'))
       return 0;
   }
   return 1;
@@ -194,8 +194,8 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
     id_err(err, errlen, "%s: key \"created\" must be an RFC 3339 time string; %s", path, redo);
     goto out;
   }
-  if (id_key_bytes(root, "publicKey", out->pk, sizeof out->pk, path, "an Ed25519 public key",
-                   err, errlen) ||
+  if (id_key_bytes(root, "publicKey", out->pk, sizeof out->pk, path, "an Ed25519 public key", err,
+                   errlen) ||
       id_key_bytes(root, "secretKey", out->sk, sizeof out->sk, path,
                    "a libsodium Ed25519 secret key", err, errlen))
     goto out;
@@ -211,8 +211,8 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
    * both halves of the file must match what it yields. */
   unsigned char pk2[FL_SIGN_PK_BYTES], sk2[FL_SIGN_SK_BYTES];
   crypto_sign_seed_keypair(pk2, sk2, out->sk);
-  int same = sodium_memcmp(pk2, out->pk, sizeof pk2) == 0 &&
-             sodium_memcmp(sk2, out->sk, sizeof sk2) == 0;
+  int same =
+      sodium_memcmp(pk2, out->pk, sizeof pk2) == 0 && sodium_memcmp(sk2, out->sk, sizeof sk2) == 0;
   sodium_memzero(sk2, sizeof sk2);
   if (!same) {
     id_err(err, errlen,
@@ -250,7 +250,7 @@ static long id_read(const char *path, char *buf, size_t n, char *err, size_t err
   struct stat st;
   if (fstat(fd, &st) != 0) {
     rc = -errno;
-    id_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+    id_err(err, errlen, "%s: cannot stat: %s", path, strerror((int)-rc));
     goto out;
   }
   if (!S_ISREG(st.st_mode)) {
@@ -260,8 +260,8 @@ static long id_read(const char *path, char *buf, size_t n, char *err, size_t err
   }
   if (st.st_mode & 077) {
     rc = FL_ECONFIG;
-    id_err(err, errlen, "%s is mode %04o: it holds this host's secret key; run: chmod 600 %s",
-           path, (unsigned)(st.st_mode & 07777), path);
+    id_err(err, errlen, "%s is mode %04o: it holds this host's secret key; run: chmod 600 %s", path,
+           (unsigned)(st.st_mode & 07777), path);
     goto out;
   }
   size_t got = 0;
@@ -271,7 +271,7 @@ static long id_read(const char *path, char *buf, size_t n, char *err, size_t err
       continue;
     if (r < 0) {
       rc = -errno;
-      id_err(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+      id_err(err, errlen, "%s: cannot read: %s", path, strerror((int)-rc));
       goto out;
     }
     if (r == 0)
@@ -294,8 +294,8 @@ out:
  * Returns 0, -EEXIST (someone else created it first) or -errno. */
 static int id_create(const char *path, const char *host_id, char *err, size_t errlen) {
   unsigned char pk[FL_SIGN_PK_BYTES], sk[FL_SIGN_SK_BYTES];
-  char pk_b64[FL_SIGN_PK_B64_SIZE], sk_b64[sodium_base64_ENCODED_LEN(FL_SIGN_SK_BYTES,
-                                                                     sodium_base64_VARIANT_ORIGINAL)];
+  char pk_b64[FL_SIGN_PK_B64_SIZE],
+      sk_b64[sodium_base64_ENCODED_LEN(FL_SIGN_SK_BYTES, sodium_base64_VARIANT_ORIGINAL)];
   char now[32], text[512];
   crypto_sign_keypair(pk, sk);
   fl_b64_encode(pk, sizeof pk, pk_b64, sizeof pk_b64);
@@ -352,8 +352,10 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
      * way, load what is on disk, so both run with the same key. */
     n = id_read(path, buf, sizeof buf, err, errlen);
     if (n == -ENOENT)
-      id_err(err, errlen, "%s vanished right after it was created; is another program "
-             "cleaning the state directory?", path);
+      id_err(err, errlen,
+             "%s vanished right after it was created; is another program "
+             "cleaning the state directory?",
+             path);
   }
   int rc = n < 0 ? (int)n : id_parse(path, buf, (size_t)n, host_id, out, err, errlen);
   sodium_memzero(buf, sizeof buf);
