@@ -59,6 +59,12 @@ static void usage(FILE *f) {
           "                                fetch messages held for you (max N, up to %d),\n"
           "                                waiting up to S seconds for the first one\n"
           "  mcp-config claude|opencode    print an MCP client config for fleet-mcp\n"
+          "  identity                      this gateway's host id and public key\n"
+          "  peer add HOST PUBKEY [URL]    pin HOST's public key (refused if another key\n"
+          "                                is pinned for HOST: remove that pin first)\n"
+          "  peer list                     the pinned peers\n"
+          "  peer remove HOST              drop HOST's pin\n"
+          "  trace ID                      what this fleetd logged for trace ID (recent lines)\n"
           "  help                          print this text\n"
           "\n"
           "options:\n"
@@ -113,7 +119,7 @@ typedef struct ctl_opts {
   long max;    /* -1 = not given */
   const char *from;
   const char *cmd;
-  const char *args[2];
+  const char *args[4];
   int nargs;
   int help;
 } ctl_opts;
@@ -185,7 +191,7 @@ static int parse_args(int argc, char **argv, ctl_opts *o) {
       }
     } else if (!o->cmd) {
       o->cmd = a;
-    } else if (o->nargs < 2) {
+    } else if (o->nargs < 4) {
       o->args[o->nargs++] = a;
     } else {
       return usage_error("too many arguments for '%s' (quote CONTENT that has spaces)", o->cmd);
@@ -529,6 +535,64 @@ static int cmd_status(ctl *c) {
   return st;
 }
 
+/* A request whose result is printed as key: value lines (or JSON). */
+static int cmd_simple(ctl *c, const char *method, json_t *params) {
+  json_t *res = NULL;
+  int st = ctl_open(c, NULL);
+  if (st == FL_EXIT_OK)
+    st = ctl_call(c, method, params, &res);
+  else
+    json_decref(params);
+  if (st == FL_EXIT_OK) {
+    if (c->o->json)
+      st = print_json(res);
+    else if (json_is_object(res))
+      print_kv(res, 0);
+  }
+  json_decref(res);
+  return st;
+}
+
+static int cmd_peer_list(ctl *c) {
+  json_t *res = NULL;
+  int st = ctl_open(c, NULL);
+  if (st == FL_EXIT_OK)
+    st = ctl_call(c, "fleet/peers", NULL, &res);
+  if (st == FL_EXIT_OK) {
+    json_t *peers = json_object_get(res, "peers"), *p;
+    size_t i;
+    if (c->o->json)
+      st = print_json(res);
+    else if (json_array_size(peers) == 0)
+      printf("no pinned peers\n");
+    else
+      json_array_foreach(peers, i, p) printf("%-20s %s  %s  pinned %s\n",
+                                             str_of(p, "host", "-"), str_of(p, "publicKey", "-"),
+                                             str_of(p, "url", "-"), str_of(p, "pinnedAt", "-"));
+  }
+  json_decref(res);
+  return st;
+}
+
+static int cmd_trace(ctl *c) {
+  json_t *res = NULL;
+  int st = ctl_open(c, NULL);
+  if (st == FL_EXIT_OK)
+    st = ctl_call(c, "fleet/trace", json_pack("{s:s}", "traceId", c->o->args[0]), &res);
+  if (st == FL_EXIT_OK) {
+    json_t *lines = json_object_get(res, "lines"), *l;
+    size_t i;
+    if (c->o->json)
+      st = print_json(res);
+    else if (json_array_size(lines) == 0)
+      st = fail("nothing logged for trace %s in fleetd's recent log", c->o->args[0]);
+    else
+      json_array_foreach(lines, i, l) printf("%s\n", json_string_value(l));
+  }
+  json_decref(res);
+  return st;
+}
+
 enum { COL_NAME, COL_ROLE, COL_HOST, COL_STATUS, COL_HELD, COL_GROUPS, COL_GID, NCOLS };
 
 static int cmd_roster(ctl *c) {
@@ -865,8 +929,23 @@ int main(int argc, char **argv) {
   const char *cmd = o.cmd;
   int want_args = -1;
   int is_send = strcmp(cmd, "send") == 0, is_poll = strcmp(cmd, "poll") == 0;
-  if (strcmp(cmd, "status") == 0 || strcmp(cmd, "roster") == 0 || is_poll)
+  int is_peer = strcmp(cmd, "peer") == 0;
+  if (strcmp(cmd, "status") == 0 || strcmp(cmd, "roster") == 0 || is_poll ||
+      strcmp(cmd, "identity") == 0)
     want_args = 0;
+  else if (strcmp(cmd, "trace") == 0)
+    want_args = 1;
+  else if (is_peer) {
+    const char *sub = o.nargs ? o.args[0] : "";
+    if (strcmp(sub, "add") == 0)
+      want_args = (o.nargs == 4) ? 4 : 3;
+    else if (strcmp(sub, "list") == 0)
+      want_args = 1;
+    else if (strcmp(sub, "remove") == 0)
+      want_args = 2;
+    else
+      return usage_error("peer takes add HOST PUBKEY [URL], list, or remove HOST");
+  }
   else if (strcmp(cmd, "mcp-config") == 0)
     want_args = 1;
   else if (is_send)
@@ -892,6 +971,18 @@ int main(int argc, char **argv) {
   fl_linebuf_init(&c.lb, FL_MAX_LINE);
   if (strcmp(cmd, "status") == 0)
     st = cmd_status(&c);
+  else if (strcmp(cmd, "identity") == 0)
+    st = cmd_simple(&c, "fleet/identity", NULL);
+  else if (strcmp(cmd, "trace") == 0)
+    st = cmd_trace(&c);
+  else if (is_peer && strcmp(o.args[0], "list") == 0)
+    st = cmd_peer_list(&c);
+  else if (is_peer && strcmp(o.args[0], "remove") == 0)
+    st = cmd_simple(&c, "fleet/peer.remove", json_pack("{s:s}", "host", o.args[1]));
+  else if (is_peer)
+    st = cmd_simple(&c, "fleet/peer.add",
+                    json_pack("{s:s, s:s, s:s?}", "host", o.args[1], "publicKey", o.args[2],
+                              "url", o.nargs == 4 ? o.args[3] : NULL));
   else if (strcmp(cmd, "roster") == 0)
     st = cmd_roster(&c);
   else if (is_send)

@@ -29,6 +29,7 @@
 #include "gateway/fl_error.h"
 #include "gateway/gw_internal.h"
 #include "gateway/log.h"
+#include "gateway/sign.h"
 
 /* How long a remote send may wait for the broker's confirm before the
  * sender is told it is unknown whether the message arrived. Confirms take
@@ -162,6 +163,10 @@ static void fl_presence_send(fl_gw *gw, const char *key, const char *from, const
   long long now = fl_now_ms();
   fl_rfc3339(now, env.ts);
   fl_rfc3339(now + gw->cfg.presence_ttl_ms, env.expires_at);
+  if (fl_sign_envelope(&env, text, strlen(text), gw->id.sk) != 0) {
+    fl_free(text);
+    return;
+  }
   int rc = fl_broker_publish(gw->broker, "fleet.roster", key, 0, &env, text, strlen(text), NULL);
   if (rc)
     fl_debug(NULL, "presence for %s not sent: %s", key, fl_strerror(rc));
@@ -200,6 +205,35 @@ static void fl_presence_all(fl_gw *gw) {
 
 static void fl_presence_tick(uv_timer_t *t) { fl_presence_all(t->data); }
 
+/* The first receive checks, common to messages and presence: a version we
+ * understand, then a signature that verifies under the pinned key of the
+ * envelope's host (our own key for our own host). Returns 0, or the counter
+ * of the failed check with *why set. */
+static int fl_verify_origin(fl_gw *gw, const fl_broker_delivery *d, const char **why) {
+  const fl_envelope *env = d->env;
+  int major = fl_envelope_major(env);
+  if (major < 0) {
+    *why = "envelope version is not MAJOR.MINOR";
+    return FL_C_VERIFY_MALFORMED;
+  }
+  if (major > FL_ENVELOPE_MAJOR) {
+    *why = "envelope major version is newer than this fleetd understands";
+    return FL_C_VERIFY_NEWER_MAJOR;
+  }
+  unsigned char pk[FL_SIGN_PK_BYTES];
+  if (strcmp(env->host, gw->cfg.host_id) == 0) {
+    memcpy(pk, gw->id.pk, sizeof pk);
+  } else if (!env->host[0] || fl_peers_lookup(gw->peers, env->host, pk) != 0) {
+    *why = "its host is not pinned here (fleetctl peer add HOST KEY)";
+    return FL_C_VERIFY_UNPINNED;
+  }
+  if (fl_verify_envelope(env, d->body, d->len, pk) != 0) {
+    *why = "the signature does not verify under the host's pinned key";
+    return FL_C_VERIFY_BAD_SIGNATURE;
+  }
+  return 0;
+}
+
 /* A beat from another gateway: refuse what does not add up, else upsert the
  * remote entity. */
 static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
@@ -216,6 +250,14 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
     return;
   }
   const char *gid = key + strlen(prefix);
+  const char *why = NULL;
+  int bad = fl_verify_origin(gw, d, &why);
+  if (bad) {
+    fl_gw_count(gw, bad);
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence from host '%s' on key %s ignored: %s", env->host, key, why);
+    return;
+  }
   if (strcmp(gid, "_gateway") == 0)
     return;
   fl_gw_count(gw, FL_C_PRESENCE_RECEIVED);
@@ -282,8 +324,10 @@ const char *fl_fabric_status(fl_gw *gw, const fl_entity *e) {
 
 /* ---- receiving ---------------------------------------------------------------- */
 
-static void fl_dead_letter(fl_gw *gw, const fl_broker_delivery *d, const char *why) {
+static void fl_dead_letter(fl_gw *gw, const fl_broker_delivery *d, int counter,
+                           const char *why) {
   fl_gw_count(gw, FL_C_REMOTE_DEAD_LETTERED);
+  fl_gw_count(gw, counter);
   fl_warn(d->env->trace_id, "dead-lettered %s from host '%s' (key %s): %s",
           d->env->msg_id[0] ? d->env->msg_id : "(no msgId)", d->env->host, d->routing_key, why);
   fl_broker_reject(gw->broker, d->tag, 0);
@@ -300,48 +344,65 @@ static int fl_bound_to(const fl_entity *e, const char *key) {
   return 0;
 }
 
+/* Does gid live on host, as far as signed presence (or, for our own host,
+ * our own roster) says? */
+static int fl_lives_on(fl_gw *gw, const char *gid, const char *host) {
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  if (!e)
+    return 0;
+  if (strcmp(host, gw->cfg.host_id) == 0)
+    return !e->remote;
+  return e->remote && strcmp(e->host, host) == 0;
+}
+
 static void fl_inbound(fl_gw *gw, const fl_broker_delivery *d) {
   const fl_envelope *env = d->env;
   fl_entity *to = fl_entity_by_gid(gw, d->gid);
   if (!to || to->remote) {
-    fl_dead_letter(gw, d, "no local entity owns this inbox");
+    fl_dead_letter(gw, d, FL_C_VERIFY_WRONG_RECIPIENT, "no local entity owns this inbox");
+    return;
+  }
+  /* The receive checks, in the documented order. */
+  const char *why = NULL;
+  int bad = fl_verify_origin(gw, d, &why);
+  if (bad) {
+    fl_dead_letter(gw, d, bad, why);
     return;
   }
   int broadcast = strcmp(env->kind, "BROADCAST") == 0;
-  int major = atoi(env->v);
-  if (!env->v[0] || major < 1) {
-    fl_dead_letter(gw, d, "envelope has no valid version");
-    return;
-  }
-  if (major > FL_ENVELOPE_MAJOR) {
-    fl_dead_letter(gw, d, "envelope major version is newer than this fleetd understands");
-    return;
-  }
   if (!broadcast && strcmp(env->kind, "SEND") != 0 && strcmp(env->kind, "REPLY") != 0) {
-    fl_dead_letter(gw, d, "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST)");
+    fl_dead_letter(gw, d, FL_C_VERIFY_MALFORMED,
+                   "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST)");
     return;
   }
   if (!fl_is_uuid(env->msg_id) || !fl_is_uuid(env->from)) {
-    fl_dead_letter(gw, d, "msgId and from must be UUIDs");
+    fl_dead_letter(gw, d, FL_C_VERIFY_MALFORMED, "msgId and from must be UUIDs");
+    return;
+  }
+  if (!fl_lives_on(gw, env->from, env->host)) {
+    fl_dead_letter(gw, d, FL_C_VERIFY_MISATTRIBUTED,
+                   "`from` does not live on the signing host per its presence");
     return;
   }
   if (broadcast ? !fl_bound_to(to, d->routing_key)
                 : (strcmp(env->to, to->gid) != 0 || strcmp(d->routing_key, to->gid) != 0)) {
-    fl_dead_letter(gw, d, "`to` does not match the key it arrived on");
+    fl_dead_letter(gw, d, FL_C_VERIFY_WRONG_RECIPIENT, "`to` does not match the key it arrived on");
     return;
   }
   long long now = fl_now_ms();
   long long expires = env->expires_at[0] ? fl_parse_rfc3339(env->expires_at) : 0;
   if (env->expires_at[0] && (expires == 0 || expires <= now)) {
-    fl_dead_letter(gw, d, "expired");
+    fl_dead_letter(gw, d, FL_C_VERIFY_EXPIRED, "expired");
     return;
   }
-  if (broadcast && strcmp(env->from, to->gid) == 0) {
-    fl_broker_ack(gw->broker, d->tag); /* our own broadcast, echoed back */
+  int own_broadcast = broadcast && strcmp(env->host, gw->cfg.host_id) == 0;
+  if (own_broadcast) {
+    /* Ours, back from the broker: local members got their copy already. */
+    fl_broker_ack(gw->broker, d->tag);
     return;
   }
   if (d->len > FL_MAX_CONTENT || !fl_utf8_ok(d->body ? d->body : "", d->len)) {
-    fl_dead_letter(gw, d, "body is not UTF-8 text within the size limit");
+    fl_dead_letter(gw, d, FL_C_VERIFY_MALFORMED, "body is not UTF-8 text within the size limit");
     return;
   }
   fl_gw_count(gw, FL_C_REMOTE_RECEIVED);
@@ -380,14 +441,17 @@ static void fl_inbound(fl_gw *gw, const fl_broker_delivery *d) {
     fl_unacked_add(gw, to->gid, m.msg_id, d->tag);
     fl_wake(gw, to, &m);
   } else if (rc == FL_EDUP) {
+    /* The broker giving back a delivery we hold but have not acked (after
+     * a reconnect or a crash) is the same message: keep the new tag. Any
+     * other copy of a seen msgId is a replay. */
     int held = 0;
     fl_store_is_held(gw->store, to->gid, m.msg_id, &held);
-    if (held)
+    if (held && d->redelivered)
       fl_unacked_add(gw, to->gid, m.msg_id, d->tag);
     else
-      fl_broker_ack(gw->broker, d->tag);
+      fl_dead_letter(gw, d, FL_C_VERIFY_DUPLICATE, "already seen (duplicate msgId)");
   } else {
-    fl_dead_letter(gw, d, err);
+    fl_dead_letter(gw, d, FL_C_COUNT, err); /* fl_accept counted why */
   }
   fl_free(content);
 }
@@ -517,7 +581,8 @@ static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, c
   fl_copy(w->peer_gid, sizeof w->peer_gid, peer_gid);
   fl_envelope env;
   fl_env_from_msg(gw, m, &env);
-  rc = fl_broker_publish(gw->broker, "fleet.msg", key, mandatory, &env, m->content,
+  if ((rc = fl_sign_envelope(&env, m->content, m->content_len, gw->id.sk)) == 0)
+    rc = fl_broker_publish(gw->broker, "fleet.msg", key, mandatory, &env, m->content,
                          m->content_len, pub);
   if (rc) {
     w->pub = NULL;

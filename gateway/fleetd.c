@@ -93,9 +93,8 @@ int main(int argc, char **argv) {
 
   static fl_daemon d;
   uv_loop_init(&d.loop);
-  if ((rc = fl_gw_new(&d.loop, &cfg.gw, &d.gw))) {
-    fprintf(stderr, "fleetd: cannot open the hold store in %s: %s\n", cfg.gw.state_dir,
-            fl_strerror(rc));
+  if ((rc = fl_gw_new(&d.loop, &cfg.gw, &d.gw, err, sizeof err))) {
+    fprintf(stderr, "fleetd: %s\n", err);
     uv_loop_close(&d.loop);
     close(lockfd);
     return 1;

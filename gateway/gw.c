@@ -57,6 +57,14 @@ static const char *const fl_counter_names[FL_C_COUNT] = {
     [FL_C_PRESENCE_RECEIVED] = "presence_received",
     [FL_C_PRESENCE_REFUSED] = "presence_refused",
     [FL_C_BROKER_DISCONNECTS] = "broker_disconnects",
+    [FL_C_VERIFY_BAD_SIGNATURE] = "verify_bad_signature",
+    [FL_C_VERIFY_UNPINNED] = "verify_unpinned",
+    [FL_C_VERIFY_MISATTRIBUTED] = "verify_misattributed",
+    [FL_C_VERIFY_WRONG_RECIPIENT] = "verify_wrong_recipient",
+    [FL_C_VERIFY_EXPIRED] = "verify_expired",
+    [FL_C_VERIFY_DUPLICATE] = "verify_duplicate",
+    [FL_C_VERIFY_NEWER_MAJOR] = "verify_newer_major",
+    [FL_C_VERIFY_MALFORMED] = "verify_malformed",
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -1061,26 +1069,37 @@ static void fl_sweep_cb(uv_timer_t *t) {
   }
 }
 
-int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out) {
+int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, size_t errlen) {
   char path[FL_MAX_PATH + 32];
   int rc;
   *out = NULL;
   fl_gw *gw = fl_calloc(1, sizeof *gw);
-  if (!gw)
+  if (!gw) {
+    snprintf(err, errlen, "out of memory");
     return FL_ENOMEM;
+  }
   gw->loop = loop;
   gw->cfg = *cfg;
   gw->started_ms = fl_now_ms();
+  if ((rc = fl_identity_load(cfg->state_dir, cfg->host_id, &gw->id, err, errlen)) ||
+      (rc = fl_peers_load(cfg->state_dir, &gw->peers, err, errlen)))
+    goto fail;
   snprintf(path, sizeof path, "%s/holds.db", cfg->state_dir);
-  if ((rc = fl_store_open(path, &gw->store)))
+  if ((rc = fl_store_open(path, &gw->store))) {
+    snprintf(err, errlen, "cannot open the hold store %s: %s", path, fl_strerror(rc));
     goto fail;
-  if ((rc = fl_store_entity_each(gw->store, fl_entity_load_cb, gw)))
+  }
+  if ((rc = fl_store_entity_each(gw->store, fl_entity_load_cb, gw))) {
+    snprintf(err, errlen, "cannot read the roster from %s: %s", path, fl_strerror(rc));
     goto fail;
+  }
   uv_timer_init(loop, &gw->sweep);
   gw->sweep.data = gw;
   uv_timer_start(&gw->sweep, fl_sweep_cb, FL_SWEEP_MS, FL_SWEEP_MS);
   uv_unref((uv_handle_t *)&gw->sweep);
   if ((rc = fl_fabric_start(gw))) {
+    snprintf(err, errlen, "cannot start the broker link: %s (check the broker URI and the "
+             "host id: letters, digits, '-' and '_')", fl_strerror(rc));
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
   }
@@ -1089,6 +1108,8 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out) {
 
 fail:
   fl_store_close(&gw->store);
+  fl_peers_free(&gw->peers);
+  fl_identity_clear(&gw->id);
   for (fl_entity *e = gw->entities; e; e = e->next)
     uv_close((uv_handle_t *)&e->nudge_timer, NULL);
   uv_run(loop, UV_RUN_NOWAIT);
@@ -1098,6 +1119,46 @@ fail:
     gw->entities = n;
   }
   fl_free(gw);
+  return rc;
+}
+
+json_t *fl_gw_identity(fl_gw *gw) {
+  return json_pack("{s:s, s:s}", "hostId", gw->cfg.host_id, "publicKey", gw->id.pk_b64);
+}
+
+json_t *fl_gw_peers(fl_gw *gw) {
+  json_t *arr = json_array();
+  for (size_t i = 0; i < fl_peers_count(gw->peers); i++) {
+    const fl_peer *p = fl_peers_at(gw->peers, i);
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:s?, s:s}", "host", p->host, "publicKey",
+                                         p->pk_b64, "url", p->url[0] ? p->url : NULL,
+                                         "pinnedAt", p->pinned_at));
+  }
+  return json_pack("{s:o}", "peers", arr);
+}
+
+int fl_gw_peer_add(fl_gw *gw, const char *host, const char *pk, const char *url, char *err,
+                   size_t errlen) {
+  if (host && strcmp(host, gw->cfg.host_id) == 0) {
+    snprintf(err, errlen, "'%s' is this gateway's own host id; pin other hosts' keys", host);
+    return FL_EINVAL;
+  }
+  int rc = fl_peers_add(gw->peers, host, pk, url, err, errlen);
+  if (rc == FL_EPINNED)
+    fl_warn(NULL, "refused to pin a different key for host '%s': %s", host, err);
+  if (rc == 0 && (rc = fl_peers_save(gw->peers, err, errlen)) == 0)
+    fl_info(NULL, "pinned host '%s' to key %s", host, pk);
+  return rc;
+}
+
+int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen) {
+  int rc = fl_peers_remove(gw->peers, host);
+  if (rc == FL_ENOTFOUND) {
+    snprintf(err, errlen, "no pin for host '%s' (fleetctl peer list shows the pins)", host);
+    return rc;
+  }
+  if (rc == 0 && (rc = fl_peers_save(gw->peers, err, errlen)) == 0)
+    fl_info(NULL, "removed the pin of host '%s'", host);
   return rc;
 }
 
@@ -1121,6 +1182,8 @@ void fl_gw_free(fl_gw **gwp) {
     return;
   fl_gw *gw = *gwp;
   fl_fabric_free(gw);
+  fl_peers_free(&gw->peers);
+  fl_identity_clear(&gw->id);
   while (gw->entities) {
     fl_entity *n = gw->entities->next;
     fl_free(gw->entities);

@@ -97,12 +97,22 @@ enum fl_counter {
   FL_C_PRESENCE_RECEIVED,
   FL_C_PRESENCE_REFUSED,
   FL_C_BROKER_DISCONNECTS,
+  FL_C_VERIFY_BAD_SIGNATURE,
+  FL_C_VERIFY_UNPINNED,
+  FL_C_VERIFY_MISATTRIBUTED,
+  FL_C_VERIFY_WRONG_RECIPIENT,
+  FL_C_VERIFY_EXPIRED,
+  FL_C_VERIFY_DUPLICATE,
+  FL_C_VERIFY_NEWER_MAJOR,
+  FL_C_VERIFY_MALFORMED,
   FL_C_COUNT
 };
 
-/* Creates the gateway on loop: opens <state_dir>/holds.db and loads the
- * roster. cfg is copied. */
-int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out);
+/* Creates the gateway on loop: loads (or creates) the node identity and the
+ * pinned peers, opens <state_dir>/holds.db, loads the roster and, with a
+ * broker configured, starts the broker link. cfg is copied. On failure err
+ * says what was wrong and how to fix it. */
+int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, size_t errlen);
 /* Finishes every waiting call now (sends read "pending", polls return what
  * is held) and closes the gateway's handles; run the loop afterwards, then
  * fl_gw_free. */
@@ -145,6 +155,15 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
 int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content,
                     fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
                     size_t errlen);
+
+/* Node identity and pinned peers (fleetctl identity / peer). */
+json_t *fl_gw_identity(fl_gw *gw);
+json_t *fl_gw_peers(fl_gw *gw);
+/* Pins host to the base64 Ed25519 key pk (url may be NULL) and saves the
+ * pins. FL_EPINNED when another key is pinned for host. */
+int fl_gw_peer_add(fl_gw *gw, const char *host, const char *pk, const char *url, char *err,
+                   size_t errlen);
+int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen);
 
 /* Cancels a waiting call: its callback never runs. NULL-safe; sets *w NULL. */
 void fl_gw_cancel(fl_gw *gw, fl_wait **w);

@@ -7,6 +7,8 @@
 
 #include "gateway/broker.h"
 #include "gateway/gw.h"
+#include "gateway/identity.h"
+#include "gateway/peers.h"
 #include "gateway/limits.h"
 #include "gateway/store.h"
 
@@ -100,6 +102,9 @@ struct fl_gw {
   } traces[FL_TRACE_RING];
   size_t trace_next;
   int shutting_down;
+  /* This gateway's key pair and the peers' pinned public keys. */
+  fl_identity id;
+  fl_peers *peers;
   /* Cross-host (fabric.c); broker is NULL in single-host mode. */
   fl_broker *broker;
   int broker_up;

@@ -95,4 +95,9 @@
 /* Largest AMQP frame we negotiate (rabbitmq-c's default). */
 #define FL_BROKER_FRAME_MAX 131072
 
+/* One log line, and how many traced lines fleetd remembers for
+ * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */
+#define FL_LOG_LINE_MAX 1024
+#define FL_LOG_TRACE_LINES 4096
+
 #endif

@@ -1,10 +1,20 @@
 /* log.c — the line logger (see log.h). */
 #include "gateway/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/time.h>
+#include <string.h>
 #include <time.h>
+
+#include "gateway/limits.h"
+
+/* Traced lines kept for `fleetctl trace`: FL_LOG_TRACE_LINES of at most
+ * FL_LOG_LINE_MAX bytes, a fixed ring, so it never grows. */
+static char fl_ring[FL_LOG_TRACE_LINES][FL_LOG_LINE_MAX];
+static size_t fl_ring_next;
+static pthread_mutex_t fl_ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static enum fl_log_level fl_min_level = FL_LOG_INFO;
 
@@ -18,7 +28,7 @@ void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...) {
   gettimeofday(&tv, NULL);
   struct tm tm;
   gmtime_r(&tv.tv_sec, &tm);
-  char line[2048];
+  char line[FL_LOG_LINE_MAX];
   int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ", tm.tm_year + 1900,
                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                    (long)(tv.tv_usec / 1000), names[lvl]);
@@ -33,4 +43,23 @@ void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...) {
     n = (int)sizeof line - 1;
   line[n] = '\n';
   fwrite(line, 1, (size_t)n + 1, stderr);
+  if (trace && *trace) {
+    line[n] = '\0';
+    pthread_mutex_lock(&fl_ring_lock);
+    memcpy(fl_ring[fl_ring_next], line, (size_t)n + 1);
+    fl_ring_next = (fl_ring_next + 1) % FL_LOG_TRACE_LINES;
+    pthread_mutex_unlock(&fl_ring_lock);
+  }
+}
+
+void fl_log_find_trace(const char *trace, void (*cb)(void *ctx, const char *line), void *ctx) {
+  char needle[96];
+  snprintf(needle, sizeof needle, "[trace=%s]", trace);
+  pthread_mutex_lock(&fl_ring_lock);
+  for (size_t k = 0; k < FL_LOG_TRACE_LINES; k++) {
+    const char *l = fl_ring[(fl_ring_next + k) % FL_LOG_TRACE_LINES];
+    if (l[0] && strstr(l, needle))
+      cb(ctx, l);
+  }
+  pthread_mutex_unlock(&fl_ring_lock);
 }

@@ -2,7 +2,7 @@
  *
  * Format: "2026-01-02T03:04:05.678Z LEVEL [trace=ID] message". The trace id
  * is printed whenever a flow has one, so one grep follows a message across
- * every hop. Lines never carry message bodies. */
+ * every hop. Lines never carry message bodies. Safe from any thread. */
 #ifndef FL_LOG_H
 #define FL_LOG_H
 
@@ -12,6 +12,10 @@ void fl_log_set_level(enum fl_log_level lvl);
 /* trace may be NULL or "". */
 void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Calls cb for each line still remembered that carries trace (the newest
+ * FL_LOG_TRACE_LINES traced lines are kept in memory), oldest first. */
+void fl_log_find_trace(const char *trace, void (*cb)(void *ctx, const char *line), void *ctx);
 
 #define fl_debug(trace, ...) fl_log(FL_LOG_DEBUG, trace, __VA_ARGS__)
 #define fl_info(trace, ...) fl_log(FL_LOG_INFO, trace, __VA_ARGS__)

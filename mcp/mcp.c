@@ -333,6 +333,42 @@ static void fl_set_level(fl_session *s, json_t *id, json_t *params) {
                  "emergency");
 }
 
+static void fl_trace_line(void *ctx, const char *line) {
+  json_array_append_new(ctx, json_string(line));
+}
+
+/* fleet/trace {traceId}: the lines this fleetd logged for a flow. */
+static void fl_trace(fl_session *s, json_t *id, json_t *params) {
+  const char *trace = json_string_value(json_object_get(params, "traceId"));
+  if (!trace || !*trace || strlen(trace) > 64) {
+    fl_reply_error(s, id, FL_RPC_INVALID_PARAMS, "fleet/trace needs params.traceId (a string)");
+    return;
+  }
+  json_t *lines = json_array();
+  fl_log_find_trace(trace, fl_trace_line, lines);
+  fl_reply_result(s, id, json_pack("{s:s, s:o}", "traceId", trace, "lines", lines));
+}
+
+/* fleet/peer.add {host, publicKey, url?} and fleet/peer.remove {host}. */
+static void fl_peer_admin(fl_session *s, json_t *id, json_t *params, int add) {
+  const char *host = json_string_value(json_object_get(params, "host"));
+  const char *key = json_string_value(json_object_get(params, "publicKey"));
+  const char *url = json_string_value(json_object_get(params, "url"));
+  if (!host || (add && !key)) {
+    fl_reply_error(s, id, FL_RPC_INVALID_PARAMS,
+                   add ? "fleet/peer.add needs params.host and params.publicKey (strings)"
+                       : "fleet/peer.remove needs params.host (a string)");
+    return;
+  }
+  char err[512] = "";
+  int rc = add ? fl_gw_peer_add(s->gw, host, key, url, err, sizeof err)
+               : fl_gw_peer_remove(s->gw, host, err, sizeof err);
+  if (rc)
+    fl_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
+  else
+    fl_reply_result(s, id, json_pack("{s:s, s:b}", "host", host, add ? "pinned" : "removed", 1));
+}
+
 void fl_session_line(fl_session *s, const char *line, size_t len) {
   fl_rpc rpc;
   json_t *err_id = NULL;
@@ -359,8 +395,10 @@ void fl_session_line(fl_session *s, const char *line, size_t len) {
     fl_rpc_free(&rpc);
     return;
   }
-  static const char *const known[] = {"initialize", "ping", "tools/list", "tools/call",
-                                      "logging/setLevel", "fleet/status", NULL};
+  static const char *const known[] = {"initialize",       "ping",          "tools/list",
+                                      "tools/call",       "logging/setLevel", "fleet/status",
+                                      "fleet/identity",   "fleet/peers",   "fleet/peer.add",
+                                      "fleet/peer.remove", "fleet/trace", NULL};
   int k = -1;
   for (int i = 0; known[i]; i++)
     if (strcmp(m, known[i]) == 0)
@@ -387,8 +425,16 @@ void fl_session_line(fl_session *s, const char *line, size_t len) {
       fl_tools_call(s, rpc.id, params);
   } else if (k == 4) {
     fl_set_level(s, rpc.id, params);
-  } else {
+  } else if (k == 5) {
     fl_reply_result(s, rpc.id, fl_gw_status(s->gw));
+  } else if (k == 6) {
+    fl_reply_result(s, rpc.id, fl_gw_identity(s->gw));
+  } else if (k == 7) {
+    fl_reply_result(s, rpc.id, fl_gw_peers(s->gw));
+  } else if (k == 10) {
+    fl_trace(s, rpc.id, params);
+  } else {
+    fl_peer_admin(s, rpc.id, params, k == 8);
   }
   fl_rpc_free(&rpc);
 }

@@ -287,6 +287,27 @@ export class HostFleet extends Fleet {
  * brokerRef is what useBroker() returned. Everything is cleaned up after,
  * failed or not; a failing test's error carries every host's diagnostics.
  */
+/**
+ * Pins every host's public key on every other host (fleetctl identity /
+ * peer add), as an operator sets up a fleet: unpinned hosts are not trusted.
+ */
+export async function pinAll(fleets) {
+  const ids = {};
+  for (const f of fleets) {
+    const r = await f.fleetctl(['--json', 'identity']);
+    assert.equal(r.code, 0, `fleetctl identity on ${f.hostId}: ${r.stderr}`);
+    ids[f.hostId] = JSON.parse(r.stdout).publicKey;
+  }
+  for (const f of fleets) {
+    for (const other of fleets) {
+      if (other === f) continue;
+      const r = await f.fleetctl(['peer', 'add', other.hostId, ids[other.hostId]]);
+      assert.equal(r.code, 0, `pin ${other.hostId} on ${f.hostId}: ${r.stderr}`);
+    }
+  }
+  return ids;
+}
+
 export function hostsTest(name, brokerRef, opts, fn) {
   if (typeof opts === 'function') {
     fn = opts;
@@ -302,7 +323,10 @@ export function hostsTest(name, brokerRef, opts, fn) {
     for (const f of fleets) world[f.hostId] = f;
     let failure = null;
     try {
-      if (start) await Promise.all(fleets.map((f) => f.startFleetd()));
+      if (start) {
+        await Promise.all(fleets.map((f) => f.startFleetd()));
+        await pinAll(fleets);
+      }
       await fn(world, t);
     } catch (e) {
       failure = e;
