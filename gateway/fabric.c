@@ -288,6 +288,13 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
     json_decref(body);
     return;
   }
+  if (!e && gw->nentities >= FL_MAX_ENTITIES) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "roster is full (%d entities): presence of '%s' on host '%s' ignored",
+            FL_MAX_ENTITIES, name, env->host);
+    json_decref(body);
+    return;
+  }
   if (!e) {
     e = fl_entity_new(gw, gid, name);
     if (!e) {

@@ -989,6 +989,11 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
     snprintf(err, errlen, "FLEET_GID %s already belongs to another name", id->gid);
     goto fail;
   }
+  if (!e && gw->nentities >= FL_MAX_ENTITIES) {
+    rc = FL_EFULL;
+    snprintf(err, errlen, "the roster is full (%d entities)", FL_MAX_ENTITIES);
+    goto fail;
+  }
   if (!e) {
     char gid[FL_ID_LEN];
     if (id->gid && *id->gid)

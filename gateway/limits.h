@@ -95,6 +95,10 @@
 /* Largest AMQP frame we negotiate (rabbitmq-c's default). */
 #define FL_BROKER_FRAME_MAX 131072
 
+/* Entities in one gateway's roster, local and remote together. A peer
+ * announcing more is refused rather than growing our memory. */
+#define FL_MAX_ENTITIES 10000
+
 /* One log line, and how many traced lines fleetd remembers for
  * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */
 #define FL_LOG_LINE_MAX 1024
