@@ -278,7 +278,17 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
     return;
   }
   long long now = fl_now_ms();
+  long long beat_ts = fl_parse_rfc3339(env->ts);
+  long long beat_exp = fl_parse_rfc3339(env->expires_at);
   fl_entity *e = fl_entity_by_gid(gw, gid);
+  if (!beat_ts || !beat_exp || beat_exp <= now || (e && e->remote && beat_ts < e->beat_ts_ms)) {
+    /* Signed but stale: an old beat replayed must not revive an entity. */
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence from host '%s' for %s is expired or older than one already "
+            "taken: ignored", env->host, gid);
+    json_decref(body);
+    return;
+  }
   if (e && (!e->remote || (strcmp(e->host, env->host) != 0 && e->expires_ms > now))) {
     /* A gid lives on one host: a second claim while the first is live is
      * refused. */
@@ -317,6 +327,7 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
   }
   e->remote_online = strcmp(status, "online") == 0;
   e->last_seen_ms = now;
+  e->beat_ts_ms = beat_ts;
   e->expires_ms = now + gw->cfg.presence_ttl_ms;
   json_decref(body);
 }

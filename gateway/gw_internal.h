@@ -64,6 +64,7 @@ struct fl_entity {
   char host[64];
   int remote_online;      /* as its last presence beat said */
   long long expires_ms;   /* the beat's TTL runs out then */
+  long long beat_ts_ms;   /* ts of the newest beat taken: older ones are replays */
 };
 
 struct fl_client {

@@ -16,6 +16,12 @@
 #
 # The AMQP URI is amqp://guest:guest@127.0.0.1:PORT/ (guest is allowed on
 # loopback). Exit status: 0 ok, 1 failure, 2 usage.
+#
+# Optional TLS listener (for amqps:// tests): set FLEET_RMQ_TLS_PORT and
+# FLEET_RMQ_TLS_CERTDIR (a directory holding cacert.pem, cert.pem and
+# key.pem) for `start`. The three files are copied into DIR/tls (so the
+# node's user can read them) and the node also listens for AMQP over TLS on
+# 127.0.0.1:FLEET_RMQ_TLS_PORT. Clients are not asked for a certificate.
 set -eu
 
 RMQ_BIN=${RMQ_BIN:-/usr/lib/rabbitmq/bin}
@@ -83,6 +89,24 @@ loopback_users = none
 log.file.level = info
 log.console = false
 EOF
+  if [ -n "${FLEET_RMQ_TLS_PORT:-}" ]; then
+    case "$FLEET_RMQ_TLS_PORT" in *[!0-9]*) die "FLEET_RMQ_TLS_PORT must be a port number" ;; esac
+    [ -n "${FLEET_RMQ_TLS_CERTDIR:-}" ] || die "FLEET_RMQ_TLS_PORT needs FLEET_RMQ_TLS_CERTDIR (cacert.pem, cert.pem, key.pem)"
+    mkdir -p "$DIR/tls"
+    for f in cacert.pem cert.pem key.pem; do
+      [ -r "$FLEET_RMQ_TLS_CERTDIR/$f" ] || die "no readable $FLEET_RMQ_TLS_CERTDIR/$f"
+      cp "$FLEET_RMQ_TLS_CERTDIR/$f" "$DIR/tls/$f"
+    done
+    chmod 600 "$DIR/tls/key.pem"
+    cat >>"$DIR/rabbitmq.conf" <<EOF
+listeners.ssl.1 = 127.0.0.1:$FLEET_RMQ_TLS_PORT
+ssl_options.cacertfile = $DIR/tls/cacert.pem
+ssl_options.certfile = $DIR/tls/cert.pem
+ssl_options.keyfile = $DIR/tls/key.pem
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
+EOF
+  fi
   echo '[].' >"$DIR/advanced.config"
   echo '[].' >"$DIR/enabled_plugins"
   : >"$DIR/rabbitmq-env.conf"

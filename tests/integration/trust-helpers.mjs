@@ -1,0 +1,287 @@
+// trust-helpers.mjs — an envelope encoder and signer written from
+// docs/wire-format.md (not from gateway/sign.c), an AMQP client that is not
+// fleet's (amqplib), and small helpers for the trust and TLS tests: reading a
+// gateway's node identity, pinning gateways to each other with fleetctl, and
+// reading fleetctl status counters.
+
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import amqp from 'amqplib';
+import { waitFor } from './harness.mjs';
+
+// The signed header subset, in the order docs/wire-format.md gives.
+export const FIELD_ORDER = [
+  'v', 'kind', 'msgId', 'traceId', 'from', 'to', 'inReplyTo', 'turnId', 'spawnId',
+  'fromName', 'host', 'ts', 'expiresAt',
+];
+
+/** The canonical byte string for envelope (name -> value) and body (string or Buffer). */
+export function canonical(envelope, body) {
+  const parts = [Buffer.from('fleet-envelope/1\n', 'ascii')];
+  for (const name of FIELD_ORDER) {
+    const value = Buffer.from(envelope[name] ?? '', 'utf8');
+    parts.push(Buffer.from(`${name}:${value.length}:`, 'ascii'), value, Buffer.from('\n', 'ascii'));
+  }
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  parts.push(Buffer.from(`body:${b.length}:`, 'ascii'), b);
+  return Buffer.concat(parts);
+}
+
+/** The private key for a 32-byte Ed25519 seed (RFC 8410 PKCS#8 wrapping). */
+export function privateKeyFromSeed(seed) {
+  assert.equal(seed.length, 32, 'an Ed25519 seed is 32 bytes');
+  const header = Buffer.from('302e020100300506032b657004220420', 'hex');
+  return crypto.createPrivateKey({ key: Buffer.concat([header, seed]), format: 'der', type: 'pkcs8' });
+}
+
+/** The raw 32-byte public key of a private KeyObject, base64. */
+export function publicKeyB64(privateKey) {
+  return Buffer.from(crypto.createPublicKey(privateKey).export({ format: 'jwk' }).x, 'base64url').toString('base64');
+}
+
+/** A fresh Ed25519 key pair: { privateKey, publicKey (base64 raw) }. */
+export function freshKey() {
+  const { privateKey } = crypto.generateKeyPairSync('ed25519');
+  return { privateKey, publicKey: publicKeyB64(privateKey) };
+}
+
+/**
+ * Reads <stateDir>/node-identity.json. The secret key is libsodium's 64-byte
+ * form (seed || public key): its first 32 bytes are the seed.
+ * Returns { json, privateKey, publicKey }.
+ */
+export function readIdentity(stateDir) {
+  const file = path.join(stateDir, 'node-identity.json');
+  const json = JSON.parse(readFileSync(file, 'utf8'));
+  const sk = Buffer.from(json.secretKey, 'base64');
+  assert.equal(sk.length, 64, `${file}: secretKey is 64 bytes (libsodium form)`);
+  const privateKey = privateKeyFromSeed(sk.subarray(0, 32));
+  return { json, privateKey, publicKey: publicKeyB64(privateKey) };
+}
+
+/** The `sig` for envelope and body under privateKey (standard padded base64). */
+export function signEnvelope(envelope, body, privateKey) {
+  return crypto.sign(null, canonical(envelope, body), privateKey).toString('base64');
+}
+
+/** RFC 3339 UTC with milliseconds, as the envelope wants. */
+export const rfc3339 = (ms) => new Date(ms).toISOString();
+
+export const uuid = () => crypto.randomUUID();
+
+/**
+ * A SEND envelope (present fields only) from one gid to another, as a
+ * gateway on `host` would publish it. over: fields to add or replace (a
+ * value of undefined or '' drops the field).
+ */
+export function sendEnvelope({ from, to, host, fromName, over = {} }) {
+  const now = Date.now();
+  const env = {
+    v: '1.0',
+    kind: 'SEND',
+    msgId: uuid(),
+    traceId: uuid(),
+    from,
+    to,
+    fromName,
+    host,
+    ts: rfc3339(now),
+    expiresAt: rfc3339(now + 3600 * 1000),
+    ...over,
+  };
+  for (const k of Object.keys(env)) if (env[k] === undefined || env[k] === '') delete env[k];
+  return env;
+}
+
+/** A signed presence beat for gid on host: { env, body }. */
+export function presenceBeat({ gid, host, name, role = 'worker', groups = [], ttlMs = 60000 }) {
+  const now = Date.now();
+  const env = {
+    v: '1.0',
+    kind: 'PRESENCE',
+    msgId: uuid(),
+    from: gid,
+    fromName: name,
+    host,
+    ts: rfc3339(now),
+    expiresAt: rfc3339(now + ttlMs),
+  };
+  const body = JSON.stringify({ name, role, groups, status: 'online' });
+  return { env, body };
+}
+
+/** The AMQP headers for a signed envelope: the present fields plus sig. */
+export function headersFor(envelope, sig) {
+  const h = {};
+  for (const [k, v] of Object.entries(envelope)) if (v !== undefined && v !== '') h[k] = String(v);
+  if (sig !== undefined) h.sig = sig;
+  return h;
+}
+
+/**
+ * An amqplib connection with a confirm channel for publishing and a plain
+ * channel for queue checks. opts go to amqp.connect's socket options (ca for
+ * amqps://).
+ */
+export async function amqpClient(uri, socketOpts = {}) {
+  const conn = await amqp.connect(uri, socketOpts);
+  conn.on('error', () => {}); // reported through the calls that fail
+  const pub = await conn.createConfirmChannel();
+  const client = {
+    conn,
+    pub,
+    pubError: null, // why the broker closed the publishing channel, if it did
+    /**
+     * Publishes body with headers to exchange/key the way a gateway does
+     * (persistent, text/plain, message_id = msgId) and waits for the
+     * broker's confirm.
+     */
+    async publish(exchange, key, headers, body) {
+      const buf = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+      await new Promise((resolve, reject) => {
+        pub.publish(
+          exchange,
+          key,
+          buf,
+          {
+            headers,
+            persistent: true,
+            contentType: 'text/plain; charset=utf-8',
+            messageId: headers.msgId,
+            timestamp: Math.floor(Date.now() / 1000),
+          },
+          (err) => (err ? reject(err) : resolve())
+        );
+      });
+    },
+    /** The message count of a queue (passive declare on a throwaway channel). */
+    async count(queue) {
+      const ch = await conn.createChannel();
+      ch.on('error', () => {});
+      try {
+        return (await ch.checkQueue(queue)).messageCount;
+      } finally {
+        await ch.close().catch(() => {});
+      }
+    },
+    /**
+     * Takes messages off fleet.dlq until one with the given msgId shows up
+     * (others are returned too); resolves that message. Throws after timeout.
+     */
+    async takeFromDlq(msgId, { timeout = 10000 } = {}) {
+      const ch = await conn.createChannel();
+      ch.on('error', () => {});
+      const seen = [];
+      try {
+        return await waitFor(
+          async () => {
+            for (;;) {
+              const m = await ch.get('fleet.dlq', { noAck: true });
+              if (!m) return null;
+              const h = m.properties.headers || {};
+              seen.push(String(h.msgId));
+              if (String(h.msgId) === msgId) return m;
+            }
+          },
+          { timeout, interval: 100, what: `msgId ${msgId} in fleet.dlq (took instead: ${JSON.stringify(seen)})` }
+        );
+      } finally {
+        await ch.close().catch(() => {});
+      }
+    },
+    async close() {
+      await conn.close().catch(() => {});
+    },
+  };
+  pub.on('error', (e) => {
+    client.pubError = e;
+  });
+  return client;
+}
+
+/** Parses a fleetctl --json output, or fails with the output. */
+export function parseJson(r, what) {
+  assert.equal(r.code, 0, `${what} exited ${r.code}: ${r.stdout}${r.stderr}`);
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    assert.fail(`${what} output is not JSON: ${r.stdout}${r.stderr}`);
+  }
+}
+
+/** `fleetctl identity --json` of a host: { hostId, publicKey }. */
+export async function identityOf(host) {
+  const id = parseJson(await host.fleetctl(['identity', '--json']), `[${host.hostId}] fleetctl identity --json`);
+  assert.equal(id.hostId, host.hostId, `identity of ${host.hostId}: ${JSON.stringify(id)}`);
+  assert.equal(typeof id.publicKey, 'string');
+  assert.equal(Buffer.from(id.publicKey, 'base64').length, 32, `publicKey is 32 bytes: ${id.publicKey}`);
+  return id;
+}
+
+/** `fleetctl peer list --json`'s peers array. */
+export async function peersOf(host) {
+  const l = parseJson(await host.fleetctl(['peer', 'list', '--json']), `[${host.hostId}] fleetctl peer list --json`);
+  assert.ok(Array.isArray(l.peers), `peer list --json has peers: ${JSON.stringify(l)}`);
+  return l.peers;
+}
+
+/**
+ * Makes every host pin every other host's key (fleetctl identity + peer
+ * add), skipping pins already in place (hostsTest pins too); checks the
+ * result with peer list. Returns { [hostId]: { hostId, publicKey } }.
+ */
+export async function pinAll(hosts) {
+  const ids = [];
+  for (const h of hosts) ids.push(await identityOf(h));
+  for (const h of hosts) {
+    const have = await peersOf(h);
+    for (const id of ids) {
+      if (id.hostId === h.hostId) continue;
+      const pin = have.find((p) => p.host === id.hostId);
+      if (pin) {
+        assert.equal(pin.publicKey, id.publicKey, `[${h.hostId}] ${id.hostId} is pinned with its own key`);
+        continue;
+      }
+      const r = await h.fleetctl(['peer', 'add', id.hostId, id.publicKey]);
+      assert.equal(r.code, 0, `[${h.hostId}] fleetctl peer add ${id.hostId}: ${r.stdout}${r.stderr}`);
+    }
+    const now = await peersOf(h);
+    for (const id of ids) {
+      if (id.hostId === h.hostId) continue;
+      const pin = now.find((p) => p.host === id.hostId);
+      assert.ok(pin && pin.publicKey === id.publicKey, `[${h.hostId}] pins ${id.hostId}: ${JSON.stringify(now)}`);
+    }
+  }
+  return Object.fromEntries(ids.map((id) => [id.hostId, id]));
+}
+
+/** fleetctl status --json's counters object. */
+export async function counters(host) {
+  const st = parseJson(await host.fleetctl(['--json', 'status']), `[${host.hostId}] fleetctl --json status`);
+  assert.ok(st.counters && typeof st.counters === 'object', `status has counters: ${JSON.stringify(st)}`);
+  return st.counters;
+}
+
+/** fleetctl status --json. */
+export async function status(host) {
+  return parseJson(await host.fleetctl(['--json', 'status']), `[${host.hostId}] fleetctl --json status`);
+}
+
+/** Waits until counter name on host is at least min; returns its value. */
+export async function waitCounter(host, name, min, { timeout = 10000 } = {}) {
+  let last;
+  try {
+    return await waitFor(
+      async () => {
+        last = await counters(host);
+        return (last[name] ?? 0) >= min ? last[name] : null;
+      },
+      { timeout, interval: 100, what: `[${host.hostId}] counter ${name} >= ${min}` }
+    );
+  } catch (e) {
+    e.message += `\nlast counters: ${JSON.stringify(last)}`;
+    throw e;
+  }
+}
