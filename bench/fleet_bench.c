@@ -1,0 +1,529 @@
+/* fleet_bench.c — drives fleetd the way agents do (MCP, newline-delimited
+ * JSON-RPC over its Unix socket) and measures what fleet adds on top of the
+ * broker.
+ *
+ *   fleet_bench tput SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]
+ *   fleet_bench rtt  SOCK_A SOCK_B [-n N] [-s SIZE] [-r RATE] [-W WARMUP] [-l LABEL]
+ *
+ * tput: a sender registered on gateway A sends N messages of SIZE bytes with
+ *       fleet_send (no wait_s) to a receiver registered on gateway B, keeping
+ *       WINDOW requests in flight on its one connection (fleetd allows 64
+ *       waiting calls per client, and a remote send waits for the broker's
+ *       confirm). The receiver long-polls (wait_s, max 100) until all N have
+ *       arrived. Result: N / (last message received - first send written).
+ * rtt:  U1, "ask and wait": a requester on A calls fleet_send with wait_s at
+ *       RATE calls/s; a responder on B long-polls and answers each message at
+ *       once with fleet_reply (inReplyTo its msgId, the same content back).
+ *       The latency is the fleet_send call: request written → "replied"
+ *       result read. With SOCK_A == SOCK_B it is the same exchange on one
+ *       gateway (the local round trip, no broker on the path).
+ *
+ * Each session is one connection with its own thread; nothing is shared but
+ * counters read after join. Results are "RESULT LABEL.KEY VALUE" lines on
+ * stdout; anything unexpected (an error result, a status other than the one
+ * expected, a silent gateway) ends the run with a message and exit 1. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+
+/* A response longer than this is a broken gateway, not a big poll: 100
+ * messages of 1 KiB come to ~250 KiB (content appears twice, as text and as
+ * structuredContent). fleetd's own line cap is 4 MiB. */
+#define MAX_LINE (8u * 1024u * 1024u)
+/* How long any single read waits before the run is declared stuck. */
+#define READ_TIMEOUT_MS 30000
+/* Long-poll length used by receivers; short enough to notice a dead run. */
+#define POLL_WAIT_S 10
+
+struct opts {
+  const char *mode, *sock_a, *sock_b, *label;
+  size_t n, size, window, warmup;
+  double rate;
+};
+
+struct sess {
+  int fd;
+  char name[64];
+  char *buf;
+  size_t len, off, cap;
+  long next_id;
+};
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fleet_bench: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+static void sess_write(struct sess *s, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(s->fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      die("%s: write to fleetd failed: %s", s->name, strerror(errno));
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Next complete line (NUL-terminated in place), reading as needed. */
+static char *sess_line(struct sess *s) {
+  for (;;) {
+    char *nl = memchr(s->buf + s->off, '\n', s->len - s->off);
+    if (nl) {
+      *nl = '\0';
+      char *line = s->buf + s->off;
+      s->off = (size_t)(nl - s->buf) + 1;
+      return line;
+    }
+    if (s->off > 0) {
+      memmove(s->buf, s->buf + s->off, s->len - s->off);
+      s->len -= s->off;
+      s->off = 0;
+    }
+    if (s->len + 65536 > s->cap) {
+      if (s->cap >= MAX_LINE)
+        die("%s: a line from fleetd exceeds %u bytes", s->name, MAX_LINE);
+      s->cap = s->cap ? s->cap * 2 : 262144;
+      s->buf = realloc(s->buf, s->cap);
+      if (!s->buf)
+        die("out of memory");
+    }
+    struct pollfd p = {s->fd, POLLIN, 0};
+    int pr = poll(&p, 1, READ_TIMEOUT_MS);
+    if (pr == 0)
+      die("%s: fleetd sent nothing for %d s", s->name, READ_TIMEOUT_MS / 1000);
+    if (pr < 0 && errno == EINTR)
+      continue;
+    ssize_t r = read(s->fd, s->buf + s->len, s->cap - s->len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      die("%s: fleetd closed the connection", s->name);
+    s->len += (size_t)r;
+  }
+}
+
+/* Next response (a message with an id); notifications are skipped. New reference. */
+static json_t *sess_recv(struct sess *s) {
+  for (;;) {
+    char *line = sess_line(s);
+    json_error_t e;
+    json_t *j = json_loads(line, 0, &e);
+    if (!j)
+      die("%s: fleetd sent a line that is not JSON: %s", s->name, e.text);
+    if (json_object_get(j, "id"))
+      return j;
+    json_decref(j);
+  }
+}
+
+/* The structuredContent of a tools/call response (borrowed from resp); dies
+ * on a JSON-RPC error or an isError result, naming what. */
+static json_t *tool_result(struct sess *s, json_t *resp, const char *what) {
+  json_t *err = json_object_get(resp, "error");
+  if (err)
+    die("%s: %s: JSON-RPC error: %s", s->name, what,
+        json_string_value(json_object_get(err, "message")));
+  json_t *res = json_object_get(resp, "result");
+  if (json_is_true(json_object_get(res, "isError"))) {
+    json_t *c0 = json_array_get(json_object_get(res, "content"), 0);
+    die("%s: %s failed: %s", s->name, what, json_string_value(json_object_get(c0, "text")));
+  }
+  json_t *sc = json_object_get(res, "structuredContent");
+  if (!sc)
+    die("%s: %s: no structuredContent in the result", s->name, what);
+  return sc;
+}
+
+/* The error text of an isError tools/call result (borrowed from resp), or NULL. */
+static const char *tool_error(json_t *resp) {
+  json_t *res = json_object_get(resp, "result");
+  if (!json_is_true(json_object_get(res, "isError")))
+    return NULL;
+  json_t *c0 = json_array_get(json_object_get(res, "content"), 0);
+  const char *t = json_string_value(json_object_get(c0, "text"));
+  return t ? t : "(no message)";
+}
+
+/* Writes a tools/call request and returns its id. args is a JSON object text. */
+static long sess_call_start(struct sess *s, const char *tool, const char *args, char *scratch,
+                            size_t cap) {
+  long id = s->next_id++;
+  int n = snprintf(scratch, cap,
+                   "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n",
+                   id, tool, args);
+  if (n < 0 || (size_t)n >= cap)
+    die("request too large for the scratch buffer");
+  sess_write(s, scratch, (size_t)n);
+  return id;
+}
+
+/* One synchronous tools/call; returns the response (new reference). */
+static json_t *sess_call(struct sess *s, const char *tool, const char *args) {
+  size_t cap = strlen(args) + 256;
+  char *scratch = malloc(cap);
+  if (!scratch)
+    die("out of memory");
+  long id = sess_call_start(s, tool, args, scratch, cap);
+  free(scratch);
+  json_t *r = sess_recv(s);
+  if (json_integer_value(json_object_get(r, "id")) != id)
+    die("%s: response to an unexpected id", s->name);
+  return r;
+}
+
+/* Connects to sock and registers as the worker name. */
+static void sess_open(struct sess *s, const char *sock, const char *name) {
+  memset(s, 0, sizeof *s);
+  snprintf(s->name, sizeof s->name, "%s", name);
+  s->next_id = 1;
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(sock) >= sizeof a.sun_path)
+    die("socket path too long: %s", sock);
+  strcpy(a.sun_path, sock);
+  s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&a, sizeof a) != 0)
+    die("cannot connect to fleetd at %s: %s", sock, strerror(errno));
+  char line[1024];
+  int n = snprintf(line, sizeof line,
+                   "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+                   "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                   "\"clientInfo\":{\"name\":\"fleet_bench\",\"version\":\"1.0\"},"
+                   "\"_meta\":{\"fleet/identity\":{\"name\":\"%s\",\"role\":\"worker\"}}}}\n",
+                   name);
+  sess_write(s, line, (size_t)n);
+  json_t *r = sess_recv(s);
+  json_t *err = json_object_get(r, "error");
+  if (err)
+    die("%s: initialize refused: %s", name, json_string_value(json_object_get(err, "message")));
+  json_decref(r);
+  static const char inited[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+  sess_write(s, inited, sizeof inited - 1);
+}
+
+static void sess_close(struct sess *s) {
+  if (s->fd >= 0)
+    close(s->fd);
+  s->fd = -1;
+  free(s->buf);
+  s->buf = NULL;
+}
+
+/* Waits until s's gateway lists name as online (presence from another host
+ * takes one beat to arrive). */
+static void wait_online(struct sess *s, const char *name) {
+  uint64_t deadline = fb_now_ns() + 20ull * 1000000000u;
+  while (fb_now_ns() < deadline) {
+    json_t *r = sess_call(s, "fleet_list", "{}");
+    json_t *ents = json_object_get(tool_result(s, r, "fleet_list"), "entities");
+    size_t i;
+    json_t *e;
+    int ok = 0;
+    json_array_foreach(ents, i, e) {
+      const char *n = json_string_value(json_object_get(e, "name"));
+      const char *st = json_string_value(json_object_get(e, "status"));
+      if (n && st && strcmp(n, name) == 0 && strcmp(st, "online") == 0)
+        ok = 1;
+    }
+    json_decref(r);
+    if (ok)
+      return;
+    fb_sleep_until(fb_now_ns() + 50000000u);
+  }
+  die("%s: '%s' did not show up online within 20 s (is the broker link up? are the gateways' "
+      "keys pinned?)",
+      s->name, name);
+}
+
+/* Content of exactly size bytes of plain ASCII (no JSON escaping needed),
+ * starting with a sequence number so a receiver could check order. */
+static char *make_content(size_t size, size_t seq) {
+  char *c = malloc(size + 1);
+  if (!c)
+    die("out of memory");
+  for (size_t i = 0; i < size; i++)
+    c[i] = (char)('a' + i % 26);
+  char head[24];
+  int n = snprintf(head, sizeof head, "%010zu:", seq);
+  memcpy(c, head, (size_t)n < size ? (size_t)n : size);
+  c[size] = '\0';
+  return c;
+}
+
+/* ---- tput ----------------------------------------------------------------------- */
+
+struct receiver {
+  const char *sock;
+  char name[64];
+  size_t expect, size;
+  size_t got, polls, max_batch;
+  uint64_t t_last;
+  struct sess s;
+  pthread_t th;
+};
+
+static void *receiver_main(void *arg) {
+  struct receiver *rx = arg;
+  char args[64];
+  snprintf(args, sizeof args, "{\"wait_s\":%d,\"max\":100}", POLL_WAIT_S);
+  while (rx->got < rx->expect) {
+    json_t *r = sess_call(&rx->s, "fleet_poll", args);
+    json_t *msgs = json_object_get(tool_result(&rx->s, r, "fleet_poll"), "messages");
+    size_t n = json_array_size(msgs);
+    if (n == 0)
+      die("%s: nothing arrived for %d s after %zu of %zu messages", rx->name, POLL_WAIT_S, rx->got,
+          rx->expect);
+    for (size_t i = 0; i < n; i++) {
+      const char *c = json_string_value(json_object_get(json_array_get(msgs, i), "content"));
+      if (!c || strlen(c) != rx->size)
+        die("%s: a message arrived with the wrong content", rx->name);
+    }
+    rx->got += n;
+    rx->polls++;
+    if (n > rx->max_batch)
+      rx->max_batch = n;
+    rx->t_last = fb_now_ns();
+    json_decref(r);
+  }
+  return NULL;
+}
+
+static void run_tput(const struct opts *o) {
+  struct receiver rx = {.sock = o->sock_b, .expect = o->n, .size = o->size};
+  snprintf(rx.name, sizeof rx.name, "%s-rx", o->label);
+  char txname[64];
+  snprintf(txname, sizeof txname, "%s-tx", o->label);
+  sess_open(&rx.s, o->sock_b, rx.name);
+  struct sess tx;
+  sess_open(&tx, o->sock_a, txname);
+  wait_online(&tx, rx.name);
+  if (pthread_create(&rx.th, NULL, receiver_main, &rx) != 0)
+    die("cannot start a thread");
+
+  size_t cap = o->size + 512;
+  char *args = malloc(cap), *scratch = malloc(cap + 256);
+  if (!args || !scratch)
+    die("out of memory");
+  /* A remote send answers once the broker confirmed it. When the receiver
+   * drains slower than the sender sends, the inbox fills to its cap and the
+   * broker nacks ("the inbox may be full"); the sender then backs off 5 ms and
+   * sends that message again, as an agent would, and counts it. */
+  size_t issued = 0, resend = 0, ok = 0, inflight = 0, refused = 0;
+  uint64_t t0 = fb_now_ns();
+  while (ok < o->n) {
+    while (inflight < o->window && (issued < o->n || resend > 0)) {
+      char *content = make_content(o->size, issued);
+      snprintf(args, cap, "{\"to\":\"%s\",\"content\":\"%s\"}", rx.name, content);
+      free(content);
+      sess_call_start(&tx, "fleet_send", args, scratch, cap + 256);
+      if (resend > 0)
+        resend--;
+      else
+        issued++;
+      inflight++;
+    }
+    json_t *r = sess_recv(&tx);
+    inflight--;
+    const char *err = tool_error(r);
+    if (err && strstr(err, "full")) {
+      refused++;
+      resend++;
+      json_decref(r);
+      fb_sleep_until(fb_now_ns() + 5000000u);
+      continue;
+    }
+    const char *st =
+        json_string_value(json_object_get(tool_result(&tx, r, "fleet_send"), "status"));
+    if (!st || strcmp(st, "sent") != 0)
+      die("%s: fleet_send returned status %s, expected sent", txname, st ? st : "(none)");
+    json_decref(r);
+    ok++;
+  }
+  uint64_t t_sent = fb_now_ns();
+  pthread_join(rx.th, NULL);
+  double secs = (double)(rx.t_last - t0) / 1e9;
+  printf("RESULT %s.msgs %zu\n", o->label, o->n);
+  printf("RESULT %s.secs %.3f\n", o->label, secs);
+  printf("RESULT %s.msgs_per_s %.1f\n", o->label, (double)o->n / secs);
+  printf("RESULT %s.sent_per_s %.1f\n", o->label, (double)o->n / ((double)(t_sent - t0) / 1e9));
+  printf("RESULT %s.refused_full %zu\n", o->label, refused);
+  printf("RESULT %s.polls %zu\n", o->label, rx.polls);
+  printf("RESULT %s.mean_batch %.1f\n", o->label, (double)rx.got / (double)rx.polls);
+  printf("RESULT %s.max_batch %zu\n", o->label, rx.max_batch);
+  fflush(stdout);
+  free(args);
+  free(scratch);
+  sess_close(&tx);
+  sess_close(&rx.s);
+}
+
+/* ---- rtt (U1) ------------------------------------------------------------------- */
+
+struct responder {
+  char name[64];
+  size_t expect;
+  size_t answered;
+  struct sess s;
+  pthread_t th;
+};
+
+static void *responder_main(void *arg) {
+  struct responder *rs = arg;
+  char pargs[64];
+  snprintf(pargs, sizeof pargs, "{\"wait_s\":%d,\"max\":100}", POLL_WAIT_S);
+  char *rargs = NULL;
+  size_t rcap = 0;
+  while (rs->answered < rs->expect) {
+    json_t *r = sess_call(&rs->s, "fleet_poll", pargs);
+    json_t *msgs = json_object_get(tool_result(&rs->s, r, "fleet_poll"), "messages");
+    if (json_array_size(msgs) == 0)
+      die("%s: no request arrived for %d s after %zu of %zu", rs->name, POLL_WAIT_S, rs->answered,
+          rs->expect);
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+      const char *id = json_string_value(json_object_get(m, "msgId"));
+      const char *from = json_string_value(json_object_get(json_object_get(m, "from"), "gid"));
+      const char *content = json_string_value(json_object_get(m, "content"));
+      if (!id || !from || !content)
+        die("%s: a polled message lacks msgId, from.gid or content", rs->name);
+      size_t need = strlen(content) + 256;
+      if (need > rcap) {
+        rcap = need;
+        rargs = realloc(rargs, rcap);
+        if (!rargs)
+          die("out of memory");
+      }
+      snprintf(rargs, rcap, "{\"to\":\"%s\",\"content\":\"%s\",\"inReplyTo\":\"%s\"}", from,
+               content, id);
+      json_t *rr = sess_call(&rs->s, "fleet_reply", rargs);
+      tool_result(&rs->s, rr, "fleet_reply");
+      json_decref(rr);
+      rs->answered++;
+    }
+    json_decref(r);
+  }
+  free(rargs);
+  return NULL;
+}
+
+static void run_rtt(const struct opts *o) {
+  size_t total = o->n + o->warmup;
+  struct responder rs = {.expect = total};
+  snprintf(rs.name, sizeof rs.name, "%s-rsp", o->label);
+  char rqname[64];
+  snprintf(rqname, sizeof rqname, "%s-req", o->label);
+  sess_open(&rs.s, o->sock_b, rs.name);
+  struct sess rq;
+  sess_open(&rq, o->sock_a, rqname);
+  wait_online(&rq, rs.name);
+  if (pthread_create(&rs.th, NULL, responder_main, &rs) != 0)
+    die("cannot start a thread");
+
+  uint64_t *lat = calloc(o->n, sizeof *lat);
+  size_t cap = o->size + 512;
+  char *args = malloc(cap);
+  if (!lat || !args)
+    die("out of memory");
+  size_t nlat = 0, late = 0;
+  uint64_t period = (uint64_t)(1e9 / o->rate);
+  uint64_t t0 = fb_now_ns();
+  for (size_t i = 0; i < total; i++) {
+    uint64_t due = t0 + i * period;
+    if (fb_now_ns() > due + period / 2)
+      late++;
+    fb_sleep_until(due);
+    char *content = make_content(o->size, i);
+    snprintf(args, cap, "{\"to\":\"%s\",\"content\":\"%s\",\"wait_s\":10}", rs.name, content);
+    free(content);
+    uint64_t t = fb_now_ns();
+    json_t *r = sess_call(&rq, "fleet_send", args);
+    uint64_t dt = fb_now_ns() - t;
+    const char *st =
+        json_string_value(json_object_get(tool_result(&rq, r, "fleet_send"), "status"));
+    if (!st || strcmp(st, "replied") != 0)
+      die("%s: fleet_send returned status %s, expected replied", rqname, st ? st : "(none)");
+    json_decref(r);
+    if (i >= o->warmup)
+      lat[nlat++] = dt;
+  }
+  pthread_join(rs.th, NULL);
+  fb_report_latency(o->label, lat, nlat);
+  printf("RESULT %s.late_starts %zu\n", o->label, late);
+  fflush(stdout);
+  free(lat);
+  free(args);
+  sess_close(&rq);
+  sess_close(&rs.s);
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: fleet_bench tput|rtt SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] "
+                  "[-r RATE] [-W WARMUP] [-l LABEL]\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  struct opts o = {.n = 20000, .size = 1024, .window = 64, .warmup = 10, .rate = 20};
+  if (argc < 4)
+    usage();
+  o.mode = argv[1];
+  o.sock_a = argv[2];
+  o.sock_b = argv[3];
+  o.label = o.mode;
+  optind = 4;
+  int ch;
+  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:")) != -1) {
+    switch (ch) {
+    case 'n':
+      o.n = strtoul(optarg, NULL, 10);
+      break;
+    case 's':
+      o.size = strtoul(optarg, NULL, 10);
+      break;
+    case 'w':
+      o.window = strtoul(optarg, NULL, 10);
+      break;
+    case 'r':
+      o.rate = strtod(optarg, NULL);
+      break;
+    case 'W':
+      o.warmup = strtoul(optarg, NULL, 10);
+      break;
+    case 'l':
+      o.label = optarg;
+      break;
+    default:
+      usage();
+    }
+  }
+  if (o.n == 0 || o.size < 12 || o.window == 0 || o.rate <= 0 || strlen(o.label) > 40)
+    usage();
+  if (strcmp(o.mode, "tput") == 0)
+    run_tput(&o);
+  else if (strcmp(o.mode, "rtt") == 0)
+    run_rtt(&o);
+  else
+    usage();
+  return 0;
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# bench/run.sh — fleet against the raw broker, on one private RabbitMQ, in one run.
+#
+#   bash bench/run.sh
+#
+# Builds fleet (build/, RelWithDebInfo = -O2 -g) and the drivers (bench/build/,
+# -O2), starts a throwaway RabbitMQ on loopback (tests/rabbitmq.sh), measures
+# the raw rabbitmq-c baseline, starts two fleetd gateways (hostA, hostB) on
+# that broker, measures fleet, prints the comparison table and stops
+# everything it started (trap), whatever happens. bench/README.md explains
+# each number. Knobs (environment):
+#
+#   BENCH_N=20000          messages in each throughput run
+#   BENCH_SIZE=1024        bytes per message
+#   BENCH_WINDOW=64        fleet sender's requests in flight (fleetd's cap is 64)
+#   BENCH_RAW_WINDOW=1000  raw publisher's unconfirmed publishes in flight
+#   BENCH_RATE=20          calls/s of every round-trip measurement
+#   BENCH_RTT_N=300        round trips measured at BENCH_RATE
+#   BENCH_LAT_RATE=200 BENCH_LAT_N=2000   the extra raw one-way run at a higher pace
+#   BENCH_LOG_LEVEL=info   fleetd's log level (info is the default a user gets)
+#   BENCH_PREFETCH=        fleetd broker.prefetch (empty = fleetd's default)
+#   BENCH_KEEP=1           keep the work dir (fleetd logs, results) in /tmp
+#   FLEET_BUILD_DIR=build  where fleet is built; BENCH_NO_BUILD=1 skips building
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${FLEET_BUILD_DIR:-$REPO/build}
+BBUILD=$REPO/bench/build
+N=${BENCH_N:-20000}
+SIZE=${BENCH_SIZE:-1024}
+WINDOW=${BENCH_WINDOW:-64}
+RAW_WINDOW=${BENCH_RAW_WINDOW:-1000}
+RATE=${BENCH_RATE:-20}
+RTT_N=${BENCH_RTT_N:-300}
+LAT_RATE=${BENCH_LAT_RATE:-200}
+LAT_N=${BENCH_LAT_N:-2000}
+LOG_LEVEL=${BENCH_LOG_LEVEL:-info}
+PREFETCH=${BENCH_PREFETCH:-}
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# ---- clean-up: every process we start is recorded here and ended in the trap ----
+WORK=
+MQ_STARTED=0
+FLEETD_PIDS=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  local pid
+  for pid in "${FLEETD_PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${FLEETD_PIDS[@]}"; do
+    for _ in $(seq 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if [ "$MQ_STARTED" = 1 ]; then
+    log "stopping the broker"
+    sh "$REPO/tests/rabbitmq.sh" stop "$WORK/mq" >/dev/null 2>&1 || true
+  fi
+  if [ -n "$WORK" ]; then
+    if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then
+      log "work dir kept: $WORK"
+    else
+      rm -rf "$WORK"
+    fi
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+T_START=$(date +%s)
+
+# ---- build ----
+if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
+  log "building fleet in $BUILD"
+  cmake -S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$BUILD" -j2 --target fleetd fleetctl >/dev/null
+  log "building the drivers in $BBUILD"
+  cmake -S "$REPO/bench" -B "$BBUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BBUILD" -j2 >/dev/null
+fi
+for b in "$BUILD/fleetd" "$BUILD/fleetctl" "$BBUILD/amqp_baseline" "$BBUILD/fleet_bench"; do
+  [ -x "$b" ] || { echo "bench: $b is missing (build it, or unset BENCH_NO_BUILD)" >&2; exit 1; }
+done
+
+# ---- broker ----
+WORK=$(mktemp -d /tmp/flbench-XXXXXX)
+# Run as root, the node runs as user rabbitmq, which must traverse WORK.
+chmod 755 "$WORK"
+RESULTS=$WORK/results.txt
+: >"$RESULTS"
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+PORT=
+for _ in $(seq 50); do
+  p=$((5900 + RANDOM % 100)) # 5900-5999: clear of the test suite's 5700-5899
+  if port_free "$p" && port_free $((p + 20000)); then
+    PORT=$p
+    break
+  fi
+done
+[ -n "$PORT" ] || { echo "bench: no free port in 5900-5999" >&2; exit 1; }
+URI="amqp://guest:guest@127.0.0.1:$PORT/"
+log "starting a private RabbitMQ on 127.0.0.1:$PORT"
+MQ_STARTED=1
+# Output to files: the node outlives the script's own stdout otherwise.
+if ! sh "$REPO/tests/rabbitmq.sh" start "$WORK/mq" "$PORT" >"$WORK/mq-start.out" 2>"$WORK/mq-start.err"; then
+  cat "$WORK/mq-start.err" >&2
+  exit 1
+fi
+
+# ---- (a) raw baseline ----
+raw() { "$BBUILD/amqp_baseline" "$URI" "$@" | tee -a "$RESULTS" | sed 's/^/  /' >&2; }
+log "(a) raw throughput: $N x $SIZE B, confirms window $RAW_WINDOW, prefetch 100"
+raw tput -n "$N" -s "$SIZE" -w "$RAW_WINDOW" -p 100 -l raw_tput
+log "(a) raw one-way latency at $LAT_RATE/s x $LAT_N"
+raw lat -n "$LAT_N" -s "$SIZE" -r "$LAT_RATE" -p 100 -l "raw_lat$LAT_RATE"
+log "(a) raw one-way latency at $RATE/s x $RTT_N (the pace of the fleet round trips)"
+raw lat -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_lat
+log "(a) raw request/reply round trip at $RATE/s x $RTT_N"
+raw rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_rtt
+
+# ---- (b) two gateways ----
+start_fleetd() { # HOST
+  local h=$1 d=$WORK/$1
+  mkdir -p "$d"
+  local extra=""
+  [ -n "$PREFETCH" ] && extra=",\"prefetch\":$PREFETCH"
+  printf '{"logLevel":"%s","broker":{"uri":"%s","presenceIntervalMs":500%s}}\n' \
+    "$LOG_LEVEL" "$URI" "$extra" >"$d/fleetd.json"
+  "$BUILD/fleetd" --state-dir "$d/state" --socket "$d/fleetd.sock" --host-id "$h" \
+    --broker "$URI" --config "$d/fleetd.json" 2>"$d/fleetd.log" &
+  FLEETD_PIDS+=($!)
+}
+wait_up() { # HOST
+  local d=$WORK/$1
+  for _ in $(seq 200); do
+    if [ -S "$d/fleetd.sock" ] && grep -q "broker link is up" "$d/fleetd.log" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "bench: fleetd $1 did not come up with its broker link in 20 s; its log:" >&2
+  tail -n 30 "$d/fleetd.log" >&2
+  exit 1
+}
+log "(b) starting fleetd hostA and hostB (log level $LOG_LEVEL${PREFETCH:+, prefetch $PREFETCH})"
+start_fleetd hostA
+start_fleetd hostB
+wait_up hostA
+wait_up hostB
+SA=$WORK/hostA/fleetd.sock
+SB=$WORK/hostB/fleetd.sock
+
+# Trust: once gateways verify signed envelopes, each must pin the other's key.
+# fleetctl peer add may not exist yet; its exit status says.
+pubkey() { # HOST
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["publicKey"])' \
+    "$WORK/$1/state/node-identity.json" 2>/dev/null || true
+}
+KA=$(pubkey hostA)
+KB=$(pubkey hostB)
+if [ -n "$KA" ] && [ -n "$KB" ] &&
+  "$BUILD/fleetctl" --socket "$SA" peer add hostB "$KB" >"$WORK/pin.out" 2>&1; then
+  "$BUILD/fleetctl" --socket "$SB" peer add hostA "$KA" >>"$WORK/pin.out" 2>&1 ||
+    { cat "$WORK/pin.out" >&2; exit 1; }
+  log "pinned hostA <-> hostB keys with fleetctl peer add"
+else
+  log "fleetctl peer add unavailable (or no node-identity.json): gateways run unpinned"
+fi
+
+fb() { "$BBUILD/fleet_bench" "$@" | tee -a "$RESULTS" | sed 's/^/  /' >&2; }
+log "(b) fleet cross-host throughput: $N x $SIZE B, hostA -> hostB, window $WINDOW, poll max 100"
+fb tput "$SA" "$SB" -n "$N" -s "$SIZE" -w "$WINDOW" -l fleet_tput
+log "(b) fleet U1 round trip hostA -> hostB at $RATE/s x $RTT_N (send wait_s, reply)"
+fb rtt "$SA" "$SB" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l fleet_u1
+# ---- (c) one gateway ----
+log "(c) fleet local round trip on hostA at $RATE/s x $RTT_N (send wait_s, reply)"
+fb rtt "$SA" "$SA" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l fleet_local
+
+LOG_LINES_A=$(wc -l <"$WORK/hostA/fleetd.log")
+LOG_LINES_B=$(wc -l <"$WORK/hostB/fleetd.log")
+
+# ---- the table ----
+get() { awk -v k="$1" '$1 == "RESULT" && $2 == k { v = $3 } END { print (v == "" ? "nan" : v) }' "$RESULTS"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
+verdict() { awk -v r="$1" -v op="$2" -v t="$3" 'BEGIN {
+  if (r == "n/a") { print "n/a"; exit }
+  ok = (op == ">=") ? (r + 0 >= t + 0) : (r + 0 <= t + 0)
+  printf "%s (target %s %s)", ok ? "MET" : "MISSED", op, t }'; }
+
+RAW_T=$(get raw_tput.msgs_per_s)
+FL_T=$(get fleet_tput.msgs_per_s)
+RAW_L=$(get raw_lat.p50_ms)
+RAW_L99=$(get raw_lat.p99_ms)
+RAW_R=$(get raw_rtt.p50_ms)
+RAW_R99=$(get raw_rtt.p99_ms)
+U1=$(get fleet_u1.p50_ms)
+U1_99=$(get fleet_u1.p99_ms)
+LOC=$(get fleet_local.p50_ms)
+LOC99=$(get fleet_local.p99_ms)
+R_T=$(ratio "$FL_T" "$RAW_T")
+R_U1=$(ratio "$U1" "$RAW_L")
+R_U1R=$(ratio "$U1" "$RAW_R")
+
+{
+  echo
+  echo "fleet benchmark — $(nproc) cores, $N x $SIZE B messages, round trips at $RATE/s x $RTT_N, fleetd log level $LOG_LEVEL"
+  echo
+  printf '| %-58s | %12s | %12s | %14s |\n' "metric" "baseline" "fleet" "fleet/baseline"
+  printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 60))" "$(printf -- '-%.0s' $(seq 14))" \
+    "$(printf -- '-%.0s' $(seq 14))" "$(printf -- '-%.0s' $(seq 16))"
+  printf '| %-58s | %12s | %12s | %14s |\n' "throughput msgs/s: raw 1 queue vs fleet hostA->hostB" "$RAW_T" "$FL_T" "$R_T"
+  printf '| %-58s | %12s | %12s | %14s |\n' "round trip p50 ms: raw one-way p50 vs fleet U1 p50" "$RAW_L" "$U1" "$R_U1"
+  printf '| %-58s | %12s | %12s | %14s |\n' "round trip p50 ms: raw request/reply p50 vs fleet U1 p50" "$RAW_R" "$U1" "$R_U1R"
+  printf '| %-58s | %12s | %12s | %14s |\n' "round trip p99 ms: raw request/reply p99 vs fleet U1 p99" "$RAW_R99" "$U1_99" "$(ratio "$U1_99" "$RAW_R99")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "local round trip (one gateway) p50 ms, vs raw req/reply" "$RAW_R" "$LOC" "$(ratio "$LOC" "$RAW_R")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "local round trip (one gateway) p99 ms, vs raw req/reply" "$RAW_R99" "$LOC99" "$(ratio "$LOC99" "$RAW_R99")"
+  echo
+  echo "other numbers:"
+  echo "  raw one-way publish->consume at $RATE/s: p50 $RAW_L ms, p99 $RAW_L99 ms; at $LAT_RATE/s: p50 $(get raw_lat$LAT_RATE.p50_ms) ms, p99 $(get raw_lat$LAT_RATE.p99_ms) ms"
+  echo "  raw publisher confirmed/s: $(get raw_tput.confirmed_per_s); fleet sender's sends answered/s: $(get fleet_tput.sent_per_s)"
+  echo "  fleet sends the broker nacked because hostB's inbox was full (resent after 5 ms): $(get fleet_tput.refused_full)"
+  echo "  fleet receiver: $(get fleet_tput.polls) polls, mean $(get fleet_tput.mean_batch), max $(get fleet_tput.max_batch) messages per poll"
+  echo "  fleetd log lines: hostA $LOG_LINES_A, hostB $LOG_LINES_B"
+  echo
+  echo "targets:"
+  echo "  cross-host throughput >= 0.5 x raw (fleet hostA->hostB msgs/s / raw msgs/s = $R_T): $(verdict "$R_T" '>=' 0.5)"
+  echo "  round-trip p50 <= 4 x raw publish->consume p50 at $RATE/s (fleet U1 p50 / raw one-way p50 = $R_U1): $(verdict "$R_U1" '<=' 4)"
+  echo
+  echo "whole run: $(($(date +%s) - T_START)) s"
+} | tee "$WORK/table.txt"
