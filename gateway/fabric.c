@@ -503,6 +503,15 @@ static void fl_on_state(void *ctx, int up, const char *why) {
     if (was)
       fl_gw_count(gw, FL_C_BROKER_DISCONNECTS);
     fl_warn(NULL, "broker link is down: %s; remote sends fail until it is back", why);
+    char control[160];
+    snprintf(control, sizeof control, "control.%s", gw->cfg.host_id);
+    if (strstr(why, control) && strstr(why, "exclusive")) {
+      fl_error(NULL, "another gateway with host id '%s' is connected to this broker: each "
+               "gateway needs its own --host-id; this one retries until the other leaves",
+               gw->cfg.host_id);
+      snprintf(gw->broker_why, sizeof gw->broker_why,
+               "another gateway with host id '%s' holds this host's queues", gw->cfg.host_id);
+    }
     /* Unacked deliveries go back to their queues with the connection; they
      * come again (and are deduped) after the reconnect. */
     fl_unacked_clear(gw);
