@@ -74,9 +74,11 @@
  * default channel_max is 2047; two channels are the link's own. */
 #define FL_BROKER_MAX_INBOXES 2000
 
-/* Unacked deliveries per consumer (basic.qos). Keeps the backlog on the
- * broker, where the inbox caps and TTLs act, instead of in gateway heap. */
-#define FL_BROKER_DEFAULT_PREFETCH 32
+/* Unacked deliveries per consumer (basic.qos). Acks wait for the client's
+ * drain, so this is also how many messages one inbox has on their way at
+ * once; 100 keeps a burst flowing while the rest of the backlog stays on the
+ * broker, where the inbox caps and TTLs act, not in gateway memory. */
+#define FL_BROKER_DEFAULT_PREFETCH 100
 
 /* Inbox queue arguments (defaults; fleetd's config may override). One inbox
  * holds as many messages as one entity may hold locally; a message waits a
