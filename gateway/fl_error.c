@@ -1,6 +1,8 @@
 /* fl_error.c — messages for fleet's error codes (see fl_error.h). */
 #include "gateway/fl_error.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const fl_messages[] = {
@@ -33,4 +35,13 @@ const char *fl_strerror(int err) {
   if (err < 0 && err > FL_EBASE)
     return strerror(-err);
   return "unknown error";
+}
+
+void fl_errf(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
 }

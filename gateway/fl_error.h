@@ -7,6 +7,8 @@
 #ifndef FL_ERROR_H
 #define FL_ERROR_H
 
+#include <stddef.h>
+
 enum {
   FL_EBASE = -10000,
   FL_ENOTFOUND = FL_EBASE, /* no entity by that gid or name */
@@ -32,5 +34,9 @@ enum {
 /* A static, human-readable message for err (a fleet code or -errno). Never
  * NULL. */
 const char *fl_strerror(int err);
+
+/* snprintf into an error buffer that may be NULL or empty (then nothing is
+ * written): the one way modules fill the err/errlen pair they are given. */
+void fl_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

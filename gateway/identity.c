@@ -26,17 +26,6 @@
 #define ID_MAX_FILE 4096
 #define ID_VERSION 1
 
-static void id_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void id_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 int fl_identity_host_valid(const char *host) {
   if (!host)
@@ -147,7 +136,7 @@ static int id_key_bytes(json_t *root, const char *key, unsigned char *out, size_
   size_t got = 0;
   if (!s || fl_b64_decode(s, out, n, &got) != 0 || got != n) {
     sodium_memzero(out, n);
-    id_err(err, errlen,
+    fl_errf(err, errlen,
            "%s: key \"%s\" must be standard padded base64 of %s (%zu bytes); restore the file "
            "from a backup, or move it away to make a new identity (every peer must then re-pin "
            "this host)",
@@ -166,32 +155,32 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
   const char *redo = "restore the file from a backup, or move it away to make a new identity "
                      "(every peer must then re-pin this host)";
   if (!root) {
-    id_err(err, errlen, "%s:%d: %s; %s", path, jerr.line, jerr.text, redo);
+    fl_errf(err, errlen, "%s:%d: %s; %s", path, jerr.line, jerr.text, redo);
     return FL_ECONFIG;
   }
   if (!json_is_object(root)) {
-    id_err(err, errlen, "%s: the file must hold one JSON object; %s", path, redo);
+    fl_errf(err, errlen, "%s: the file must hold one JSON object; %s", path, redo);
     goto out;
   }
   json_t *ver = json_object_get(root, "version");
   if (json_is_integer(ver) && json_integer_value(ver) > ID_VERSION) {
-    id_err(err, errlen, "%s: \"version\" is %lld, written by a newer fleet; upgrade fleetd", path,
+    fl_errf(err, errlen, "%s: \"version\" is %lld, written by a newer fleet; upgrade fleetd", path,
            (long long)json_integer_value(ver));
     goto out;
   }
   if (!json_is_integer(ver) || json_integer_value(ver) != ID_VERSION) {
-    id_err(err, errlen, "%s: key \"version\" must be %d; %s", path, ID_VERSION, redo);
+    fl_errf(err, errlen, "%s: key \"version\" must be %d; %s", path, ID_VERSION, redo);
     goto out;
   }
   const char *file_host = json_string_value(json_object_get(root, "hostId"));
   if (!file_host || !fl_identity_host_valid(file_host)) {
-    id_err(err, errlen, "%s: key \"hostId\" must be a host id (1-63 of A-Z a-z 0-9 . _ -); %s",
+    fl_errf(err, errlen, "%s: key \"hostId\" must be a host id (1-63 of A-Z a-z 0-9 . _ -); %s",
            path, redo);
     goto out;
   }
   const char *created = json_string_value(json_object_get(root, "created"));
   if (!created || !created[0]) {
-    id_err(err, errlen, "%s: key \"created\" must be an RFC 3339 time string; %s", path, redo);
+    fl_errf(err, errlen, "%s: key \"created\" must be an RFC 3339 time string; %s", path, redo);
     goto out;
   }
   if (id_key_bytes(root, "publicKey", out->pk, sizeof out->pk, path, "an Ed25519 public key", err,
@@ -200,7 +189,7 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
                    "a libsodium Ed25519 secret key", err, errlen))
     goto out;
   if (strcmp(file_host, host_id) != 0) {
-    id_err(err, errlen,
+    fl_errf(err, errlen,
            "%s belongs to host id \"%s\", but this gateway runs as \"%s\": start it with "
            "--host-id %s (peers pinned this key under that id), or move the file away to make a "
            "new identity for \"%s\" and pin it on every peer",
@@ -215,7 +204,7 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
       sodium_memcmp(pk2, out->pk, sizeof pk2) == 0 && sodium_memcmp(sk2, out->sk, sizeof sk2) == 0;
   sodium_memzero(sk2, sizeof sk2);
   if (!same) {
-    id_err(err, errlen,
+    fl_errf(err, errlen,
            "%s: \"publicKey\" is not the public half of \"secretKey\" (the file was edited or "
            "damaged); %s",
            path, redo);
@@ -243,24 +232,24 @@ static long id_read(const char *path, char *buf, size_t n, char *err, size_t err
   if (fd < 0) {
     int e = errno;
     if (e != ENOENT)
-      id_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
+      fl_errf(err, errlen, "%s: cannot open: %s", path, strerror(e));
     return -e;
   }
   long rc;
   struct stat st;
   if (fstat(fd, &st) != 0) {
     rc = -errno;
-    id_err(err, errlen, "%s: cannot stat: %s", path, strerror((int)-rc));
+    fl_errf(err, errlen, "%s: cannot stat: %s", path, strerror((int)-rc));
     goto out;
   }
   if (!S_ISREG(st.st_mode)) {
     rc = FL_ECONFIG;
-    id_err(err, errlen, "%s is not a regular file; move it away", path);
+    fl_errf(err, errlen, "%s is not a regular file; move it away", path);
     goto out;
   }
   if (st.st_mode & 077) {
     rc = FL_ECONFIG;
-    id_err(err, errlen, "%s is mode %04o: it holds this host's secret key; run: chmod 600 %s", path,
+    fl_errf(err, errlen, "%s is mode %04o: it holds this host's secret key; run: chmod 600 %s", path,
            (unsigned)(st.st_mode & 07777), path);
     goto out;
   }
@@ -271,7 +260,7 @@ static long id_read(const char *path, char *buf, size_t n, char *err, size_t err
       continue;
     if (r < 0) {
       rc = -errno;
-      id_err(err, errlen, "%s: cannot read: %s", path, strerror((int)-rc));
+      fl_errf(err, errlen, "%s: cannot read: %s", path, strerror((int)-rc));
       goto out;
     }
     if (r == 0)
@@ -279,7 +268,7 @@ static long id_read(const char *path, char *buf, size_t n, char *err, size_t err
     got += (size_t)r;
     if (got == n) {
       rc = FL_ECONFIG;
-      id_err(err, errlen, "%s is larger than an identity file can be (%d bytes); %s", path,
+      fl_errf(err, errlen, "%s is larger than an identity file can be (%d bytes); %s", path,
              ID_MAX_FILE, "move it away to make a new identity");
       goto out;
     }
@@ -310,7 +299,7 @@ static int id_create(const char *path, const char *host_id, char *err, size_t er
                    ID_VERSION, host_id, pk_b64, sk_b64, now);
   int rc = fl_identity_write_file(path, text, (size_t)w, 0);
   if (rc && rc != -EEXIST)
-    id_err(err, errlen, "%s: cannot create the node identity: %s", path, strerror(-rc));
+    fl_errf(err, errlen, "%s: cannot create the node identity: %s", path, strerror(-rc));
   sodium_memzero(sk, sizeof sk);
   sodium_memzero(sk_b64, sizeof sk_b64);
   sodium_memzero(text, sizeof text);
@@ -323,22 +312,22 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
     return FL_EINVAL;
   sodium_memzero(out, sizeof *out);
   if (!state_dir || !state_dir[0]) {
-    id_err(err, errlen, "no state directory to keep the node identity in");
+    fl_errf(err, errlen, "no state directory to keep the node identity in");
     return FL_EINVAL;
   }
   if (!fl_identity_host_valid(host_id)) {
-    id_err(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
+    fl_errf(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
            host_id ? host_id : "");
     return FL_EINVAL;
   }
   if (sodium_init() < 0) {
-    id_err(err, errlen, "libsodium failed to initialise");
+    fl_errf(err, errlen, "libsodium failed to initialise");
     return FL_ENOMEM;
   }
   char path[4096];
   int w = snprintf(path, sizeof path, "%s/%s", state_dir, FL_IDENTITY_FILE);
   if (w < 0 || (size_t)w >= sizeof path) {
-    id_err(err, errlen, "state directory path is too long");
+    fl_errf(err, errlen, "state directory path is too long");
     return -ENAMETOOLONG;
   }
 
@@ -352,7 +341,7 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
      * way, load what is on disk, so both run with the same key. */
     n = id_read(path, buf, sizeof buf, err, errlen);
     if (n == -ENOENT)
-      id_err(err, errlen,
+      fl_errf(err, errlen,
              "%s vanished right after it was created; is another program "
              "cleaning the state directory?",
              path);

@@ -31,17 +31,6 @@ struct fl_peers {
   size_t n, cap;
 };
 
-static void peers_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void peers_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /* Index of host, or of where it would go (with *found = 0). */
 static size_t peers_find(const fl_peers *p, const char *host, int *found) {
@@ -107,21 +96,21 @@ int fl_peers_add(fl_peers *p, const char *host, const char *pk_b64, const char *
   if (!p)
     return FL_EINVAL;
   if (!fl_identity_host_valid(host)) {
-    peers_err(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
+    fl_errf(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
               host ? host : "");
     return FL_EINVAL;
   }
   fl_peer pin;
   memset(&pin, 0, sizeof pin);
   if (!peers_key(pk_b64, pin.pk)) {
-    peers_err(err, errlen,
+    fl_errf(err, errlen,
               "\"%s\" is not a public key: give the 44-character base64 publicKey from the "
               "other host's %s",
               pk_b64 ? pk_b64 : "", FL_IDENTITY_FILE);
     return FL_EINVAL;
   }
   if (url && url[0] && !peers_url_valid(url)) {
-    peers_err(err, errlen, "url must be 1-%d printable characters without spaces",
+    fl_errf(err, errlen, "url must be 1-%d printable characters without spaces",
               FL_PEER_URL_SIZE - 1);
     return FL_EINVAL;
   }
@@ -130,7 +119,7 @@ int fl_peers_add(fl_peers *p, const char *host, const char *pk_b64, const char *
   if (found) {
     fl_peer *old = &p->v[i];
     if (memcmp(old->pk, pin.pk, sizeof pin.pk) != 0) {
-      peers_err(err, errlen,
+      fl_errf(err, errlen,
                 "host %s is pinned to key %s; remove the pin first (fleetctl peer remove %s) if "
                 "the key really changed",
                 host, old->pk_b64, host);
@@ -146,9 +135,9 @@ int fl_peers_add(fl_peers *p, const char *host, const char *pk_b64, const char *
   fl_identity_now(pin.pinned_at, sizeof pin.pinned_at);
   int rc = peers_insert(p, i, &pin);
   if (rc == FL_EFULL)
-    peers_err(err, errlen, "already %d hosts pinned; remove one first", FL_PEERS_MAX);
+    fl_errf(err, errlen, "already %d hosts pinned; remove one first", FL_PEERS_MAX);
   else if (rc)
-    peers_err(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
   return rc;
 }
 
@@ -185,21 +174,21 @@ const fl_peer *fl_peers_at(const fl_peers *p, size_t i) {
 static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *err, size_t errlen) {
   const char *fix = "fix the entry by hand, or delete it and pin again";
   if (!fl_identity_host_valid(host)) {
-    peers_err(err, errlen,
+    fl_errf(err, errlen,
               "%s: \"peers\" has a key \"%s\" that is not a host id (1-63 of A-Z "
               "a-z 0-9 . _ -); %s",
               p->path, host, fix);
     return FL_ECONFIG;
   }
   if (!json_is_object(ent)) {
-    peers_err(err, errlen, "%s: key \"peers.%s\" must be an object; %s", p->path, host, fix);
+    fl_errf(err, errlen, "%s: key \"peers.%s\" must be an object; %s", p->path, host, fix);
     return FL_ECONFIG;
   }
   fl_peer pin;
   memset(&pin, 0, sizeof pin);
   const char *pk_b64 = json_string_value(json_object_get(ent, "publicKey"));
   if (!peers_key(pk_b64, pin.pk)) {
-    peers_err(err, errlen,
+    fl_errf(err, errlen,
               "%s: key \"peers.%s.publicKey\" must be standard padded base64 of a "
               "32-byte Ed25519 public key; %s",
               p->path, host, fix);
@@ -208,7 +197,7 @@ static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *er
   json_t *url = json_object_get(ent, "url");
   if (url && !json_is_null(url) &&
       (!json_is_string(url) || !peers_url_valid(json_string_value(url)))) {
-    peers_err(err, errlen,
+    fl_errf(err, errlen,
               "%s: key \"peers.%s.url\" must be null or a URL of 1-%d printable "
               "characters; %s",
               p->path, host, FL_PEER_URL_SIZE - 1, fix);
@@ -216,7 +205,7 @@ static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *er
   }
   const char *at = json_string_value(json_object_get(ent, "pinnedAt"));
   if (!at || !at[0] || strlen(at) >= sizeof pin.pinned_at) {
-    peers_err(err, errlen, "%s: key \"peers.%s.pinnedAt\" must be an RFC 3339 time; %s", p->path,
+    fl_errf(err, errlen, "%s: key \"peers.%s.pinnedAt\" must be an RFC 3339 time; %s", p->path,
               host, fix);
     return FL_ECONFIG;
   }
@@ -228,9 +217,9 @@ static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *er
   size_t i = peers_find(p, host, &found); /* JSON object keys are unique */
   int rc = peers_insert(p, i, &pin);
   if (rc == FL_EFULL)
-    peers_err(err, errlen, "%s pins more than %d hosts", p->path, FL_PEERS_MAX);
+    fl_errf(err, errlen, "%s pins more than %d hosts", p->path, FL_PEERS_MAX);
   else if (rc)
-    peers_err(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
   return rc;
 }
 
@@ -239,43 +228,43 @@ static int peers_load_fd(fl_peers *p, int fd, char *err, size_t errlen) {
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
-    peers_err(err, errlen, "%s: cannot stat: %s", p->path, strerror(e));
+    fl_errf(err, errlen, "%s: cannot stat: %s", p->path, strerror(e));
     return -e;
   }
   if (!S_ISREG(st.st_mode)) {
-    peers_err(err, errlen, "%s is not a regular file; move it away", p->path);
+    fl_errf(err, errlen, "%s is not a regular file; move it away", p->path);
     return FL_ECONFIG;
   }
   if (st.st_mode & 022) {
-    peers_err(err, errlen,
+    fl_errf(err, errlen,
               "%s is mode %04o: whoever can write it can change which keys this "
               "host trusts; run: chmod 600 %s",
               p->path, (unsigned)(st.st_mode & 07777), p->path);
     return FL_ECONFIG;
   }
   if (st.st_size > PEERS_MAX_FILE) {
-    peers_err(err, errlen, "%s is larger than %ld bytes; it is not a pin list fleet wrote", p->path,
+    fl_errf(err, errlen, "%s is larger than %ld bytes; it is not a pin list fleet wrote", p->path,
               PEERS_MAX_FILE);
     return FL_ECONFIG;
   }
   json_error_t jerr;
   json_t *root = json_loadfd(fd, 0, &jerr);
   if (!root) {
-    peers_err(err, errlen, "%s:%d: %s (fix the JSON by hand)", p->path, jerr.line, jerr.text);
+    fl_errf(err, errlen, "%s:%d: %s (fix the JSON by hand)", p->path, jerr.line, jerr.text);
     return FL_ECONFIG;
   }
   int rc = FL_ECONFIG;
   json_t *ver = json_object_get(root, "version");
   json_t *peers = json_object_get(root, "peers");
   if (!json_is_object(root)) {
-    peers_err(err, errlen, "%s: the file must hold one JSON object", p->path);
+    fl_errf(err, errlen, "%s: the file must hold one JSON object", p->path);
   } else if (json_is_integer(ver) && json_integer_value(ver) > PEERS_VERSION) {
-    peers_err(err, errlen, "%s: \"version\" is %lld, written by a newer fleet; upgrade fleetd",
+    fl_errf(err, errlen, "%s: \"version\" is %lld, written by a newer fleet; upgrade fleetd",
               p->path, (long long)json_integer_value(ver));
   } else if (!json_is_integer(ver) || json_integer_value(ver) != PEERS_VERSION) {
-    peers_err(err, errlen, "%s: key \"version\" must be %d", p->path, PEERS_VERSION);
+    fl_errf(err, errlen, "%s: key \"version\" must be %d", p->path, PEERS_VERSION);
   } else if (!json_is_object(peers)) {
-    peers_err(err, errlen, "%s: key \"peers\" must be an object of host -> pin", p->path);
+    fl_errf(err, errlen, "%s: key \"peers\" must be an object of host -> pin", p->path);
   } else {
     const char *host;
     json_t *ent;
@@ -294,18 +283,18 @@ int fl_peers_load(const char *state_dir, fl_peers **out, char *err, size_t errle
     return FL_EINVAL;
   *out = NULL;
   if (!state_dir || !state_dir[0]) {
-    peers_err(err, errlen, "no state directory to keep pinned peers in");
+    fl_errf(err, errlen, "no state directory to keep pinned peers in");
     return FL_EINVAL;
   }
   fl_peers *p = fl_calloc(1, sizeof *p);
   if (!p) {
-    peers_err(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   int rc = 0;
   int w = snprintf(p->path, sizeof p->path, "%s/%s", state_dir, FL_PEERS_FILE);
   if (w < 0 || (size_t)w >= sizeof p->path) {
-    peers_err(err, errlen, "state directory path is too long");
+    fl_errf(err, errlen, "state directory path is too long");
     rc = -ENAMETOOLONG;
     goto out;
   }
@@ -313,7 +302,7 @@ int fl_peers_load(const char *state_dir, fl_peers **out, char *err, size_t errle
   if (fd < 0) {
     if (errno != ENOENT) {
       rc = -errno;
-      peers_err(err, errlen, "%s: cannot open: %s", p->path, strerror(-rc));
+      fl_errf(err, errlen, "%s: cannot open: %s", p->path, strerror(-rc));
     }
     goto out; /* no file yet: nobody is pinned */
   }
@@ -358,9 +347,9 @@ int fl_peers_save(const fl_peers *p, char *err, size_t errlen) {
   rc = fl_identity_write_file(p->path, text, len, 1);
 out:
   if (rc == FL_ENOMEM)
-    peers_err(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
   else if (rc)
-    peers_err(err, errlen, "%s: cannot write: %s", p->path, strerror(-rc));
+    fl_errf(err, errlen, "%s: cannot write: %s", p->path, strerror(-rc));
   fl_free(text);
   json_decref(root);
   json_decref(peers);
