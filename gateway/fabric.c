@@ -144,6 +144,25 @@ void fl_fabric_drained(fl_gw *gw, const char *to_gid, const char *msg_id) {
   }
 }
 
+void fl_fabric_sweep(fl_gw *gw) {
+  if (!gw->broker)
+    return;
+  /* Held messages the sweeper dropped (expired) are settled too, or their
+   * deliveries would hold prefetch slots until the next reconnect. */
+  for (fl_unacked **pp = &gw->unacked; *pp;) {
+    fl_unacked *u = *pp;
+    int held = 1;
+    if (fl_store_is_held(gw->store, u->to_gid, u->msg_id, &held) == 0 && !held) {
+      fl_broker_ack(gw->broker, u->tag);
+      *pp = u->next;
+      fl_free(u);
+      gw->nunacked--;
+    } else {
+      pp = &u->next;
+    }
+  }
+}
+
 /* ---- presence ---------------------------------------------------------------- */
 
 static void fl_presence_send(fl_gw *gw, const char *key, const char *from, const char *name,
@@ -532,12 +551,16 @@ static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why)
 static void fl_on_publish_done(void *ctx, void *req, int status, const char *why) {
   fl_gw *gw = ctx;
   fl_pub *pub = req;
+  if (!pub) {
+    /* A presence beat: the next one follows within the interval. */
+    if (status && status != FL_ECANCELLED)
+      fl_debug(NULL, "presence beat not confirmed: %s", why ? why : fl_strerror(status));
+    return;
+  }
   if (status == 0)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
   else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
-  if (!pub)
-    return;
   fl_wait *w = pub->wait;
   fl_free(pub);
   if (!w)

@@ -667,7 +667,8 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   if (!dst)
     return FL_ENOTFOUND;
   wait_s = fl_clamp_wait(wait_s);
-  if (c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
+  /* Checked before the message is committed: a waiter must be possible. */
+  if ((wait_s > 0 || dst->remote) && c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
     snprintf(err, errlen, "too many waiting calls in this session (at most %d)",
              FL_MAX_WAITERS_PER_CLIENT);
     return FL_EFULL;
@@ -846,7 +847,7 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
   m.to_gid[0] = '\0';
   json_object_set_new(res, "remote", json_string("published"));
   rc = fl_fabric_broadcast(gw, c, &m, group, res, cb, ctx, wait, err, errlen);
-  if (rc == FL_EBROKER && recipients > 0) {
+  if (rc != 0 && recipients > 0) {
     /* The local copies are committed: say so, loudly, rather than fail. */
     res = json_pack("{s:s, s:s, s:s?, s:I, s:I, s:s}", "msgId", msg_id, "traceId", trace_id,
                     "group", group, "recipients", (json_int_t)recipients, "refused",
@@ -1068,6 +1069,8 @@ static void fl_sweep_cb(uv_timer_t *t) {
   size_t dropped = 0;
   if (fl_store_expire(gw->store, fl_now_ms(), &dropped) != 0)
     fl_gw_count(gw, FL_C_STORE_ERRORS);
+  else if (dropped)
+    fl_fabric_sweep(gw);
   if (dropped) {
     gw->counters[FL_C_MSGS_EXPIRED] += dropped;
     fl_warn(NULL, "sweeper: dropped %zu held message(s) past their expiry", dropped);

@@ -151,6 +151,8 @@ int fl_fabric_broadcast(fl_gw *gw, fl_client *c, const fl_msg *m, const char *gr
 void fl_fabric_entity_changed(fl_gw *gw, fl_entity *e);
 /* A held message was handed to its client: settle its broker delivery. */
 void fl_fabric_drained(fl_gw *gw, const char *to_gid, const char *msg_id);
+/* After the sweeper ran: settle deliveries whose message it dropped. */
+void fl_fabric_sweep(fl_gw *gw);
 /* "online" / "offline" / "unknown" for a remote entity. */
 const char *fl_fabric_status(fl_gw *gw, const fl_entity *e);
 /* A CONFIRM waiter is being released: detach it from its publish. */
