@@ -127,3 +127,24 @@ fleetTest('fleetd takes its paths from the environment; the socket is mode 0600'
   assert.equal(st.code, 0, `status via FLEET_SOCKET: ${st.stdout}${st.stderr}`);
   assert.ok(f.fleetdAlive(), 'fleetd is alive');
 });
+
+fleetTest('trace shows what fleetd logged for one flow, send and reply alike', async (f) => {
+  await f.startFleetd();
+  const dave = await f.mcpClient('dave');
+  const sent = parseJson(await f.fleetctl(['--json', '--as', 'ops', 'send', 'dave', 'trace me']), 'send');
+  const got = await callTool(dave, 'fleet_poll', {});
+  assert.equal(got.messages[0].traceId, sent.traceId, 'the poller sees the same trace id');
+  const rep = await callTool(dave, 'fleet_reply', { to: 'ops', content: 'traced' });
+  assert.equal(rep.traceId, sent.traceId, 'the reply joins the flow');
+
+  const tr = parseJson(await f.fleetctl(['--json', 'trace', sent.traceId]), 'trace --json');
+  const lines = tr.lines.join('\n');
+  assert.ok(tr.lines.every((l) => l.includes(`[trace=${sent.traceId}]`)), lines);
+  assert.match(lines, new RegExp(`SEND ${sent.msgId}`), lines);
+  assert.match(lines, new RegExp(`REPLY ${rep.msgId}`), lines);
+  assert.ok(!lines.includes('trace me'), 'log lines never carry message bodies');
+
+  const none = await f.fleetctl(['trace', '00000000-0000-4000-8000-000000000000']);
+  assert.equal(none.code, 1, 'an unknown trace is a failure');
+  await f.closeClient(dave);
+});
