@@ -324,6 +324,11 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
     json_decref(body);
     return;
   }
+  fl_entity_rec before;
+  if (e)
+    fl_entity_rec_of(e, &before);
+  else
+    memset(&before, 0, sizeof before);
   if (!e) {
     e = fl_entity_new(gw, gid, name);
     if (!e) {
@@ -349,6 +354,11 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
   e->beat_ts_ms = beat_ts;
   e->expires_ms = now + gw->cfg.presence_ttl_ms;
   json_decref(body);
+  /* Remember who lives where (only when it changed, not every beat). */
+  fl_entity_rec after;
+  fl_entity_rec_of(e, &after);
+  if (memcmp(&before, &after, sizeof after) != 0 && fl_store_remote_put(gw->store, &after) != 0)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
 }
 
 const char *fl_fabric_status(fl_gw *gw, const fl_entity *e) {
@@ -683,6 +693,19 @@ void fl_fabric_entity_changed(fl_gw *gw, fl_entity *e) {
   fl_presence_entity(gw, e);
 }
 
+static void fl_remote_load_cb(void *ctx, const fl_entity_rec *r) {
+  fl_gw *gw = ctx;
+  if (fl_entity_by_gid(gw, r->gid) || gw->nentities >= FL_MAX_ENTITIES)
+    return;
+  fl_entity *e = fl_entity_new(gw, r->gid, r->name);
+  if (!e)
+    return;
+  e->remote = 1; /* offline (expires_ms 0) until its host beats again */
+  fl_copy(e->host, sizeof e->host, r->host);
+  fl_copy(e->role, sizeof e->role, r->role);
+  fl_entity_set_groups(e, r->groups);
+}
+
 int fl_fabric_start(fl_gw *gw) {
   if (!gw->cfg.broker_uri[0])
     return 0;
@@ -709,6 +732,10 @@ int fl_fabric_start(fl_gw *gw) {
     return rc;
   }
   fl_copy(gw->broker_why, sizeof gw->broker_why, "connecting");
+  /* Who lived where, as verified presence last said: a message that waited
+   * in an inbox while this gateway was down is checked against it. */
+  if (fl_store_remote_each(gw->store, fl_remote_load_cb, gw) != 0)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
   for (fl_entity *e = gw->entities; e; e = e->next)
     fl_fabric_entity_changed(gw, e);
   uv_timer_init(gw->loop, &gw->presence);

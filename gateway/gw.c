@@ -168,7 +168,7 @@ fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid) {
   return NULL;
 }
 
-static void fl_entity_set_groups(fl_entity *e, const char *csv) {
+void fl_entity_set_groups(fl_entity *e, const char *csv) {
   e->ngroups = 0;
   const char *p = csv;
   while (p && *p && e->ngroups < FL_MAX_GROUPS) {
@@ -214,19 +214,25 @@ static void fl_entity_load_cb(void *ctx, const fl_entity_rec *r) {
   fl_entity_set_groups(e, r->groups);
 }
 
-static int fl_entity_persist(fl_gw *gw, const fl_entity *e) {
-  fl_entity_rec r;
-  memset(&r, 0, sizeof r);
-  fl_copy(r.gid, sizeof r.gid, e->gid);
-  fl_copy(r.name, sizeof r.name, e->name);
-  fl_copy(r.role, sizeof r.role, e->role);
+void fl_entity_rec_of(const fl_entity *e, fl_entity_rec *r) {
+  memset(r, 0, sizeof *r);
+  fl_copy(r->gid, sizeof r->gid, e->gid);
+  fl_copy(r->name, sizeof r->name, e->name);
+  fl_copy(r->role, sizeof r->role, e->role);
+  if (e->remote)
+    fl_copy(r->host, sizeof r->host, e->host);
   size_t off = 0;
   for (size_t i = 0; i < e->ngroups; i++) {
-    int w = snprintf(r.groups + off, sizeof r.groups - off, "%s%s", i ? "," : "", e->groups[i]);
-    if (w < 0 || (size_t)w >= sizeof r.groups - off)
+    int w = snprintf(r->groups + off, sizeof r->groups - off, "%s%s", i ? "," : "", e->groups[i]);
+    if (w < 0 || (size_t)w >= sizeof r->groups - off)
       break;
     off += (size_t)w;
   }
+}
+
+static int fl_entity_persist(fl_gw *gw, const fl_entity *e) {
+  fl_entity_rec r;
+  fl_entity_rec_of(e, &r);
   int rc = fl_store_entity_put(gw->store, &r);
   if (rc)
     fl_gw_count(gw, FL_C_STORE_ERRORS);

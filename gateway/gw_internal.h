@@ -121,6 +121,8 @@ int fl_is_uuid(const char *s);
 int fl_valid_name(const char *s, size_t max);
 fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid);
 fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name);
+void fl_entity_set_groups(fl_entity *e, const char *csv);
+void fl_entity_rec_of(const fl_entity *e, fl_entity_rec *r);
 json_t *fl_peer_json(const fl_entity *e);
 json_t *fl_msg_json(const fl_msg *m);
 int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s, fl_gw_cb cb,

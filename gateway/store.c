@@ -68,6 +68,8 @@ enum fl_stmt_id {
   FL_ST_ENTITY_BY_NAME,
   FL_ST_ENTITY_EACH,
   FL_ST_IS_HELD,
+  FL_ST_REMOTE_PUT,
+  FL_ST_REMOTE_EACH,
   FL_ST_COUNT_OF
 };
 
@@ -116,6 +118,12 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
                          "\"groups\" = excluded.\"groups\"",
     [FL_ST_ENTITY_BY_NAME] = "SELECT gid, name, role, \"groups\" FROM entities WHERE name = ?1",
     [FL_ST_ENTITY_EACH] = "SELECT gid, name, role, \"groups\" FROM entities ORDER BY rowid",
+    [FL_ST_REMOTE_PUT] = "INSERT INTO remote_entities (gid, name, role, \"groups\", host) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (gid) DO UPDATE SET "
+                         "name = excluded.name, role = excluded.role, "
+                         "\"groups\" = excluded.\"groups\", host = excluded.host",
+    [FL_ST_REMOTE_EACH] = "SELECT gid, name, role, \"groups\", host FROM remote_entities "
+                          "ORDER BY rowid",
 };
 
 /* Idempotent, so opening an existing store runs it too. content is a BLOB
@@ -132,6 +140,12 @@ static const char fl_schema[] =
     " name TEXT NOT NULL UNIQUE,"
     " role TEXT NOT NULL DEFAULT '',"
     " \"groups\" TEXT NOT NULL DEFAULT '');"
+    /* Other hosts' entities as their signed presence last described them:
+     * after a restart, a message waiting in an inbox can be checked against
+     * its sender's host before that host beats again. */
+    "CREATE TABLE IF NOT EXISTS remote_entities ("
+    "  gid TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,"
+    "  \"groups\" TEXT NOT NULL, host TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS held ("
     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
     " msg_id TEXT NOT NULL,"
@@ -774,6 +788,38 @@ int fl_store_entity_by_name(fl_store *s, const char *name, fl_entity_rec *e) {
     rc = FL_ENOTFOUND;
   }
 out:
+  fl_stmt_done(st);
+  return rc;
+}
+
+int fl_store_remote_put(fl_store *s, const fl_entity_rec *e) {
+  if (!s || !e || !FL_FIELD_OK(e->gid, 1) || !FL_FIELD_OK(e->name, 1) || !FL_FIELD_OK(e->role, 0) ||
+      !FL_FIELD_OK(e->groups, 0) || !FL_FIELD_OK(e->host, 1))
+    return FL_EINVAL;
+  sqlite3_stmt *st = s->st[FL_ST_REMOTE_PUT];
+  int rc;
+  if (fl_bind_text(st, 1, e->gid) != SQLITE_OK || fl_bind_text(st, 2, e->name) != SQLITE_OK ||
+      fl_bind_text(st, 3, e->role) != SQLITE_OK || fl_bind_text(st, 4, e->groups) != SQLITE_OK ||
+      fl_bind_text(st, 5, e->host) != SQLITE_OK) {
+    rc = fl_db_fail(s, NULL, "binding the remote entity");
+  } else {
+    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fl_db_fail(s, NULL, "storing a remote entity");
+  }
+  fl_stmt_done(st);
+  return rc;
+}
+
+int fl_store_remote_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx) {
+  if (!s || !cb)
+    return FL_EINVAL;
+  sqlite3_stmt *st = s->st[FL_ST_REMOTE_EACH];
+  fl_entity_rec e;
+  int rc;
+  while ((rc = fl_step(s, st, NULL, "listing remote entities")) == 1) {
+    fl_row_entity(st, &e);
+    fl_col_copy(st, 4, e.host, sizeof e.host);
+    cb(ctx, &e);
+  }
   fl_stmt_done(st);
   return rc;
 }

@@ -41,6 +41,7 @@ typedef struct fl_entity_rec {
   char name[FL_MAX_NAME + 1];
   char role[FL_MAX_ROLE + 1];
   char groups[FL_MAX_GROUPS * (FL_MAX_GROUP_NAME + 1) + 1]; /* comma list */
+  char host[64]; /* remote entities only: the host its presence came from */
 } fl_entity_rec;
 
 /* Opens (creating if needed) the database at path. On success *out is a new
@@ -98,6 +99,11 @@ int fl_store_entity_by_name(fl_store *s, const char *name, fl_entity_rec *e);
  * insertion order. e is borrowed for the call; cb must not call into the
  * store. */
 int fl_store_entity_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx);
+
+/* Other hosts' entities, as verified presence described them (remote
+ * entities are never in the local table): upsert by gid, and list. */
+int fl_store_remote_put(fl_store *s, const fl_entity_rec *e);
+int fl_store_remote_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx);
 
 /* Frees an array from fl_store_take (and each content). NULL-safe. */
 void fl_msgs_free(fl_msg *msgs, size_t n);

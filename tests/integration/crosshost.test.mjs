@@ -421,3 +421,27 @@ hostsTest('a name on two hosts is ambiguous; name@host picks one', brokerRef, as
   const gotA2 = await pollAll(dupA, { wait_s: 5 });
   assert.deepEqual(gotA2.map((m) => m.content), ['for dup on hostA'], JSON.stringify(gotA2));
 });
+
+hostsTest('a message sent while the recipient\'s gateway is down waits in its inbox and arrives after the restart', brokerRef, async ({ hostA, hostB }) => {
+  const alice = await hostA.mcpClient('alice', { role: 'lead' });
+  const bob = await hostB.mcpClient('bob');
+  await waitStatus(alice, 'bob', 'hostB', 'online');
+  await waitStatus(bob, 'alice', 'hostA', 'online');
+
+  await hostB.closeClient(bob);
+  await hostB.stopFleetd();
+  // hostA still knows bob (offline): his inbox on the broker takes the message.
+  const sent = await callTool(alice, 'fleet_send', { to: 'bob', content: 'while you were away' });
+  assert.equal(sent.status, 'sent', JSON.stringify(sent));
+
+  // On restart hostB reads the inbox before hostA beats again: it must still
+  // know that alice lives on hostA (from the presence it verified before).
+  await hostB.startFleetd();
+  const bob2 = await hostB.mcpClient('bob');
+  const got = await callTool(bob2, 'fleet_poll', { wait_s: 10 });
+  assert.equal(got.messages.length, 1, JSON.stringify(got));
+  assert.equal(got.messages[0].msgId, sent.msgId);
+  assert.equal(got.messages[0].from.name, 'alice');
+  const st = JSON.parse((await hostB.fleetctl(['--json', 'status'])).stdout);
+  assert.equal(st.counters.verify_misattributed, 0, JSON.stringify(st.counters));
+});

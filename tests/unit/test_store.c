@@ -525,6 +525,38 @@ static void test_entities(void **state) {
 
 /* ---- persistence --------------------------------------------------------- */
 
+/* Remote entities live in their own table, with their host, and survive a
+ * reopen; an update by gid replaces the row, and they never mix with the
+ * local roster (whose names they may share). */
+static void test_remote_entities(void **state) {
+  fixture *f = *state;
+  fl_entity_rec e;
+  mk_entity(&e, "gid-r", "alice", "worker", "ops");
+  snprintf(e.host, sizeof e.host, "hostA");
+  assert_int_equal(fl_store_remote_put(f->s, &e), 0);
+  snprintf(e.host, sizeof e.host, "hostC");
+  assert_int_equal(fl_store_remote_put(f->s, &e), 0);
+  fl_entity_rec local;
+  mk_entity(&local, "gid-l", "alice", "lead", "");
+  assert_int_equal(fl_store_entity_put(f->s, &local), 0);
+  fl_entity_rec nohost;
+  mk_entity(&nohost, "gid-x", "x", "worker", "");
+  assert_int_equal(fl_store_remote_put(f->s, &nohost), FL_EINVAL);
+
+  fl_store_close(&f->s);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  roster r = {.n = 0};
+  assert_int_equal(fl_store_remote_each(f->s, roster_cb, &r), 0);
+  assert_int_equal(r.n, 1);
+  assert_string_equal(r.e[0].gid, "gid-r");
+  assert_string_equal(r.e[0].host, "hostC");
+  assert_string_equal(r.e[0].groups, "ops");
+  roster l = {.n = 0};
+  assert_int_equal(fl_store_entity_each(f->s, roster_cb, &l), 0);
+  assert_int_equal(l.n, 1);
+  assert_string_equal(l.e[0].gid, "gid-l");
+}
+
 static void test_persistence(void **state) {
   fixture *f = *state;
   fl_entity_rec e, got;
@@ -783,6 +815,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_count_total, setup, teardown),
       cmocka_unit_test_setup_teardown(test_entities, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_remote_entities, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_mode, setup, teardown),
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
