@@ -12,7 +12,7 @@
  * fl_broker_publish / _ack / _reject / _add_inbox / _remove_inbox; they must
  * not call fl_broker_stop or fl_broker_free.
  *
- * Topology (DESIGN.md §5) is declared on every connect: exchanges fleet.msg,
+ * Topology (docs/architecture.md) is declared on every connect: exchanges fleet.msg,
  * fleet.roster, fleet.control, fleet.dlx; queues fleet.dlq, control.<host>
  * and roster.<host> (both consumed); one agent.<gid>.inbox.v2 per inbox the
  * loop adds. A dropped connection is retried with backoff (0.5 s doubling to
@@ -28,7 +28,7 @@
 
 typedef struct fl_broker fl_broker;
 
-/* The envelope of DESIGN.md §4, carried as AMQP headers (one string header
+/* The envelope (docs/wire-format.md), carried as AMQP headers (one string header
  * per non-empty field: v kind msgId traceId from to inReplyTo turnId spawnId
  * fromName host ts expiresAt sig). Empty string = absent. */
 typedef struct fl_envelope {
@@ -45,7 +45,7 @@ typedef struct fl_envelope {
   char host[64]; /* the publishing gateway's host id */
   char ts[32];   /* RFC 3339 UTC with milliseconds */
   char expires_at[32];
-  char sig[128]; /* base64 signature; "" until signing lands */
+  char sig[128]; /* base64 Ed25519 signature (see sign.h); "" = unsigned */
 } fl_envelope;
 
 /* Where a delivery came from. */

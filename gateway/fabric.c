@@ -92,8 +92,10 @@ static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
   fl_copy(env->from_name, sizeof env->from_name, m->from_name);
   fl_copy(env->host, sizeof env->host, gw->cfg.host_id);
   fl_rfc3339(m->ts_ms, env->ts);
-  if (m->expires_ms)
-    fl_rfc3339(m->expires_ms, env->expires_at);
+  /* Every envelope expires, which bounds how long a captured one can be
+   * replayed: by default when the broker's inbox TTL would drop it anyway. */
+  fl_rfc3339(m->expires_ms ? m->expires_ms : m->ts_ms + FL_BROKER_DEFAULT_MESSAGE_TTL_MS,
+             env->expires_at);
 }
 
 /* ---- unacked deliveries ------------------------------------------------------ */

@@ -293,8 +293,8 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
   const char *who = fl_client_name(s->client);
   char instructions[512];
   snprintf(instructions, sizeof instructions,
-           "fleet connects you with the other agents on this host%s%s. fleet_list shows who "
-           "is here; fleet_send messages one (wait_s waits for the reply); fleet_poll reads "
+           "fleet connects you with the other agents in your fleet%s%s. fleet_list shows who "
+           "is there; fleet_send messages one (wait_s waits for the reply); fleet_poll reads "
            "what is waiting for you; fleet_reply answers.",
            who ? "; you are " : "", who ? who : "");
   json_t *result = json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion",
