@@ -44,6 +44,26 @@ struct fl_pub {
   fl_wait *wait; /* NULL once the waiting call went away */
 };
 
+/* A delivery whose sender no presence has announced yet. A new agent's
+ * gateway announces it as it joins, but that beat travels another queue and
+ * can arrive just after the agent's first message: the message waits here
+ * (unacked) for the beat, at most a presence interval and a second. */
+typedef struct fl_parked {
+  struct fl_parked *next;
+  long long until_ms;
+  uint64_t tag;
+  int redelivered;
+  fl_envelope env;
+  char gid[FL_ID_LEN];
+  char key[256];
+  char *body;
+  size_t len;
+} fl_parked;
+
+static void fl_inbound(fl_gw *gw, const fl_broker_delivery *d);
+static void fl_park_tick(uv_timer_t *t);
+static void fl_unpark(fl_gw *gw, const char *gid);
+
 /* ---- helpers ------------------------------------------------------------- */
 
 static long long fl_parse_rfc3339(const char *s) {
@@ -361,6 +381,8 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
   fl_entity_rec_of(e, &after);
   if (memcmp(&before, &after, sizeof after) != 0 && fl_store_remote_put(gw->store, &after) != 0)
     fl_gw_count(gw, FL_C_STORE_ERRORS);
+  if (gw->parked)
+    fl_unpark(gw, gid);
 }
 
 const char *fl_fabric_status(fl_gw *gw, const fl_entity *e) {
@@ -404,6 +426,97 @@ static int fl_lives_on(fl_gw *gw, const char *gid, const char *host) {
   return e->remote && strcmp(e->host, host) == 0;
 }
 
+static void fl_parked_delivery(const fl_parked *p, fl_broker_delivery *d) {
+  memset(d, 0, sizeof *d);
+  d->tag = p->tag;
+  d->source = FL_BROKER_INBOX;
+  d->gid = p->gid;
+  d->exchange = "fleet.msg";
+  d->routing_key = p->key;
+  d->redelivered = p->redelivered;
+  d->env = &p->env;
+  d->body = p->body;
+  d->len = p->len;
+}
+
+static void fl_parked_free(fl_parked *p) {
+  if (p) {
+    fl_free(p->body);
+    fl_free(p);
+  }
+}
+
+/* Parks d; 0, or -1 when it cannot be parked (full, no memory, too long). */
+static int fl_park(fl_gw *gw, const fl_broker_delivery *d) {
+  if (gw->nparked >= FL_MAX_PARKED || strlen(d->routing_key) >= sizeof(((fl_parked *)0)->key))
+    return -1;
+  fl_parked *p = fl_calloc(1, sizeof *p);
+  if (!p || (d->len && !(p->body = fl_malloc(d->len)))) {
+    fl_free(p);
+    return -1;
+  }
+  if (d->len)
+    memcpy(p->body, d->body, d->len);
+  p->len = d->len;
+  p->tag = d->tag;
+  p->redelivered = d->redelivered;
+  p->env = *d->env;
+  fl_copy(p->gid, sizeof p->gid, d->gid);
+  fl_copy(p->key, sizeof p->key, d->routing_key);
+  p->until_ms = fl_now_ms() + gw->cfg.presence_interval_ms + 1000;
+  p->next = gw->parked;
+  gw->parked = p;
+  gw->nparked++;
+  if (!uv_is_active((uv_handle_t *)&gw->park_timer))
+    uv_timer_start(&gw->park_timer, fl_park_tick, 250, 250);
+  fl_info(p->env.trace_id, "%s %s from unannounced %s@%s waits for its presence",
+          p->env.kind, p->env.msg_id, p->env.from, p->env.host);
+  return 0;
+}
+
+/* Takes out the parked deliveries that match (from gid, or every one whose
+ * time is up when gid is NULL) and runs them through the receive path. */
+static void fl_unpark(fl_gw *gw, const char *gid) {
+  long long now = fl_now_ms();
+  fl_parked *ready = NULL;
+  for (fl_parked **pp = &gw->parked; *pp;) {
+    fl_parked *p = *pp;
+    if (gid ? strcmp(p->env.from, gid) == 0 : p->until_ms <= now) {
+      *pp = p->next;
+      gw->nparked--;
+      p->next = ready;
+      ready = p;
+    } else {
+      pp = &p->next;
+    }
+  }
+  while (ready) {
+    fl_parked *p = ready;
+    ready = p->next;
+    fl_broker_delivery d;
+    fl_parked_delivery(p, &d);
+    if (gid)
+      fl_inbound(gw, &d);
+    else
+      fl_dead_letter(gw, &d, FL_C_VERIFY_MISATTRIBUTED,
+                     "no presence ever announced `from` on the signing host");
+    fl_parked_free(p);
+  }
+  if (!gw->parked)
+    uv_timer_stop(&gw->park_timer);
+}
+
+static void fl_park_tick(uv_timer_t *t) { fl_unpark(t->data, NULL); }
+
+static void fl_park_clear(fl_gw *gw) {
+  while (gw->parked) {
+    fl_parked *n = gw->parked->next;
+    fl_parked_free(gw->parked);
+    gw->parked = n;
+  }
+  gw->nparked = 0;
+}
+
 static void fl_inbound(fl_gw *gw, const fl_broker_delivery *d) {
   const fl_envelope *env = d->env;
   fl_entity *to = fl_entity_by_gid(gw, d->gid);
@@ -429,6 +542,10 @@ static void fl_inbound(fl_gw *gw, const fl_broker_delivery *d) {
     return;
   }
   if (!fl_lives_on(gw, env->from, env->host)) {
+    /* A sender nobody announced yet may just be ahead of its presence. */
+    if (!fl_entity_by_gid(gw, env->from) && strcmp(env->host, gw->cfg.host_id) != 0 &&
+        fl_park(gw, d) == 0)
+      return;
     fl_dead_letter(gw, d, FL_C_VERIFY_MISATTRIBUTED,
                    "`from` does not live on the signing host per its presence");
     return;
@@ -546,6 +663,7 @@ static void fl_on_state(void *ctx, int up, const char *why) {
     /* Unacked deliveries go back to their queues with the connection; they
      * come again (and are deduped) after the reconnect. */
     fl_unacked_clear(gw);
+    fl_park_clear(gw);
   }
 }
 
@@ -740,6 +858,8 @@ int fl_fabric_start(fl_gw *gw) {
     fl_gw_count(gw, FL_C_STORE_ERRORS);
   for (fl_entity *e = gw->entities; e; e = e->next)
     fl_fabric_entity_changed(gw, e);
+  uv_timer_init(gw->loop, &gw->park_timer);
+  gw->park_timer.data = gw;
   uv_timer_init(gw->loop, &gw->presence);
   gw->presence.data = gw;
   uv_timer_start(&gw->presence, fl_presence_tick, gw->cfg.presence_interval_ms,
@@ -751,11 +871,13 @@ void fl_fabric_stop(fl_gw *gw) {
   if (!gw->broker)
     return;
   uv_close((uv_handle_t *)&gw->presence, NULL);
+  uv_close((uv_handle_t *)&gw->park_timer, NULL);
   fl_broker_stop(gw->broker);
   gw->broker_up = 0;
 }
 
 void fl_fabric_free(fl_gw *gw) {
   fl_unacked_clear(gw);
+  fl_park_clear(gw);
   fl_broker_free(&gw->broker);
 }

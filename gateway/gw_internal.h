@@ -113,6 +113,9 @@ struct fl_gw {
   uv_timer_t presence;
   fl_unacked *unacked;
   size_t nunacked;
+  struct fl_parked *parked; /* deliveries waiting for their sender's presence */
+  size_t nparked;
+  uv_timer_t park_timer;
 };
 
 /* gw.c, for fabric.c. */

@@ -101,6 +101,10 @@
  * announcing more is refused rather than growing our memory. */
 #define FL_MAX_ENTITIES 10000
 
+/* Deliveries from a sender whose presence has not arrived yet, parked
+ * (unacked) until it does or a presence interval passes. */
+#define FL_MAX_PARKED 1000
+
 /* One log line, and how many traced lines fleetd remembers for
  * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */
 #define FL_LOG_LINE_MAX 1024
