@@ -1406,8 +1406,13 @@ static void drain_events(fl_broker *b, int stopping) {
 
 static void on_async(uv_async_t *h) {
   fl_broker *b = h->data;
-  if (!b->stopped)
-    drain_events(b, 0);
+  if (b->stopped)
+    return;
+  if (b->ev.on_batch)
+    b->ev.on_batch(b->ctx, 1);
+  drain_events(b, 0);
+  if (b->ev.on_batch)
+    b->ev.on_batch(b->ctx, 0);
 }
 
 /* Queues a command for the thread. On failure the caller still owns it. */

@@ -103,6 +103,10 @@ typedef struct fl_broker_events {
    * inbox stays remembered and is retried every 5 s (reported again only
    * when the reason changes) and after each reconnect. */
   void (*on_inbox)(void *ctx, const char *gid, int status, const char *why);
+  /* Brackets each burst of events handed to the loop: begin = 1 before the
+   * first, 0 after the last. Lets the loop group its work per burst (one
+   * store commit for many deliveries). */
+  void (*on_batch)(void *ctx, int begin);
 } fl_broker_events;
 
 /* Starts the link: parses cfg, starts the broker thread, and returns at once

@@ -120,6 +120,50 @@ static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
 
 /* ---- unacked deliveries ------------------------------------------------------ */
 
+/* Acks a delivery once what it carried is durable: inside a burst, after the
+ * burst's commit (fl_on_batch), else at once. */
+static void fl_ack(fl_gw *gw, uint64_t tag) {
+  if (!gw->in_batch) {
+    fl_broker_ack(gw->broker, tag);
+    return;
+  }
+  if (gw->nacks_later == gw->acks_later_cap) {
+    size_t cap = gw->acks_later_cap ? 2 * gw->acks_later_cap : 64;
+    uint64_t *n = fl_realloc(gw->acks_later, cap * sizeof *n);
+    if (!n) {
+      /* No room to wait: leave it unacked; the broker redelivers it after
+       * a reconnect and the store dedups it. */
+      fl_warn(NULL, "out of memory holding an ack; the delivery stays unacked");
+      return;
+    }
+    gw->acks_later = n;
+    gw->acks_later_cap = cap;
+  }
+  gw->acks_later[gw->nacks_later++] = tag;
+}
+
+static void fl_on_batch(void *ctx, int begin) {
+  fl_gw *gw = ctx;
+  if (begin) {
+    gw->in_batch = fl_store_batch_begin(gw->store) == 0;
+    return;
+  }
+  if (!gw->in_batch)
+    return;
+  gw->in_batch = 0;
+  if (fl_store_batch_end(gw->store) != 0) {
+    /* Nothing of the burst is durable: ack none of it. */
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+    fl_error(NULL, "store: a burst of %zu broker deliveries could not be committed; they stay "
+             "unacked and come again after a reconnect", gw->nacks_later);
+    gw->nacks_later = 0;
+    return;
+  }
+  for (size_t i = 0; i < gw->nacks_later; i++)
+    fl_broker_ack(gw->broker, gw->acks_later[i]);
+  gw->nacks_later = 0;
+}
+
 static void fl_unacked_add(fl_gw *gw, const char *to_gid, const char *msg_id, uint64_t tag) {
   for (fl_unacked *u = gw->unacked; u; u = u->next) {
     if (strcmp(u->msg_id, msg_id) == 0 && strcmp(u->to_gid, to_gid) == 0) {
@@ -131,7 +175,7 @@ static void fl_unacked_add(fl_gw *gw, const char *to_gid, const char *msg_id, ui
   fl_unacked *u = fl_calloc(1, sizeof *u);
   if (!u) {
     /* Cannot remember it: ack now; the message is committed to the store. */
-    fl_broker_ack(gw->broker, tag);
+    fl_ack(gw, tag);
     return;
   }
   fl_copy(u->msg_id, sizeof u->msg_id, msg_id);
@@ -157,7 +201,7 @@ void fl_fabric_drained(fl_gw *gw, const char *to_gid, const char *msg_id) {
   for (fl_unacked **pp = &gw->unacked; *pp; pp = &(*pp)->next) {
     fl_unacked *u = *pp;
     if (strcmp(u->msg_id, msg_id) == 0 && strcmp(u->to_gid, to_gid) == 0) {
-      fl_broker_ack(gw->broker, u->tag);
+      fl_ack(gw, u->tag);
       *pp = u->next;
       fl_free(u);
       gw->nunacked--;
@@ -175,7 +219,7 @@ void fl_fabric_sweep(fl_gw *gw) {
     fl_unacked *u = *pp;
     int held = 1;
     if (fl_store_is_held(gw->store, u->to_gid, u->msg_id, &held) == 0 && !held) {
-      fl_broker_ack(gw->broker, u->tag);
+      fl_ack(gw, u->tag);
       *pp = u->next;
       fl_free(u);
       gw->nunacked--;
@@ -564,7 +608,7 @@ static void fl_inbound(fl_gw *gw, const fl_broker_delivery *d) {
   int own_broadcast = broadcast && strcmp(env->host, gw->cfg.host_id) == 0;
   if (own_broadcast) {
     /* Ours, back from the broker: local members got their copy already. */
-    fl_broker_ack(gw->broker, d->tag);
+    fl_ack(gw, d->tag);
     return;
   }
   if (d->len > FL_MAX_CONTENT || !fl_utf8_ok(d->body ? d->body : "", d->len)) {
@@ -636,7 +680,7 @@ static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
             "by this fleetd", d->env->msg_id, d->env->kind);
     break;
   }
-  fl_broker_ack(gw->broker, d->tag);
+  fl_ack(gw, d->tag);
 }
 
 static void fl_on_state(void *ctx, int up, const char *why) {
@@ -844,7 +888,8 @@ int fl_fabric_start(fl_gw *gw) {
   static const fl_broker_events ev = {.on_state = fl_on_state,
                                       .on_delivery = fl_on_delivery,
                                       .on_publish_done = fl_on_publish_done,
-                                      .on_inbox = fl_on_inbox};
+                                      .on_inbox = fl_on_inbox,
+                                      .on_batch = fl_on_batch};
   int rc = fl_broker_start(gw->loop, &bc, &ev, gw, &gw->broker);
   if (rc) {
     fl_error(NULL, "cannot start the broker link: %s (check the broker URI and host id)",
@@ -877,6 +922,8 @@ void fl_fabric_stop(fl_gw *gw) {
 }
 
 void fl_fabric_free(fl_gw *gw) {
+  fl_free(gw->acks_later);
+  gw->acks_later = NULL;
   fl_unacked_clear(gw);
   fl_park_clear(gw);
   fl_broker_free(&gw->broker);

@@ -113,6 +113,9 @@ struct fl_gw {
   uv_timer_t presence;
   fl_unacked *unacked;
   size_t nunacked;
+  int in_batch;          /* inside a burst of broker events (one store commit) */
+  uint64_t *acks_later;  /* acks held until the burst's commit */
+  size_t nacks_later, acks_later_cap;
   struct fl_parked *parked; /* deliveries waiting for their sender's presence */
   size_t nparked;
   uv_timer_t park_timer;

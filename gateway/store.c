@@ -53,6 +53,9 @@ enum fl_stmt_id {
   FL_ST_BEGIN,
   FL_ST_COMMIT,
   FL_ST_ROLLBACK,
+  FL_ST_SAVEPOINT,
+  FL_ST_RELEASE,
+  FL_ST_ROLLBACK_TO,
   FL_ST_KNOWN,
   FL_ST_HELD_ALL,
   FL_ST_INSERT_HELD,
@@ -84,6 +87,11 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
     [FL_ST_BEGIN] = "BEGIN IMMEDIATE",
     [FL_ST_COMMIT] = "COMMIT",
     [FL_ST_ROLLBACK] = "ROLLBACK",
+    /* Inside a batch each operation is a savepoint, so one that fails is
+     * undone alone and the batch goes on. */
+    [FL_ST_SAVEPOINT] = "SAVEPOINT op",
+    [FL_ST_RELEASE] = "RELEASE op",
+    [FL_ST_ROLLBACK_TO] = "ROLLBACK TO op",
     /* held is checked too: the seen-set is trimmed, but never of a key that
      * is still held (see FL_ST_TRIM_SEEN); this is belt and braces. */
     [FL_ST_KNOWN] = "SELECT 1 FROM seen WHERE msg_id = ?1 AND to_gid = ?2 "
@@ -181,6 +189,7 @@ static const char fl_schema[] =
 struct fl_store {
   sqlite3 *db;
   sqlite3_stmt *st[FL_ST_COUNT_OF];
+  int batch; /* inside fl_store_batch_begin / _end */
 };
 
 /* Logs a database failure with SQLite's own words and returns FL_ESTORE. */
@@ -218,20 +227,46 @@ static int fl_exec(fl_store *s, enum fl_stmt_id id, const char *trace, const cha
 }
 
 static int fl_begin(fl_store *s, const char *trace) {
-  return fl_exec(s, FL_ST_BEGIN, trace, "begin");
+  return fl_exec(s, s->batch ? FL_ST_SAVEPOINT : FL_ST_BEGIN, trace, "begin");
 }
 
 /* Rolls back if a transaction is still open: SQLite ends one by itself on
- * some errors, and a ROLLBACK then would only add a second, false error. */
+ * some errors, and a ROLLBACK then would only add a second, false error. In
+ * a batch, only this operation's savepoint is undone. */
 static void fl_rollback(fl_store *s, const char *trace) {
-  if (!sqlite3_get_autocommit(s->db))
+  if (sqlite3_get_autocommit(s->db))
+    return;
+  if (s->batch) {
+    fl_exec(s, FL_ST_ROLLBACK_TO, trace, "rollback to savepoint");
+    fl_exec(s, FL_ST_RELEASE, trace, "release savepoint");
+  } else {
     fl_exec(s, FL_ST_ROLLBACK, trace, "rollback");
+  }
 }
 
 static int fl_commit(fl_store *s, const char *trace) {
-  int rc = fl_exec(s, FL_ST_COMMIT, trace, "commit");
+  int rc = fl_exec(s, s->batch ? FL_ST_RELEASE : FL_ST_COMMIT, trace, "commit");
   if (rc)
     fl_rollback(s, trace);
+  return rc;
+}
+
+int fl_store_batch_begin(fl_store *s) {
+  if (!s || s->batch)
+    return FL_EINVAL;
+  int rc = fl_exec(s, FL_ST_BEGIN, NULL, "begin batch");
+  if (rc == 0)
+    s->batch = 1;
+  return rc;
+}
+
+int fl_store_batch_end(fl_store *s) {
+  if (!s || !s->batch)
+    return FL_EINVAL;
+  s->batch = 0;
+  int rc = fl_exec(s, FL_ST_COMMIT, NULL, "commit batch");
+  if (rc && !sqlite3_get_autocommit(s->db))
+    fl_exec(s, FL_ST_ROLLBACK, NULL, "rollback batch");
   return rc;
 }
 

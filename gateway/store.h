@@ -105,6 +105,14 @@ int fl_store_entity_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec 
 int fl_store_remote_put(fl_store *s, const fl_entity_rec *e);
 int fl_store_remote_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx);
 
+/* A batch makes every call until fl_store_batch_end one transaction (each
+ * call a savepoint inside it), so a burst of puts costs one commit. Nothing
+ * in a batch is durable before fl_store_batch_end returned 0: a caller
+ * acknowledges only after that. On failure of the end, the whole batch is
+ * rolled back. */
+int fl_store_batch_begin(fl_store *s);
+int fl_store_batch_end(fl_store *s);
+
 /* Frees an array from fl_store_take (and each content). NULL-safe. */
 void fl_msgs_free(fl_msg *msgs, size_t n);
 

@@ -52,6 +52,7 @@ struct got {
 };
 
 struct fx {
+  int batch_open, batches, outside_batch; /* on_batch brackets every delivery */
   uv_loop_t loop;
   uv_timer_t timer;
   int timed_out;
@@ -86,6 +87,8 @@ static void on_state(void *ctx, int up, const char *why) {
 
 static void on_delivery(void *ctx, const fl_broker_delivery *d) {
   struct fx *f = ctx;
+  if (!f->batch_open)
+    f->outside_batch++;
   if (f->auto_ack) {
     assert_int_equal(fl_broker_ack(f->b, d->tag), 0);
     f->ngot++;
@@ -126,7 +129,20 @@ static void on_inbox(void *ctx, const char *gid, int status, const char *why) {
   snprintf(f->inbox_why, sizeof(f->inbox_why), "%s", why);
 }
 
-static const fl_broker_events events = {on_state, on_delivery, on_publish_done, on_inbox};
+static void on_batch(void *ctx, int begin) {
+  struct fx *f = ctx;
+  if (begin) {
+    assert_false(f->batch_open);
+    f->batch_open = 1;
+  } else {
+    assert_true(f->batch_open);
+    f->batch_open = 0;
+    f->batches++;
+  }
+}
+
+static const fl_broker_events events = {on_state, on_delivery, on_publish_done, on_inbox,
+                                        on_batch};
 
 static void on_timer(uv_timer_t *t) {
   struct fx *f = t->data;
@@ -347,6 +363,10 @@ static void test_roundtrip(void **state) {
   assert_int_equal(f->got[0].len, 0);
   assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
   clear_got(f);
+  /* Every event reached the loop inside an on_batch bracket. */
+  assert_true(f->batches > 0);
+  assert_false(f->batch_open);
+  assert_int_equal(f->outside_batch, 0);
 }
 
 static void test_unroutable(void **state) {

@@ -557,6 +557,31 @@ static void test_remote_entities(void **state) {
   assert_string_equal(l.e[0].gid, "gid-l");
 }
 
+/* A batch is one transaction: a failing call inside it (a duplicate) is
+ * undone alone, a take inside it sees the batch's puts, and nothing is
+ * durable until the batch ends (closing mid-batch loses the batch). */
+static void test_batch(void **state) {
+  fixture *f = *state;
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), FL_EINVAL);
+  assert_int_equal(put(f->s, "b1", "A", "X", "one", 0), 0);
+  assert_int_equal(put(f->s, "b1", "A", "X", "one again", 0), FL_EDUP);
+  assert_int_equal(put(f->s, "b2", "A", "X", "two", 0), 0);
+  fl_msg got;
+  assert_int_equal(fl_store_take_id(f->s, "A", "b1", &got), 0);
+  fl_free(got.content);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_int_equal(fl_store_batch_end(f->s), FL_EINVAL);
+  assert_int_equal(count(f->s, "A", 0), 1);
+
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  assert_int_equal(put(f->s, "b3", "A", "X", "lost with the batch", 0), 0);
+  fl_store_close(&f->s);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  assert_int_equal(count(f->s, "A", 0), 1);
+  assert_int_equal(put(f->s, "b3", "A", "X", "not seen before", 0), 0);
+}
+
 static void test_persistence(void **state) {
   fixture *f = *state;
   fl_entity_rec e, got;
@@ -816,6 +841,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_entities, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
       cmocka_unit_test_setup_teardown(test_remote_entities, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_mode, setup, teardown),
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
