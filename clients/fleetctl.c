@@ -518,23 +518,6 @@ static void party(json_t *v, const char **name, const char **gid) {
 
 /* ---- commands --------------------------------------------------------- */
 
-static int cmd_status(ctl *c) {
-  json_t *res = NULL;
-  int st = ctl_open(c, NULL);
-  if (st == FL_EXIT_OK)
-    st = ctl_call(c, "fleet/status", NULL, &res);
-  if (st == FL_EXIT_OK) {
-    if (c->o->json)
-      st = print_json(res);
-    else if (json_is_object(res))
-      print_kv(res, 0);
-    else
-      st = fail("fleet/status returned no object");
-  }
-  json_decref(res);
-  return st;
-}
-
 /* A request whose result is printed as key: value lines (or JSON). */
 static int cmd_simple(ctl *c, const char *method, json_t *params) {
   json_t *res = NULL;
@@ -970,7 +953,7 @@ int main(int argc, char **argv) {
   c.deadline = now_ms() + c.timeout_s * 1000;
   fl_linebuf_init(&c.lb, FL_MAX_LINE);
   if (strcmp(cmd, "status") == 0)
-    st = cmd_status(&c);
+    st = cmd_simple(&c, "fleet/status", NULL);
   else if (strcmp(cmd, "identity") == 0)
     st = cmd_simple(&c, "fleet/identity", NULL);
   else if (strcmp(cmd, "trace") == 0)
