@@ -70,12 +70,12 @@ function run(cmd, args, { timeout = 60000, env } = {}) {
  * for EOF on a pipe would hang): output goes to files, completion is the
  * process's exit. Resolves { code, stdout, stderr }.
  */
-function runDetached(cmd, args, prefix, timeout) {
+export function runDetached(cmd, args, prefix, timeout, env = {}) {
   const outF = `${prefix}.out`;
   const errF = `${prefix}.err`;
   const out = openSync(outF, 'w');
   const err = openSync(errF, 'w');
-  const child = spawn(cmd, args, { stdio: ['ignore', out, err] });
+  const child = spawn(cmd, args, { stdio: ['ignore', out, err], env: { ...process.env, ...env } });
   closeSync(out);
   closeSync(err);
   const read = (f) => {
@@ -102,7 +102,7 @@ function runDetached(cmd, args, prefix, timeout) {
 }
 
 /** True if nothing listens on 127.0.0.1:port (we could bind it ourselves). */
-function portFree(port) {
+export function portFree(port) {
   return new Promise((resolve) => {
     const srv = net.createServer();
     srv.once('error', () => resolve(false));

@@ -14,12 +14,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { callTool, waitFor, selfGid } from './harness.mjs';
-import { Broker, HostFleet, RABBITMQ_SH, waitStatus } from './broker-harness.mjs';
+import { Broker, HostFleet, RABBITMQ_SH, portFree, runDetached, waitStatus } from './broker-harness.mjs';
 import { amqpClient, pinAll, status } from './trust-helpers.mjs';
 
 const GW_USER = 'gw-b';
@@ -96,14 +95,6 @@ function makeServerCert(dir) {
 
 // ---- a private broker with a TLS listener ------------------------------------------
 
-function portFree(port) {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
-}
-
 async function freePorts() {
   for (let j = 0; j < 100; j++) {
     const p = 5700 + Math.floor(Math.random() * 199);
@@ -112,37 +103,6 @@ async function freePorts() {
     if ((await portFree(p)) && (await portFree(p + 20000)) && (await portFree(q))) return [p, q];
   }
   throw new Error('no free ports in 5700-5899 for a private RabbitMQ');
-}
-
-/** Runs rabbitmq.sh start with output in files (the node outlives the script). */
-function startScript(nodeDir, port, env, prefix, timeout = 90000) {
-  const outF = `${prefix}.out`;
-  const errF = `${prefix}.err`;
-  const out = openSync(outF, 'w');
-  const err = openSync(errF, 'w');
-  const child = spawn('sh', [RABBITMQ_SH, 'start', nodeDir, String(port)], {
-    stdio: ['ignore', out, err],
-    env: { ...process.env, ...env },
-  });
-  closeSync(out);
-  closeSync(err);
-  const read = (f) => {
-    try {
-      return readFileSync(f, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      resolve({ code: -1, stdout: read(outF), stderr: `${read(errF)}\n(no exit within ${timeout} ms)` });
-    }, timeout);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: read(outF), stderr: read(errF) });
-    });
-  });
 }
 
 const ref = { broker: null, tlsPort: 0, dir: null, caFile: null, otherCaFile: null };
@@ -162,7 +122,10 @@ before(
       const [port, tlsPort] = await freePorts();
       const nodeDir = path.join(dir, `n${attempt}`);
       const b = new Broker(dir, nodeDir, port, null);
-      const r = await startScript(nodeDir, port, { FLEET_RMQ_TLS_PORT: String(tlsPort), FLEET_RMQ_TLS_CERTDIR: certs }, path.join(dir, `start${attempt}`));
+      const r = await runDetached('sh', [RABBITMQ_SH, 'start', nodeDir, String(port)], path.join(dir, `start${attempt}`), 90000, {
+        FLEET_RMQ_TLS_PORT: String(tlsPort),
+        FLEET_RMQ_TLS_CERTDIR: certs,
+      });
       if (r.code === 0) {
         b.node = r.stdout.trim().split('\n').pop();
         ref.broker = b;
