@@ -31,10 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
-#include "gateway/limits.h"
-#include "gateway/paths.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "common/paths.h"
+#include "common/time.h"
 #include "mcp/jsonrpc.h"
 
 /* After stdin closes, answers to requests already sent may still be on the
@@ -76,11 +77,7 @@ static void usage(FILE *f) {
           "running; 2 on a usage error.\n");
 }
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static long long now_ms(void) { return fl_mono_ms(); }
 
 /* Writes every byte of iov, retrying on EINTR and short writes, and waiting
  * for POLLOUT if fd happens to be non-blocking (a parent may hand us such a

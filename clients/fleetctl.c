@@ -28,10 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
-#include "gateway/limits.h"
-#include "gateway/paths.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "common/paths.h"
+#include "common/time.h"
 #include "mcp/jsonrpc.h"
 
 #define FL_CTL_VERSION "0.1.0"
@@ -103,11 +104,7 @@ static int usage_error(const char *fmt, ...) {
   return FL_EXIT_USAGE;
 }
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static long long now_ms(void) { return fl_mono_ms(); }
 
 /* ---- options ---------------------------------------------------------- */
 

@@ -43,10 +43,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
-#include "gateway/limits.h"
-#include "gateway/log.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "common/names.h"
+#include "common/time.h"
+#include "common/log.h"
 
 #define EX_MSG "fleet.msg"
 #define EX_ROSTER "fleet.roster"
@@ -274,11 +276,7 @@ static void copy_bytes(char *dst, size_t n, amqp_bytes_t b) {
   dst[len] = '\0';
 }
 
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+static uint64_t now_ms(void) { return (uint64_t)fl_mono_ms(); }
 
 /* ---- the envelope as AMQP headers ---- */
 
@@ -1457,20 +1455,6 @@ static void broker_destroy(fl_broker *b) {
   fl_free(b);
 }
 
-static int valid_name(const char *s, size_t max) {
-  size_t n = s ? strlen(s) : 0;
-  if (n == 0 || n > max)
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    /* '.', '*' and '#' would change topic routing; spaces and controls
-     * have no place in a queue name. */
-    if (ch <= ' ' || ch == '.' || ch == '*' || ch == '#' || ch == 0x7f)
-      return 0;
-  }
-  return 1;
-}
-
 int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broker_events *ev,
                     void *ctx, fl_broker **out) {
   fl_broker *b = NULL;
@@ -1478,9 +1462,9 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
   if (!loop || !cfg || !out || !cfg->uri)
     return FL_EINVAL;
   *out = NULL;
-  if (!valid_name(cfg->host_id, 64)) {
-    fl_error(NULL, "broker: host id \"%s\" is empty, too long, or has '.', '*', '#' or spaces",
-             cfg->host_id ? cfg->host_id : "");
+  if (!fl_name_valid(cfg->host_id, FL_MAX_NAME)) {
+    fl_error(NULL, "broker: host id \"%s\" is not %s", cfg->host_id ? cfg->host_id : "",
+             fl_name_rule);
     return FL_ECONFIG;
   }
   if (cfg->queue_type && strcmp(cfg->queue_type, "classic") != 0 &&
@@ -1616,11 +1600,11 @@ static int loop_inbox_index(fl_broker *b, const char *gid) {
 }
 
 int fl_broker_add_inbox(fl_broker *b, const char *gid, const char *const *groups, size_t ngroups) {
-  if (!b || b->stopped || !valid_name(gid, FL_ID_LEN - 1) || (ngroups && !groups) ||
+  if (!b || b->stopped || !fl_name_valid(gid, FL_ID_LEN - 1) || (ngroups && !groups) ||
       ngroups > FL_MAX_GROUPS)
     return FL_EINVAL;
   for (size_t i = 0; i < ngroups; i++)
-    if (!valid_name(groups[i], FL_MAX_GROUP_NAME))
+    if (!fl_name_valid(groups[i], FL_MAX_GROUP_NAME))
       return FL_EINVAL;
   int known = loop_inbox_index(b, gid) >= 0;
   if (!known && b->ninboxes_loop >= FL_BROKER_MAX_INBOXES)
@@ -1657,7 +1641,7 @@ int fl_broker_add_inbox(fl_broker *b, const char *gid, const char *const *groups
 }
 
 int fl_broker_remove_inbox(fl_broker *b, const char *gid) {
-  if (!b || b->stopped || !valid_name(gid, FL_ID_LEN - 1))
+  if (!b || b->stopped || !fl_name_valid(gid, FL_ID_LEN - 1))
     return FL_EINVAL;
   struct item *it = fl_calloc(1, sizeof(*it));
   if (!it)

@@ -9,8 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/fl_error.h"
-#include "gateway/paths.h"
+#include "common/error.h"
+#include "common/names.h"
+#include "common/paths.h"
 
 static const char fl_usage[] =
     "usage: fleetd [--config FILE] [--state-dir DIR] [--socket PATH] [--host-id ID]\n"
@@ -206,6 +207,8 @@ int fl_config_load(fl_config *cfg, int argc, char **argv, char *err, size_t errl
   if (dot)
     *dot = '\0';
   snprintf(cfg->gw.host_id, sizeof cfg->gw.host_id, "%s", host);
+  /* Where the host id came from, for the error when it breaks the rule. */
+  char host_from[1100] = "the machine's host name (set --host-id)";
 
   static const struct option opts[] = {
       {"config", required_argument, 0, 'c'},   {"state-dir", required_argument, 0, 's'},
@@ -258,7 +261,15 @@ int fl_config_load(fl_config *cfg, int argc, char **argv, char *err, size_t errl
     }
   }
 
+  if (strcmp(cfg->gw.host_id, host) != 0)
+    snprintf(host_from, sizeof host_from, "%s: \"hostId\"", cfg->config_file);
+
   /* Environment, then flags. */
+  const char *env_host = getenv("FLEET_HOST_ID");
+  if (env_host && *env_host)
+    snprintf(host_from, sizeof host_from, "FLEET_HOST_ID");
+  if (f_host)
+    snprintf(host_from, sizeof host_from, "--host-id");
   fl_env(cfg->gw.state_dir, sizeof cfg->gw.state_dir, "FLEET_STATE_DIR");
   fl_env(cfg->gw.socket, sizeof cfg->gw.socket, "FLEET_SOCKET");
   fl_env(cfg->gw.host_id, sizeof cfg->gw.host_id, "FLEET_HOST_ID");
@@ -302,10 +313,14 @@ int fl_config_load(fl_config *cfg, int argc, char **argv, char *err, size_t errl
              cfg->log_level);
     return FL_ECONFIG;
   }
-  if (!cfg->gw.host_id[0] || strlen(cfg->gw.host_id) > 63) {
-    snprintf(err, errlen, "host id must be 1-63 characters (--host-id / FLEET_HOST_ID / "
-             "\"hostId\")");
-    return FL_ECONFIG;
+  /* Checked before anything is written: a bad host id leaves no state. */
+  if (fl_name_check_host(cfg->gw.host_id, host_from, err, errlen) != 0) {
+    size_t n = strlen(err);
+    if (n + 1 < errlen) {
+      err[n] = '\n';
+      err[n + 1] = '\0';
+    }
+    return 2;
   }
   (void)errno;
   return 0;

@@ -20,7 +20,8 @@ typedef struct fl_config {
  * $XDG_CONFIG_HOME/fleet/fleetd.json or ~/.config/fleet/fleetd.json when it
  * exists), the environment and argv. Returns 0; 1 when argv asked for
  * --help or --version (already printed); FL_ECONFIG with err filled; 2 for a
- * usage error (err filled). */
+ * usage error or a host id that breaks the name rule (err filled, ending in a
+ * newline). Writes nothing to disk. */
 int fl_config_load(fl_config *cfg, int argc, char **argv, char *err, size_t errlen);
 
 #endif

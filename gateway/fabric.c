@@ -25,10 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
+#include "common/alloc.h"
+#include "common/error.h"
 #include "gateway/gw_internal.h"
-#include "gateway/log.h"
+#include "common/log.h"
 #include "gateway/sign.h"
 
 /* How long a remote send may wait for the broker's confirm before the
@@ -66,22 +66,10 @@ static void fl_unpark(fl_gw *gw, const char *gid);
 
 /* ---- helpers ------------------------------------------------------------- */
 
+/* 0 for a timestamp that does not parse: callers treat it as absent. */
 static long long fl_parse_rfc3339(const char *s) {
-  struct tm tm;
-  memset(&tm, 0, sizeof tm);
-  const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!rest)
-    return 0;
   long long ms = 0;
-  if (*rest == '.') {
-    int digits = 0;
-    for (rest++; *rest >= '0' && *rest <= '9'; rest++, digits++)
-      if (digits < 3)
-        ms = ms * 10 + (*rest - '0');
-    for (; digits < 3; digits++)
-      ms *= 10;
-  }
-  return (long long)timegm(&tm) * 1000 + ms;
+  return fl_rfc3339_parse(s, &ms) == 0 ? ms : 0;
 }
 
 /* Message bodies become JSON strings: they must be UTF-8 without NUL. */
@@ -355,7 +343,7 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
   const char *name = json_string_value(json_object_get(body, "name"));
   const char *role = json_string_value(json_object_get(body, "role"));
   const char *status = json_string_value(json_object_get(body, "status"));
-  if (!name || !fl_valid_name(name, FL_MAX_NAME) || !status) {
+  if (!name || !fl_name_valid(name, FL_MAX_NAME) || !status) {
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
     fl_warn(NULL, "presence from host '%s' for %s has no valid name/status: ignored",
             env->host, gid);
@@ -406,13 +394,13 @@ static void fl_presence_in(fl_gw *gw, const fl_broker_delivery *d) {
   }
   fl_copy(e->name, sizeof e->name, name);
   fl_copy(e->host, sizeof e->host, env->host);
-  fl_copy(e->role, sizeof e->role, (role && fl_valid_name(role, FL_MAX_ROLE)) ? role : "agent");
+  fl_copy(e->role, sizeof e->role, (role && fl_name_valid(role, FL_MAX_ROLE)) ? role : "agent");
   e->ngroups = 0;
   json_t *groups = json_object_get(body, "groups"), *g;
   size_t i;
   json_array_foreach(groups, i, g) {
     const char *gn = json_string_value(g);
-    if (gn && fl_valid_name(gn, FL_MAX_GROUP_NAME) && e->ngroups < FL_MAX_GROUPS)
+    if (gn && fl_name_valid(gn, FL_MAX_GROUP_NAME) && e->ngroups < FL_MAX_GROUPS)
       fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, gn);
   }
   e->remote_online = strcmp(status, "online") == 0;

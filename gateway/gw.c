@@ -17,15 +17,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
+#include "common/alloc.h"
+#include "common/ids.h"
+#include "common/names.h"
+#include "common/time.h"
+#include "common/error.h"
 #include "gateway/gw_internal.h"
-#include "gateway/limits.h"
-#include "gateway/log.h"
+#include "common/limits.h"
+#include "common/log.h"
 #include "gateway/store.h"
 
 /* How often held messages past their expiry are swept. */
@@ -68,59 +70,6 @@ static const char *const fl_counter_names[FL_C_COUNT] = {
 };
 
 /* ---- small helpers ---------------------------------------------------- */
-
-void fl_uuid(char *out) {
-  unsigned char b[16];
-  randombytes_buf(b, sizeof b);
-  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-  snprintf(out, FL_ID_LEN, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-           b[14], b[15]);
-}
-
-long long fl_now_ms(void) {
-  struct timeval tv;
-  gettimeofday(&tv, NULL);
-  return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-void fl_rfc3339(long long ms, char *out) {
-  time_t s = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&s, &tm);
-  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
-}
-
-int fl_is_uuid(const char *s) {
-  if (strlen(s) != 36)
-    return 0;
-  for (int i = 0; i < 36; i++) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (s[i] != '-')
-        return 0;
-    } else if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-                 (s[i] >= 'A' && s[i] <= 'F'))) {
-      return 0;
-    }
-  }
-  return 1;
-}
-
-/* Names are typed into panes and shown in tables: keep them plain. */
-int fl_valid_name(const char *s, size_t max) {
-  size_t n = strlen(s);
-  if (n == 0 || n > max)
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    char ch = s[i];
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-          ch == '-' || ch == '_' || ch == '.'))
-      return 0;
-  }
-  return 1;
-}
 
 void fl_copy(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
@@ -949,14 +898,14 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
 
   int rc = FL_EINVAL;
   const char *role = (id->role && *id->role) ? id->role : NULL;
-  if (!fl_valid_name(id->name, FL_MAX_NAME) || fl_is_uuid(id->name)) {
+  if (!fl_name_valid(id->name, FL_MAX_NAME) || fl_is_uuid(id->name)) {
     snprintf(err, errlen,
              "FLEET_NAME '%.80s' is not a valid name: use 1-%d letters, digits, '-', '_' or "
              "'.'",
              id->name, FL_MAX_NAME);
     goto fail;
   }
-  if (role && !fl_valid_name(role, FL_MAX_ROLE)) {
+  if (role && !fl_name_valid(role, FL_MAX_ROLE)) {
     snprintf(err, errlen,
              "FLEET_ROLE '%.40s' is not valid: use lead, architect, "
              "orchestrator or worker",
@@ -964,7 +913,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
     goto fail;
   }
   for (size_t i = 0; i < id->ngroups; i++) {
-    if (!fl_valid_name(id->groups[i], FL_MAX_GROUP_NAME)) {
+    if (!fl_name_valid(id->groups[i], FL_MAX_GROUP_NAME)) {
       snprintf(err, errlen, "group '%.80s' in FLEET_GROUPS is not a valid name", id->groups[i]);
       goto fail;
     }

@@ -168,11 +168,4 @@ int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen);
 /* Cancels a waiting call: its callback never runs. NULL-safe; sets *w NULL. */
 void fl_gw_cancel(fl_gw *gw, fl_wait **w);
 
-/* A fresh random (v4) UUID into out[FL_ID_LEN]. */
-void fl_uuid(char *out);
-/* Milliseconds since the epoch. */
-long long fl_now_ms(void);
-/* RFC 3339 UTC with milliseconds into out[32]. */
-void fl_rfc3339(long long ms, char *out);
-
 #endif

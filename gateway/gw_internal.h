@@ -5,11 +5,14 @@
 #ifndef FL_GW_INTERNAL_H
 #define FL_GW_INTERNAL_H
 
+#include "common/ids.h"
+#include "common/names.h"
+#include "common/time.h"
 #include "gateway/broker.h"
 #include "gateway/gw.h"
 #include "gateway/identity.h"
 #include "gateway/peers.h"
-#include "gateway/limits.h"
+#include "common/limits.h"
 #include "gateway/store.h"
 
 /* Recent msgId -> traceId pairs kept so a reply carries its flow's trace. */
@@ -123,8 +126,6 @@ struct fl_gw {
 
 /* gw.c, for fabric.c. */
 void fl_copy(char *dst, size_t n, const char *src);
-int fl_is_uuid(const char *s);
-int fl_valid_name(const char *s, size_t max);
 fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid);
 fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name);
 void fl_entity_set_groups(fl_entity *e, const char *csv);

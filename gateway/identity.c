@@ -20,37 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/fl_error.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "common/names.h"
+#include "common/time.h"
 
 /* The identity file is about 250 bytes; anything much larger is not one. */
 #define ID_MAX_FILE 4096
 #define ID_VERSION 1
 
-
-int fl_identity_host_valid(const char *host) {
-  if (!host)
-    return 0;
-  size_t n = strlen(host);
-  if (n == 0 || n >= FL_HOST_ID_SIZE)
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = host[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-          c == '_' || c == '-'))
-      return 0;
-  }
-  return 1;
-}
-
-void fl_identity_now(char *out, size_t n) {
-  struct timespec ts;
-  struct tm tm;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  char day[24];
-  strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out, n, "%s.%03ldZ", day, ts.tv_nsec / 1000000L);
-}
 
 void fl_identity_clear(fl_identity *id) {
   if (id)
@@ -173,7 +151,7 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
     goto out;
   }
   const char *file_host = json_string_value(json_object_get(root, "hostId"));
-  if (!file_host || !fl_identity_host_valid(file_host)) {
+  if (!file_host || !fl_name_valid(file_host, FL_MAX_NAME)) {
     fl_errf(err, errlen, "%s: key \"hostId\" must be a host id (1-63 of A-Z a-z 0-9 . _ -); %s",
            path, redo);
     goto out;
@@ -289,7 +267,7 @@ static int id_create(const char *path, const char *host_id, char *err, size_t er
   crypto_sign_keypair(pk, sk);
   fl_b64_encode(pk, sizeof pk, pk_b64, sizeof pk_b64);
   fl_b64_encode(sk, sizeof sk, sk_b64, sizeof sk_b64);
-  fl_identity_now(now, sizeof now);
+  fl_rfc3339_now(now, sizeof now);
   /* Written by hand rather than by jansson so no copy of the secret key is
    * left in memory this file cannot wipe. Every value is base64, a host id
    * or a timestamp: nothing needs JSON escaping. */
@@ -315,7 +293,7 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
     fl_errf(err, errlen, "no state directory to keep the node identity in");
     return FL_EINVAL;
   }
-  if (!fl_identity_host_valid(host_id)) {
+  if (!fl_name_valid(host_id, FL_MAX_NAME)) {
     fl_errf(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
            host_id ? host_id : "");
     return FL_EINVAL;

@@ -51,9 +51,6 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
 /* Zeroes all of *id, secret key included. NULL-safe. */
 void fl_identity_clear(fl_identity *id);
 
-/* 1 if host is a valid host id (1-63 of [A-Za-z0-9._-]), else 0. */
-int fl_identity_host_valid(const char *host);
-
 /* Writes len bytes of data to path as a new file of mode 0600, whole or not
  * at all: a temporary file beside it (O_CREAT|O_EXCL, 0600) is written and
  * fsynced, then moved into place, then the directory is fsynced. With
@@ -62,8 +59,5 @@ int fl_identity_host_valid(const char *host);
  * pinned-peer file. Returns 0 or -errno. */
 int fl_identity_write_file(const char *path, const void *data, size_t len, int replace);
 
-/* The current UTC time as RFC 3339 with milliseconds
- * ("2026-01-02T03:04:05.678Z") in out (at least 25 bytes). */
-void fl_identity_now(char *out, size_t n);
 
 #endif

@@ -17,8 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "common/names.h"
+#include "common/time.h"
 
 /* A pin takes under 700 bytes of JSON; 1 KiB each for FL_PEERS_MAX pins
  * bounds what load will read. */
@@ -95,7 +98,7 @@ int fl_peers_add(fl_peers *p, const char *host, const char *pk_b64, const char *
                  size_t errlen) {
   if (!p)
     return FL_EINVAL;
-  if (!fl_identity_host_valid(host)) {
+  if (!fl_name_valid(host, FL_MAX_NAME)) {
     fl_errf(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
               host ? host : "");
     return FL_EINVAL;
@@ -132,7 +135,7 @@ int fl_peers_add(fl_peers *p, const char *host, const char *pk_b64, const char *
   snprintf(pin.host, sizeof pin.host, "%s", host);
   fl_b64_encode(pin.pk, sizeof pin.pk, pin.pk_b64, sizeof pin.pk_b64);
   snprintf(pin.url, sizeof pin.url, "%s", url ? url : "");
-  fl_identity_now(pin.pinned_at, sizeof pin.pinned_at);
+  fl_rfc3339_now(pin.pinned_at, sizeof pin.pinned_at);
   int rc = peers_insert(p, i, &pin);
   if (rc == FL_EFULL)
     fl_errf(err, errlen, "already %d hosts pinned; remove one first", FL_PEERS_MAX);
@@ -173,7 +176,7 @@ const fl_peer *fl_peers_at(const fl_peers *p, size_t i) {
 /* Reads one "peers" entry of the file into the set. */
 static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *err, size_t errlen) {
   const char *fix = "fix the entry by hand, or delete it and pin again";
-  if (!fl_identity_host_valid(host)) {
+  if (!fl_name_valid(host, FL_MAX_NAME)) {
     fl_errf(err, errlen,
               "%s: \"peers\" has a key \"%s\" that is not a host id (1-63 of A-Z "
               "a-z 0-9 . _ -); %s",

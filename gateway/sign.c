@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
-#include "gateway/limits.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/limits.h"
 
 #define SIGN_FIELD(k, m)                                                                           \
   { k, offsetof(fl_envelope, m), sizeof(((fl_envelope *)0)->m) }

@@ -32,9 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
-#include "gateway/log.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/time.h"
 
 /* Long enough to ride out a checkpoint or a fleetctl reading the file, short
  * enough that the loop thread never stalls for long on a stuck lock. */
@@ -324,12 +325,6 @@ static int fl_row_msg(fl_store *s, sqlite3_stmt *st, fl_msg *m) {
   return 0;
 }
 
-static int64_t fl_wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Creates path with mode 0600 if it is missing, and narrows an existing one
  * to 0600: it holds message bodies. SQLite gives its -wal and -shm files the
  * database file's mode, so they follow. Creating it ourselves (rather than
@@ -535,7 +530,7 @@ int fl_store_put(fl_store *s, fl_msg *m) {
 
   if (fl_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
       fl_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
-      sqlite3_bind_int64(seen, 3, fl_wall_ms()) != SQLITE_OK) {
+      sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK) {
     rc = fl_db_fail(s, trace, "binding the seen entry");
     goto out;
   }

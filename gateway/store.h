@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gateway/limits.h"
+#include "common/limits.h"
 
 typedef struct fl_store fl_store;
 

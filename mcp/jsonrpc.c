@@ -14,8 +14,8 @@
  * is a copy of what one read left buffered, which the read size bounds. */
 #include "mcp/jsonrpc.h"
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
+#include "common/alloc.h"
+#include "common/error.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
-#include "gateway/limits.h"
-#include "gateway/log.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "common/log.h"
 #include "mcp/jsonrpc.h"
 
 extern const char fl_schema_tools[];

@@ -19,12 +19,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
-#include "gateway/frontend.h"
-#include "gateway/limits.h"
-#include "gateway/log.h"
-#include "gateway/paths.h"
+#include "common/alloc.h"
+#include "common/error.h"
+#include "mcp/server.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/paths.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 
@@ -35,7 +35,7 @@
 
 typedef struct fl_conn fl_conn;
 
-struct fl_frontend {
+struct fl_server {
   uv_loop_t *loop;
   fl_gw *gw;
   uv_pipe_t listener;
@@ -49,7 +49,7 @@ struct fl_frontend {
 
 struct fl_conn {
   uv_pipe_t pipe;
-  fl_frontend *fe;
+  fl_server *fe;
   fl_conn *next, **pprev;
   fl_session *session;
   fl_linebuf lb;
@@ -199,7 +199,7 @@ static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
 }
 
 static void fl_on_connection(uv_stream_t *server, int status) {
-  fl_frontend *fe = server->data;
+  fl_server *fe = server->data;
   if (status < 0) {
     fl_warn(NULL, "accept failed: %s", uv_strerror(status));
     return;
@@ -264,7 +264,7 @@ static int fl_socket_alive(const char *path) {
   return alive;
 }
 
-int fl_frontend_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_frontend **out,
+int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_server **out,
                       char *err, size_t errlen) {
   *out = NULL;
   if (strlen(socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
@@ -294,7 +294,7 @@ int fl_frontend_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_fr
   }
   unlink(socket_path);
 
-  fl_frontend *fe = fl_calloc(1, sizeof *fe);
+  fl_server *fe = fl_calloc(1, sizeof *fe);
   if (!fe) {
     snprintf(err, errlen, "out of memory");
     return FL_ENOMEM;
@@ -324,7 +324,7 @@ int fl_frontend_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_fr
   return 0;
 }
 
-void fl_frontend_stop(fl_frontend *fe) {
+void fl_server_stop(fl_server *fe) {
   if (!fe)
     return;
   if (fe->listening) {
@@ -340,7 +340,7 @@ void fl_frontend_stop(fl_frontend *fe) {
   }
 }
 
-void fl_frontend_free(fl_frontend **fep) {
+void fl_server_free(fl_server **fep) {
   if (!fep || !*fep)
     return;
   fl_mcp_cleanup();

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gateway/alloc.h"
+#include "common/alloc.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 

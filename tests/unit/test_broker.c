@@ -31,10 +31,11 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "gateway/alloc.h"
+#include "common/alloc.h"
 #include "gateway/broker.h"
-#include "gateway/fl_error.h"
-#include "gateway/limits.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "tests/support/test_util.h"
 
 /* A safety net, not a measurement: a healthy local broker answers in
  * milliseconds. */
@@ -569,18 +570,14 @@ static void test_reconnect(void **state) {
 
 int main(void) {
   fl_alloc_init();
-  uri = getenv("FLEET_TEST_AMQP_URI");
-  if (uri && !uri[0])
-    uri = NULL;
+  uri = fl_test_broker_uri();
   const struct CMUnitTest offline[] = {
       cmocka_unit_test(test_bad_config),
       cmocka_unit_test(test_down_link),
   };
   int rc = cmocka_run_group_tests_name("broker_offline", offline, NULL, NULL);
-  if (!uri) {
-    printf("test_broker: FLEET_TEST_AMQP_URI is not set; skipping the tests that need a broker\n");
-    return rc;
-  }
+  if (!uri)
+    return rc | fl_test_broker_missing("test_broker");
   const struct CMUnitTest live[] = {
       cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_unroutable),
       cmocka_unit_test(test_pipelined),        cmocka_unit_test(test_reject_to_dlq),

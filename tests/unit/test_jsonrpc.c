@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
+#include "common/alloc.h"
+#include "common/error.h"
 #include "mcp/jsonrpc.h"
 
 static int setup(void **state) {

@@ -26,9 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
+#include "common/alloc.h"
+#include "common/error.h"
 #include "gateway/store.h"
+#include "tests/support/test_util.h"
 
 typedef struct fixture {
   char dir[64];
@@ -41,19 +42,7 @@ typedef struct fixture {
 static void fixture_free(fixture *f) {
   fl_alloc_fail_after(-1);
   fl_store_close(&f->s);
-  DIR *d = opendir(f->dir);
-  if (d) {
-    struct dirent *de;
-    char p[512];
-    while ((de = readdir(d))) {
-      if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-        continue;
-      snprintf(p, sizeof p, "%s/%s", f->dir, de->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(f->dir);
+  fl_test_rmtree(f->dir);
   free(f);
 }
 
@@ -62,8 +51,7 @@ static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   if (!f)
     return -1;
-  snprintf(f->dir, sizeof f->dir, "/tmp/fleet-store-XXXXXX");
-  if (!mkdtemp(f->dir)) {
+  if (fl_test_tmpdir("store", f->dir, sizeof f->dir) != 0) {
     free(f);
     return -1;
   }

@@ -34,12 +34,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
-#include "gateway/fl_error.h"
+#include "common/alloc.h"
+#include "common/error.h"
 #include "gateway/identity.h"
-#include "gateway/limits.h"
+#include "common/limits.h"
+#include "common/names.h"
 #include "gateway/peers.h"
 #include "gateway/sign.h"
+#include "tests/support/test_util.h"
 
 extern const char fl_schema_signing_vectors[];
 extern const char fl_schema_envelope[];
@@ -56,8 +58,7 @@ typedef struct fixture {
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   assert_non_null(f);
-  snprintf(f->dir, sizeof f->dir, "/tmp/fleet-trust-XXXXXX");
-  assert_non_null(mkdtemp(f->dir));
+  assert_int_equal(fl_test_tmpdir("trust", f->dir, sizeof f->dir), 0);
   snprintf(f->id_path, sizeof f->id_path, "%s/%s", f->dir, FL_IDENTITY_FILE);
   snprintf(f->peers_path, sizeof f->peers_path, "%s/%s", f->dir, FL_PEERS_FILE);
   *state = f;
@@ -67,19 +68,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fixture *f = *state;
   fl_alloc_fail_after(-1);
-  DIR *d = opendir(f->dir);
-  if (d) {
-    struct dirent *de;
-    char p[512];
-    while ((de = readdir(d))) {
-      if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-        continue;
-      snprintf(p, sizeof p, "%s/%s", f->dir, de->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(f->dir);
+  fl_test_rmtree(f->dir);
   free(f);
   return 0;
 }
@@ -254,9 +243,11 @@ static void test_identity_arguments(void **state) {
   long_host[64] = '\0';
   assert_int_equal(fl_identity_load(f->dir, long_host, &id, f->err, sizeof f->err), FL_EINVAL);
   long_host[63] = '\0';
-  assert_int_equal(fl_identity_host_valid(long_host), 1);
-  assert_int_equal(fl_identity_host_valid("web-1.prod_eu"), 1);
-  assert_int_equal(fl_identity_host_valid("é"), 0);
+  assert_int_equal(fl_name_valid(long_host, FL_MAX_NAME), 1);
+  assert_int_equal(fl_name_valid("web-1_prod-eu", FL_MAX_NAME), 1);
+  /* '.' separates routing-key words: one rule refuses it everywhere. */
+  assert_int_equal(fl_name_valid("web-1.prod_eu", FL_MAX_NAME), 0);
+  assert_int_equal(fl_name_valid("é", FL_MAX_NAME), 0);
   assert_int_equal(fl_identity_load(NULL, "alpha", &id, f->err, sizeof f->err), FL_EINVAL);
   assert_int_equal(fl_identity_load(f->dir, "alpha", NULL, f->err, sizeof f->err), FL_EINVAL);
   char missing[128];

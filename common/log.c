@@ -1,14 +1,14 @@
 /* log.c — the line logger (see log.h). */
-#include "gateway/log.h"
+#include "common/log.h"
+#include "common/time.h"
 
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <sys/time.h>
 #include <string.h>
 #include <time.h>
 
-#include "gateway/limits.h"
+#include "common/limits.h"
 
 /* Traced lines kept for `fleetctl trace`: FL_LOG_TRACE_LINES of at most
  * FL_LOG_LINE_MAX bytes, a fixed ring, so it never grows. */
@@ -24,14 +24,10 @@ void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...) {
   static const char *const names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
   if (lvl < fl_min_level)
     return;
-  struct timeval tv;
-  gettimeofday(&tv, NULL);
-  struct tm tm;
-  gmtime_r(&tv.tv_sec, &tm);
+  char ts[FL_TS_LEN];
+  fl_rfc3339(fl_now_ms(), ts);
   char line[FL_LOG_LINE_MAX];
-  int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ", tm.tm_year + 1900,
-                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                   (long)(tv.tv_usec / 1000), names[lvl]);
+  int n = snprintf(line, sizeof line, "%s %s ", ts, names[lvl]);
   if (trace && *trace && n < (int)sizeof line)
     n += snprintf(line + n, sizeof line - (size_t)n, "[trace=%s] ", trace);
   va_list ap;

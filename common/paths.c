@@ -1,5 +1,5 @@
 /* paths.c — default locations (see paths.h). */
-#include "gateway/paths.h"
+#include "common/paths.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gateway/fl_error.h"
+#include "common/error.h"
 
 static int fl_fmt(char *out, size_t n, const char *fmt, const char *a, const char *b) {
   int w = snprintf(out, n, fmt, a, b);

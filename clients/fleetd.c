@@ -1,4 +1,5 @@
-/* fleetd.c — the gateway daemon's entry point.
+/* fleetd.c — the gateway daemon's entry point: wires the gateway (gateway/) and
+ * the MCP server (mcp/) onto one loop.
  *
  * Loads the configuration, opens the state dir, starts the gateway core and
  * the MCP socket on one libuv loop, and runs until SIGTERM or SIGINT. On a
@@ -15,19 +16,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gateway/alloc.h"
+#include "common/alloc.h"
 #include "gateway/config.h"
-#include "gateway/fl_error.h"
-#include "gateway/frontend.h"
+#include "common/error.h"
+#include "mcp/server.h"
 #include "gateway/gw.h"
-#include "gateway/log.h"
-#include "gateway/paths.h"
+#include "common/log.h"
+#include "common/paths.h"
 
 typedef struct fl_daemon {
   uv_loop_t loop;
   uv_signal_t sigterm, sigint;
   fl_gw *gw;
-  fl_frontend *fe;
+  fl_server *fe;
   int stopping;
 } fl_daemon;
 
@@ -38,7 +39,7 @@ static void fl_on_signal(uv_signal_t *h, int signum) {
   d->stopping = 1;
   fl_info(NULL, "fleetd: %s received; finishing and exiting", strsignal(signum));
   fl_gw_shutdown(d->gw);
-  fl_frontend_stop(d->fe);
+  fl_server_stop(d->fe);
   uv_close((uv_handle_t *)&d->sigterm, NULL);
   uv_close((uv_handle_t *)&d->sigint, NULL);
 }
@@ -99,7 +100,7 @@ int main(int argc, char **argv) {
     close(lockfd);
     return 1;
   }
-  if ((rc = fl_frontend_start(&d.loop, d.gw, cfg.gw.socket, &d.fe, err, sizeof err))) {
+  if ((rc = fl_server_start(&d.loop, d.gw, cfg.gw.socket, &d.fe, err, sizeof err))) {
     fprintf(stderr, "fleetd: %s\n", err);
     fl_gw_shutdown(d.gw);
     uv_run(&d.loop, UV_RUN_DEFAULT);
@@ -119,7 +120,7 @@ int main(int argc, char **argv) {
           cfg.gw.broker_uri[0] ? "broker" : "single-host");
   uv_run(&d.loop, UV_RUN_DEFAULT);
 
-  fl_frontend_free(&d.fe);
+  fl_server_free(&d.fe);
   fl_gw_free(&d.gw);
   rc = uv_loop_close(&d.loop);
   if (rc)

@@ -33,11 +33,12 @@
 #define FL_MAX_POLL 100
 #define FL_DEFAULT_POLL 20
 
-/* Entity names: short, printable, no spaces (they are typed into panes). */
-#define FL_MAX_NAME 64
+/* Names (host ids, agent names, roles, groups): see common/names.h for the
+ * rule; 63 keeps a name inside one DNS label and any routing key short. */
+#define FL_MAX_NAME 63
 #define FL_MAX_ROLE 32
 #define FL_MAX_GROUPS 16
-#define FL_MAX_GROUP_NAME 64
+#define FL_MAX_GROUP_NAME 63
 
 /* A textual UUID plus NUL. */
 #define FL_ID_LEN 37

@@ -1,5 +1,5 @@
 /* alloc.c — the allocation wrappers (see alloc.h for the OOM policy). */
-#include "gateway/alloc.h"
+#include "common/alloc.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
