@@ -9,7 +9,9 @@
 #
 # Environment: FLEET_STATE_DIR and FLEET_SOCKET choose other places than the
 # defaults (state: $XDG_STATE_HOME/fleet or ~/.local/state/fleet; socket:
-# $XDG_RUNTIME_DIR/fleet/fleetd.sock or <state>/fleetd.sock).
+# $XDG_RUNTIME_DIR/fleet/fleetd.sock or <state>/fleetd.sock). fleetd also
+# reads FLEET_HOST_ID and FLEET_BROKER_URI; when they are set, this script
+# says so instead of claiming the single-host mode.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -92,7 +94,17 @@ if sock_accepts; then
   say "fleetd is already running (socket $sock answers); leaving it as it is"
   running_pid=$(cat "$pidfile" 2>/dev/null || true)
 else
-  say "starting fleetd (embedded single-host mode), log: $log"
+  if [ -n "${FLEET_BROKER_URI:-}" ]; then
+    mode="broker mode: FLEET_BROKER_URI is set"
+  else
+    mode="embedded single-host mode"
+  fi
+  if [ -n "${FLEET_HOST_ID:-}" ]; then
+    mode="$mode, host id $FLEET_HOST_ID from FLEET_HOST_ID"
+  fi
+  say "starting fleetd ($mode), state dir $state, log: $log"
+  say "note: the state dir's key is bound to this host id; a second fleetd (another host id,"
+  say "      or one with a broker) needs its own FLEET_STATE_DIR and FLEET_SOCKET (docs/two-hosts.md)"
   nohup "$ROOT/build/fleetd" >>"$log" 2>&1 </dev/null &
   running_pid=$!
   echo "$running_pid" >"$pidfile"
@@ -120,10 +132,15 @@ ctl=${ctl% }
 "${ctl_cmd[@]}" status || true
 
 # ---- how to use it -------------------------------------------------------
-if [ -n "${running_pid:-}" ] && kill -0 "$running_pid" 2>/dev/null; then
+# Stop exactly the fleetd on this socket: its own pid, as it reports it.
+status_pid=$("${ctl_cmd[@]}" status --json 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null || true)
+if [ -n "$status_pid" ]; then
+  stop_cmd="kill $status_pid"
+elif [ -n "${running_pid:-}" ] && kill -0 "$running_pid" 2>/dev/null; then
   stop_cmd="kill $running_pid"
 else
-  stop_cmd="pkill -TERM -x fleetd"
+  stop_cmd="kill \$($ctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"pid\"])')"
 fi
 cat <<EOF
 
@@ -141,6 +158,6 @@ Give each agent its own name with --as, e.g.:
 See who is connected:
   $ctl roster
 
-Stop fleetd (SIGTERM; it drains and exits):
+Stop this fleetd (SIGTERM to its pid; it drains and exits):
   $stop_cmd
 EOF
