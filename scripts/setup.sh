@@ -12,7 +12,29 @@
 # $XDG_RUNTIME_DIR/fleet/fleetd.sock or <state>/fleetd.sock). fleetd also
 # reads FLEET_HOST_ID and FLEET_BROKER_URI; when they are set, this script
 # says so instead of claiming the single-host mode.
+#
+# Options:
+#   --no-start   install and build only; do not start fleetd
+#   --broker     also install RabbitMQ (rabbitmq-server), for trying several
+#                hosts on one machine (docs/two-hosts.md)
 set -euo pipefail
+
+start=1
+want_broker=0
+for arg in "$@"; do
+  case $arg in
+  --no-start) start=0 ;;
+  --broker) want_broker=1 ;;
+  -h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    printf 'setup: unknown option %s (try --help)\n' "$arg" >&2
+    exit 2
+    ;;
+  esac
+done
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -27,6 +49,7 @@ die() {
 PKGS=(build-essential pkg-config libuv1-dev libjansson-dev libsqlite3-dev libsodium-dev
   librabbitmq-dev libcmocka-dev tmux)
 command -v cmake >/dev/null 2>&1 || PKGS+=(cmake)
+[ "$want_broker" -eq 0 ] || PKGS+=(rabbitmq-server)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -55,6 +78,11 @@ cmake --build build -j"$(nproc 2>/dev/null || echo 2)"
 for b in fleetd fleet-mcp fleetctl; do
   [ -x "build/$b" ] || die "build/$b was not built"
 done
+
+if [ "$start" -eq 0 ]; then
+  say "built build/fleetd, build/fleet-mcp and build/fleetctl (not started: --no-start)"
+  exit 0
+fi
 
 # ---- where fleetd lives (the same rules as fleetd's own defaults) ----------
 if [ -n "${FLEET_STATE_DIR:-}" ]; then
