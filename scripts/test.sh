@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # test.sh — install what the tests need, build, run every test.
 #
-# 1. Installs missing Debian packages (the build's, tmux, rabbitmq-server) and
-#    the integration suite's node modules (npm ci in tests/ when node_modules
-#    is missing or package-lock.json changed since the last install).
+# 1. Installs missing Debian packages (the build's, tmux, rabbitmq-server,
+#    clang-format) and the integration suite's node modules (npm ci in tests/
+#    when node_modules is missing or package-lock.json changed since the last
+#    install).
 #    rabbitmq-server is installed but no broker is left running: suites that
 #    need one start their own private broker.
-# 2. Builds build/ (warnings are errors) and build-asan/ (Debug, AddressSanitizer
+# 2. Checks the includes follow the layers (scripts/check-layers.sh) and the
+#    sources follow .clang-format (scripts/check-format.sh).
+# 3. Builds build/ (warnings are errors) and build-asan/ (Debug, AddressSanitizer
 #    + UBSan, warnings are errors).
-# 3. Runs the unit tests (ctest) in both trees, then the integration suite
+# 4. Runs the unit tests (ctest) in both trees, then the integration suite
 #    (node's test runner) against the sanitizer binaries.
 #
 # Needs no terminal (CI=true is fine). Exits non-zero if anything failed; the
@@ -34,7 +37,7 @@ fi
 
 # ---- packages ------------------------------------------------------------
 PKGS=(build-essential pkg-config libuv1-dev libjansson-dev libsqlite3-dev libsodium-dev
-  librabbitmq-dev libcmocka-dev tmux rabbitmq-server openssl)
+  librabbitmq-dev libcmocka-dev tmux rabbitmq-server openssl clang-format)
 command -v cmake >/dev/null 2>&1 || PKGS+=(cmake)
 
 missing=()
@@ -152,6 +155,11 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 integration() {
   FLEET_BIN_DIR=$ROOT/build-asan node --test --test-concurrency=1 tests/integration/
 }
+
+# Source checks, before anything is built: they take a second or two.
+step "layers" bash scripts/check-layers.sh || true
+# lead: switch to enforce after formatting the tree
+step "format" env FLEET_FORMAT_CHECK=warn bash scripts/check-format.sh || true
 
 # The broker link's unit tests talk to a private RabbitMQ on loopback (the
 # cross-host integration suite starts its own). Not starting is a failure:

@@ -1,0 +1,442 @@
+/* test_config.c — unit tests for gateway/config.c: fleetd's configuration.
+ *
+ * Each test runs fl_config_load on an argv array, with config files written
+ * to a fresh temporary directory and FLEET_* variables set just for it. The
+ * setup clears every FLEET_* variable and XDG_CONFIG_HOME, XDG_STATE_HOME and
+ * XDG_RUNTIME_DIR, and points HOME at the temporary directory, so neither the
+ * machine's environment nor its ~/.config/fleet/fleetd.json leaks in. The
+ * errors are what a user reads, so the tests assert on their exact words:
+ * the file, the key or the flag or variable, and the fix. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* After the four above: cmocka.h uses them without including them. */
+#include <cmocka.h>
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "gateway/config.h"
+#include "tests/support/test_util.h"
+
+extern char **environ;
+
+typedef struct fx {
+  char dir[256];
+  char file[320]; /* <dir>/fleetd.json, written by fx_write */
+  fl_config cfg;
+  char err[2048];
+} fx;
+
+/* Unsets every variable that starts with prefix. */
+static void unset_prefix(const char *prefix) {
+  size_t n = strlen(prefix);
+  for (;;) {
+    char name[256] = "";
+    for (char **e = environ; *e; e++) {
+      const char *eq = strchr(*e, '=');
+      if (strncmp(*e, prefix, n) == 0 && eq && (size_t)(eq - *e) < sizeof name) {
+        memcpy(name, *e, (size_t)(eq - *e));
+        name[eq - *e] = '\0';
+        break;
+      }
+    }
+    if (!name[0])
+      return;
+    unsetenv(name);
+  }
+}
+
+static int setup(void **state) {
+  static fx f;
+  memset(&f, 0, sizeof f);
+  if (fl_test_tmpdir("config", f.dir, sizeof f.dir) != 0)
+    return -1;
+  snprintf(f.file, sizeof f.file, "%s/fleetd.json", f.dir);
+  unset_prefix("FLEET_");
+  unsetenv("XDG_CONFIG_HOME");
+  unsetenv("XDG_STATE_HOME");
+  unsetenv("XDG_RUNTIME_DIR");
+  setenv("HOME", f.dir, 1);
+  *state = &f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  fl_test_rmtree(f->dir);
+  unset_prefix("FLEET_");
+  unsetenv("XDG_CONFIG_HOME");
+  return 0;
+}
+
+/* Writes text to the fixture's fleetd.json. */
+static void fx_write(fx *f, const char *text) {
+  FILE *fp = fopen(f->file, "w");
+  assert_non_null(fp);
+  fputs(text, fp);
+  fclose(fp);
+}
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Runs fl_config_load on argv; returns its code. */
+static int fx_load(fx *f, int argc, char **argv) {
+  f->err[0] = '\0';
+  return fl_config_load(&f->cfg, argc, argv, f->err, sizeof f->err);
+}
+
+/* Asserts err contains want. */
+static void assert_err_has(const fx *f, const char *want) {
+  if (!strstr(f->err, want))
+    fail_msg("err \"%s\" does not contain \"%s\"", f->err, want);
+}
+
+static void test_unknown_key_names_key_and_file(void **state) {
+  fx *f = *state;
+  fx_write(f, "{\"hostId\": \"box\", \"colour\": \"red\"}");
+  char *argv[] = {"fleetd", "--config", f->file};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  char want[512];
+  snprintf(want, sizeof want,
+           "%s: unknown key \"colour\" (known: hostId, stateDir, socket, broker, nudge, "
+           "logLevel)",
+           f->file);
+  assert_string_equal(f->err, want);
+}
+
+static void test_unknown_nested_keys(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--config", f->file};
+  fx_write(f, "{\"nudge\": {\"firstDelay\": 100}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, ": unknown key \"nudge.firstDelay\" (known: enabled, firstDelayMs, "
+                    "backoffMs, maxBackoffMs, text)");
+  assert_err_has(f, f->file);
+  fx_write(f, "{\"broker\": {\"url\": \"amqp://h/\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, ": unknown key \"broker.url\" (known: uri, caFile, queueType, prefetch, "
+                    "heartbeatS, presenceIntervalMs, presenceTtlMs)");
+}
+
+static void test_wrong_types(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--config", f->file};
+  static const struct {
+    const char *json, *want;
+  } cases[] = {
+      {"{\"hostId\": 3}", "key \"hostId\" must be a string, not a number"},
+      {"{\"stateDir\": [\"/x\"]}", "key \"stateDir\" must be a string, not an array"},
+      {"{\"broker\": {\"uri\": true}}", "key \"broker.uri\" must be a string, not true or false"},
+      {"{\"broker\": {\"prefetch\": \"8\"}}",
+       "key \"broker.prefetch\" must be a whole number from 0 to 65535"},
+      {"{\"broker\": {\"heartbeatS\": -1}}",
+       "key \"broker.heartbeatS\" must be a whole number from 0 to 3600"},
+      {"{\"broker\": {\"queueType\": \"fast\"}}",
+       "key \"broker.queueType\" must be \"classic\" or \"quorum\""},
+      {"{\"broker\": \"amqp://h/\"}", "key \"broker\" must be an object like {\"uri\": "},
+      {"{\"nudge\": {\"enabled\": \"yes\"}}", "key \"nudge.enabled\" must be true or false"},
+      {"{\"nudge\": {\"backoffMs\": 0}}", "key \"nudge.backoffMs\" must be above 0"},
+      {"{\"nudge\": {\"firstDelayMs\": 86400001}}",
+       "key \"nudge.firstDelayMs\" must be a whole number from 0 to 86400000"},
+      {"{\"nudge\": []}", "key \"nudge\" must be an object"},
+      {"[{\"hostId\": \"box\"}]", "the file must hold one JSON object, not an array"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fx_write(f, cases[i].json);
+    assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+    char want[1024];
+    snprintf(want, sizeof want, "%s: %s", f->file, cases[i].want);
+    assert_err_has(f, want);
+  }
+}
+
+static void test_too_long_values_name_their_source(void **state) {
+  fx *f = *state;
+  char long_path[1100];
+  memset(long_path, 'a', sizeof long_path - 1);
+  long_path[0] = '/';
+  long_path[sizeof long_path - 1] = '\0';
+  char *argv[] = {"fleetd", "--state-dir", long_path};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_string_equal(f->err, "--state-dir is too long (at most 1023 bytes): shorten it");
+  /* A variable too long for its buffer is an error too, not ignored. */
+  setenv("FLEET_SOCKET", long_path, 1);
+  char *argv2[] = {"fleetd"};
+  assert_int_equal(fx_load(f, ARGC(argv2), argv2), FL_ECONFIG);
+  assert_string_equal(f->err, "FLEET_SOCKET is too long (at most 1023 bytes): shorten it");
+  unsetenv("FLEET_SOCKET");
+  char json[1300];
+  snprintf(json, sizeof json, "{\"nudge\": {\"text\": \"%.300s\"}}", long_path);
+  fx_write(f, json);
+  char *argv3[] = {"fleetd", "--config", f->file};
+  assert_int_equal(fx_load(f, ARGC(argv3), argv3), FL_ECONFIG);
+  char want[512];
+  snprintf(want, sizeof want, "%s: key \"nudge.text\" is too long (at most 255 bytes)", f->file);
+  assert_err_has(f, want);
+}
+
+static void test_missing_file(void **state) {
+  fx *f = *state;
+  char path[400], want[600];
+  snprintf(path, sizeof path, "%s/nope.json", f->dir);
+  char *argv[] = {"fleetd", "--config", path};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  snprintf(want, sizeof want,
+           "cannot read config file %s: No such file or directory (check the path given to "
+           "--config)",
+           path);
+  assert_string_equal(f->err, want);
+  assert_null(strstr(f->err, ":-1"));
+  /* The same from FLEET_CONFIG names the variable. */
+  setenv("FLEET_CONFIG", path, 1);
+  char *argv2[] = {"fleetd"};
+  assert_int_equal(fx_load(f, ARGC(argv2), argv2), FL_ECONFIG);
+  snprintf(want, sizeof want,
+           "cannot read config file %s: No such file or directory (check the path given to "
+           "FLEET_CONFIG)",
+           path);
+  assert_string_equal(f->err, want);
+  /* A directory is not a config file. */
+  setenv("FLEET_CONFIG", f->dir, 1);
+  assert_int_equal(fx_load(f, ARGC(argv2), argv2), FL_ECONFIG);
+  assert_err_has(f, ": Is a directory (check the path given to FLEET_CONFIG)");
+}
+
+static void test_malformed_json_gives_its_line(void **state) {
+  fx *f = *state;
+  fx_write(f, "{\n  \"hostId\": \"box\",\n  \"socket\" \"/tmp/s\"\n}\n");
+  char *argv[] = {"fleetd", "--config", f->file};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  char want[400];
+  snprintf(want, sizeof want, "%s:3: ", f->file);
+  if (strncmp(f->err, want, strlen(want)) != 0)
+    fail_msg("err \"%s\" does not start with \"%s\"", f->err, want);
+  assert_err_has(f, "(fix the JSON, or point --config elsewhere)");
+  /* An empty file has no line to point at but still names the file. */
+  fx_write(f, "");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, f->file);
+  assert_null(strstr(f->err, ":-1"));
+}
+
+static void test_bad_host_id_from_flag(void **state) {
+  fx *f = *state;
+  char sd[400];
+  snprintf(sd, sizeof sd, "%s/state", f->dir);
+  char *argv[] = {"fleetd", "--host-id", "ci.box", "--state-dir", sd};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 2);
+  assert_string_equal(f->err, "--host-id 'ci.box' is not a valid host id: use 1-63 letters, "
+                              "digits, '-' or '_' (it becomes part of broker routing keys)\n");
+  /* Loading writes nothing. */
+  struct stat st;
+  assert_int_not_equal(stat(sd, &st), 0);
+}
+
+static void test_bad_host_id_from_env(void **state) {
+  fx *f = *state;
+  setenv("FLEET_HOST_ID", "ci box", 1);
+  char *argv[] = {"fleetd"};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 2);
+  assert_err_has(f, "FLEET_HOST_ID 'ci box' is not a valid host id: use 1-63 letters");
+  /* A name over 63 characters breaks the rule as well. */
+  setenv("FLEET_HOST_ID", "a123456789b123456789c123456789d123456789e123456789f123456789g123", 1);
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 2);
+  assert_err_has(f, "FLEET_HOST_ID 'a123456789");
+}
+
+static void test_bad_host_id_from_file(void **state) {
+  fx *f = *state;
+  fx_write(f, "{\"hostId\": \"box@home\"}");
+  char *argv[] = {"fleetd", "--config", f->file};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 2);
+  char want[512];
+  snprintf(want, sizeof want, "%s: \"hostId\" 'box@home' is not a valid host id", f->file);
+  assert_err_has(f, want);
+  /* The default path, found through XDG_CONFIG_HOME, is named the same way. */
+  char xdg[400], dir[420], file[450];
+  snprintf(xdg, sizeof xdg, "%s/xdg", f->dir);
+  snprintf(dir, sizeof dir, "%s/fleet", xdg);
+  snprintf(file, sizeof file, "%s/fleetd.json", dir);
+  assert_int_equal(mkdir(xdg, 0700), 0);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  FILE *fp = fopen(file, "w");
+  assert_non_null(fp);
+  fputs("{\"hostId\": \"a.b\"}", fp);
+  fclose(fp);
+  setenv("XDG_CONFIG_HOME", xdg, 1);
+  char *argv2[] = {"fleetd"};
+  assert_int_equal(fx_load(f, ARGC(argv2), argv2), 2);
+  snprintf(want, sizeof want, "%s: \"hostId\" 'a.b' is not a valid host id", file);
+  assert_err_has(f, want);
+}
+
+/* The machine's host name is the last source. Changing it needs a UTS
+ * namespace of our own, so the check runs in a child that makes one; where
+ * the kernel or the sandbox refuses, the test reports itself skipped. */
+static void test_bad_host_id_from_host_name(void **state) {
+  fx *f = *state;
+  int pipefd[2];
+  assert_int_equal(pipe(pipefd), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(pipefd[0]);
+    if (unshare(CLONE_NEWUTS) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWUTS) != 0)
+      _exit(77);
+    /* The host id is the name before the first dot. */
+    if (sethostname("ci+box.example", 14) != 0)
+      _exit(77);
+    char *argv[] = {"fleetd"};
+    int rc = fl_config_load(&f->cfg, 1, argv, f->err, sizeof f->err);
+    if (write(pipefd[1], f->err, strlen(f->err)) < 0)
+      _exit(3);
+    _exit(rc == 2 ? 0 : 1);
+  }
+  close(pipefd[1]);
+  char got[2048] = "";
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < sizeof got && (r = read(pipefd[0], got + n, sizeof got - 1 - n)) > 0)
+    n += (size_t)r;
+  got[n] = '\0';
+  close(pipefd[0]);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77)
+    skip();
+  if (WEXITSTATUS(status) != 0)
+    fail_msg("child exit %d, err \"%s\"", WEXITSTATUS(status), got);
+  assert_string_equal(got, "the machine's host name (set --host-id) 'ci+box' is not a valid host "
+                           "id: use 1-63 letters, digits, '-' or '_' (it becomes part of broker "
+                           "routing keys)\n");
+}
+
+static void test_flag_beats_env_beats_file(void **state) {
+  fx *f = *state;
+  fx_write(f, "{\"hostId\": \"filehost\", \"stateDir\": \"/f/state\", \"socket\": \"/f/sock\", "
+              "\"logLevel\": \"debug\", \"broker\": {\"uri\": \"amqp://file/\"}}");
+  char *argv[] = {"fleetd", "--config", f->file};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_string_equal(f->cfg.gw.host_id, "filehost");
+  assert_string_equal(f->cfg.gw.state_dir, "/f/state");
+  assert_string_equal(f->cfg.gw.socket, "/f/sock");
+  assert_string_equal(f->cfg.gw.broker_uri, "amqp://file/");
+  assert_string_equal(f->cfg.log_level, "debug");
+  assert_string_equal(f->cfg.config_file, f->file);
+
+  setenv("FLEET_HOST_ID", "envhost", 1);
+  setenv("FLEET_STATE_DIR", "/e/state", 1);
+  setenv("FLEET_BROKER_URI", "amqp://env/", 1);
+  setenv("FLEET_LOG_LEVEL", "warn", 1);
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_string_equal(f->cfg.gw.host_id, "envhost");
+  assert_string_equal(f->cfg.gw.state_dir, "/e/state");
+  assert_string_equal(f->cfg.gw.socket, "/f/sock");
+  assert_string_equal(f->cfg.gw.broker_uri, "amqp://env/");
+  assert_string_equal(f->cfg.log_level, "warn");
+
+  char *argv2[] = {"fleetd",   "--config", f->file,        "--host-id",   "flaghost", "--state-dir",
+                   "/g/state", "--broker", "amqp://flag/", "--log-level", "error"};
+  assert_int_equal(fx_load(f, ARGC(argv2), argv2), 0);
+  assert_string_equal(f->cfg.gw.host_id, "flaghost");
+  assert_string_equal(f->cfg.gw.state_dir, "/g/state");
+  assert_string_equal(f->cfg.gw.socket, "/f/sock");
+  assert_string_equal(f->cfg.gw.broker_uri, "amqp://flag/");
+  assert_string_equal(f->cfg.log_level, "error");
+
+  /* A good flag overrides a bad variable; the error would name the winner. */
+  setenv("FLEET_HOST_ID", "bad.env", 1);
+  assert_int_equal(fx_load(f, ARGC(argv2), argv2), 0);
+  assert_string_equal(f->cfg.gw.host_id, "flaghost");
+}
+
+static void test_defaults(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--host-id", "box"};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  char want[400];
+  snprintf(want, sizeof want, "%s/.local/state/fleet", f->dir);
+  assert_string_equal(f->cfg.gw.state_dir, want);
+  snprintf(want, sizeof want, "%s/.local/state/fleet/fleetd.sock", f->dir);
+  assert_string_equal(f->cfg.gw.socket, want);
+  assert_string_equal(f->cfg.log_level, "info");
+  assert_string_equal(f->cfg.config_file, "");
+  assert_int_equal(f->cfg.gw.nudge.enabled, 1);
+  assert_int_equal(f->cfg.gw.nudge.backoff_ms, 30000);
+}
+
+static void test_log_level_not_in_list(void **state) {
+  fx *f = *state;
+  fx_write(f, "{\"logLevel\": \"loud\"}");
+  char *argv[] = {"fleetd", "--config", f->file};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  char want[512];
+  snprintf(want, sizeof want,
+           "log level 'loud' is not one of debug, info, warn, error (set by %s: key "
+           "\"logLevel\")",
+           f->file);
+  assert_string_equal(f->err, want);
+  setenv("FLEET_LOG_LEVEL", "trace", 1);
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_string_equal(f->err, "log level 'trace' is not one of debug, info, warn, error (set by "
+                              "FLEET_LOG_LEVEL)");
+  char *argv2[] = {"fleetd", "--log-level", "verbose"};
+  assert_int_equal(fx_load(f, ARGC(argv2), argv2), FL_ECONFIG);
+  assert_string_equal(f->err, "log level 'verbose' is not one of debug, info, warn, error (set by "
+                              "--log-level)");
+}
+
+static void test_usage_errors(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "extra"};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 2);
+  assert_err_has(f, "unexpected argument 'extra'\nusage: fleetd [--config FILE]");
+}
+
+static void test_parse_in_memory(void **state) {
+  fx *f = *state;
+  fl_config_defaults(&f->cfg);
+  /* Not NUL-terminated: the length bounds the text. */
+  static const char text[] = "{\"broker\": {\"uri\": \"amqp://m/\", \"queueType\": \"quorum\"}}XX";
+  assert_int_equal(
+      fl_config_parse(&f->cfg, text, sizeof text - 3, "mem.json", f->err, sizeof f->err), 0);
+  assert_string_equal(f->cfg.gw.broker_uri, "amqp://m/");
+  assert_string_equal(f->cfg.gw.broker_queue_type, "quorum");
+  assert_int_equal(
+      fl_config_parse(&f->cfg, text, sizeof text - 1, "mem.json", f->err, sizeof f->err),
+      FL_ECONFIG);
+  assert_err_has(f, "mem.json:1: ");
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_unknown_key_names_key_and_file),
+      T(test_unknown_nested_keys),
+      T(test_wrong_types),
+      T(test_too_long_values_name_their_source),
+      T(test_missing_file),
+      T(test_malformed_json_gives_its_line),
+      T(test_bad_host_id_from_flag),
+      T(test_bad_host_id_from_env),
+      T(test_bad_host_id_from_file),
+      T(test_bad_host_id_from_host_name),
+      T(test_flag_beats_env_beats_file),
+      T(test_defaults),
+      T(test_log_level_not_in_list),
+      T(test_usage_errors),
+      T(test_parse_in_memory),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
