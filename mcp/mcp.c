@@ -9,6 +9,7 @@
  * the session's pending list until the gateway calls back;
  * notifications/cancelled drops it without a response. */
 #include "mcp/mcp.h"
+#include "mcp/schema_check.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -34,9 +34,4 @@ void fl_session_oversize(fl_session *s);
  * cancelled, no response is written). NULL-safe; sets *s to NULL. */
 void fl_session_free(fl_session **s);
 
-/* Validates v against a JSON Schema subset (type, properties, required,
- * additionalProperties, minLength, maxLength, minimum, maximum, enum, items).
- * Returns 0, or -1 with err naming the argument and what it must be. */
-int fl_schema_check(json_t *v, json_t *schema, const char *path, char *err, size_t errlen);
-
 #endif

@@ -13,6 +13,7 @@
 #include "common/alloc.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
+#include "mcp/schema_check.h"
 
 extern const char fl_schema_tools[];
 
