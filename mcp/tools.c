@@ -149,6 +149,13 @@ void fl_tools_cancel_all(fl_session *s) {
   }
 }
 
+size_t fl_tools_parked(fl_session *s) {
+  size_t n = 0;
+  for (fl_tool_call *call = *fl_session_parked(s); call; call = call->next)
+    n++;
+  return n;
+}
+
 /* ---- the tools ---------------------------------------------------------------- */
 
 static const char *fl_arg_str(json_t *args, const char *key) {

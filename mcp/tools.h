@@ -56,5 +56,7 @@ void fl_tools_call(fl_session *s, json_t *id, json_t *params);
 void fl_tools_cancel(fl_session *s, json_t *request_id);
 /* Drops every call parked on s (the session is ending). */
 void fl_tools_cancel_all(fl_session *s);
+/* How many calls are parked on s, waiting for the gateway. */
+size_t fl_tools_parked(fl_session *s);
 
 #endif
