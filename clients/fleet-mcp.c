@@ -28,7 +28,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/alloc.h"
@@ -77,7 +76,8 @@ static void usage(FILE *f) {
           "running; 2 on a usage error.\n");
 }
 
-static long long now_ms(void) { return fl_mono_ms(); }
+/* poll(2)'s "no timeout": wait until a descriptor is ready. */
+#define FL_MCP_POLL_FOREVER (-1)
 
 /* Writes every byte of iov, retrying on EINTR and short writes, and waiting
  * for POLLOUT if fd happens to be non-blocking (a parent may hand us such a
@@ -90,7 +90,7 @@ static int write_all(int fd, struct iovec *iov, int iovcnt) {
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         struct pollfd p = {.fd = fd, .events = POLLOUT};
-        (void)poll(&p, 1, -1);
+        (void)poll(&p, 1, FL_MCP_POLL_FOREVER);
         continue;
       }
       return -errno;
@@ -122,7 +122,7 @@ static const char *env(const char *name) {
 
 /* Sets obj[key] to the string v when v is set. A value that is not UTF-8
  * cannot go into JSON; it is left out with a warning rather than failing the
- * session. Returns 0, or -1 when the object could not grow (out of memory). */
+ * session. Returns 0, or FL_ENOMEM when the object could not grow. */
 static int set_str(json_t *obj, const char *key, const char *v, const char *what) {
   if (!v)
     return 0;
@@ -131,7 +131,12 @@ static int set_str(json_t *obj, const char *key, const char *v, const char *what
     fprintf(stderr, "fleet-mcp: ignoring %s: not valid UTF-8\n", what);
     return 0;
   }
-  return json_object_set_new(obj, key, s);
+  return json_object_set_new(obj, key, s) == 0 ? 0 : FL_ENOMEM;
+}
+
+/* Sets obj[key] to v (stolen; NULL means out of memory). 0 or FL_ENOMEM. */
+static int set_new(json_t *obj, const char *key, json_t *v) {
+  return v && json_object_set_new(obj, key, v) == 0 ? 0 : FL_ENOMEM;
 }
 
 /* FLEET_GROUPS "a, b,,c " -> ["a","b","c"]: trimmed, empties dropped. */
@@ -167,40 +172,41 @@ static json_t *groups_new(const char *list) {
  * MCP client gave us. Returns a new reference, or NULL when out of memory. */
 static json_t *identity_new(void) {
   json_t *id = json_object();
+  char *sock = NULL;
   if (!id)
     return NULL;
-  int rc = 0;
-  rc |= set_str(id, "name", env("FLEET_NAME"), "FLEET_NAME");
   const char *role = env("FLEET_ROLE");
-  rc |= set_str(id, "role", role ? role : "agent", "FLEET_ROLE");
-  json_t *groups = groups_new(env("FLEET_GROUPS"));
-  rc |= groups ? json_object_set_new(id, "groups", groups) : -1;
-  rc |= set_str(id, "gid", env("FLEET_GID"), "FLEET_GID");
-  rc |= set_str(id, "pane", env("TMUX_PANE"), "TMUX_PANE");
+  int rc;
+  if ((rc = set_str(id, "name", env("FLEET_NAME"), "FLEET_NAME")) ||
+      (rc = set_str(id, "role", role ? role : "agent", "FLEET_ROLE")) ||
+      (rc = set_new(id, "groups", groups_new(env("FLEET_GROUPS")))) ||
+      (rc = set_str(id, "gid", env("FLEET_GID"), "FLEET_GID")) ||
+      (rc = set_str(id, "pane", env("TMUX_PANE"), "TMUX_PANE")))
+    goto fail;
   /* $TMUX is "socket-path,server-pid,session-index"; the nudger needs the
    * socket path to reach the right tmux server. */
   const char *tmux = env("TMUX");
   if (tmux) {
     size_t n = strcspn(tmux, ",");
-    char *sock = fl_strndup(tmux, n);
-    if (!sock)
-      rc = -1;
-    else if (n > 0)
-      rc |= set_str(id, "tmuxSocket", sock, "TMUX");
-    fl_free(sock);
+    sock = fl_strndup(tmux, n);
+    if (!sock || (n > 0 && set_str(id, "tmuxSocket", sock, "TMUX") != 0))
+      goto fail;
   }
-  rc |= set_str(id, "herdrPane", env("HERDR_PANE_ID"), "HERDR_PANE_ID");
   /* Our parent is the MCP client itself: the process whose life the entity
    * follows. */
-  rc |= json_object_set_new(id, "pid", json_integer((json_int_t)getppid()));
+  if ((rc = set_str(id, "herdrPane", env("HERDR_PANE_ID"), "HERDR_PANE_ID")) ||
+      (rc = set_new(id, "pid", json_integer((json_int_t)getppid()))))
+    goto fail;
   char cwd[PATH_MAX];
-  if (getcwd(cwd, sizeof cwd))
-    rc |= set_str(id, "cwd", cwd, "the current directory");
-  if (rc != 0) {
-    json_decref(id);
-    return NULL;
-  }
+  if (getcwd(cwd, sizeof cwd) && set_str(id, "cwd", cwd, "the current directory") != 0)
+    goto fail;
+  fl_free(sock);
   return id;
+
+fail:
+  fl_free(sock);
+  json_decref(id);
+  return NULL;
 }
 
 /* If line is an "initialize" request, returns a new line ('\n'-terminated,
@@ -275,7 +281,7 @@ static int serve_unavailable(const char *reason) {
     ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
       struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
-      (void)poll(&p, 1, -1);
+      (void)poll(&p, 1, FL_MCP_POLL_FOREVER);
       continue;
     }
     if (n <= 0) {
@@ -413,9 +419,9 @@ static int relay_run(relay *r) {
   int stdin_open = 1;
   long long drain_until = 0;
   for (;;) {
-    int timeout = -1;
+    int timeout = FL_MCP_POLL_FOREVER;
     if (!stdin_open) {
-      long long left = drain_until - now_ms();
+      long long left = drain_until - fl_mono_ms();
       if (left <= 0)
         return 0;
       timeout = (int)left;
@@ -451,7 +457,7 @@ static int relay_run(relay *r) {
          * the roster) and finishes any answers in flight. */
         (void)shutdown(r->sock, SHUT_WR);
         stdin_open = 0;
-        drain_until = now_ms() + FL_MCP_DRAIN_MS;
+        drain_until = fl_mono_ms() + FL_MCP_DRAIN_MS;
       }
     }
   }
@@ -492,10 +498,10 @@ int main(int argc, char **argv) {
   } else {
     int rc = fl_paths_socket(NULL, path, sizeof path);
     if (rc != 0) {
-      snprintf(reason, sizeof reason,
-               "cannot work out fleetd's socket path (%s). Set FLEET_SOCKET or HOME, or pass "
-               "--socket PATH",
-               fl_strerror(rc));
+      fl_errf(reason, sizeof reason,
+              "cannot work out fleetd's socket path (%s). Set FLEET_SOCKET or HOME, or pass "
+              "--socket PATH",
+              fl_strerror(rc));
       fprintf(stderr, "fleet-mcp: %s\n", reason);
       return serve_unavailable(reason);
     }
@@ -508,14 +514,16 @@ int main(int argc, char **argv) {
             "Start it with:  fleetd &\n"
             "(or: systemctl --user start fleetd)\n",
             path);
-    snprintf(reason, sizeof reason,
-             "fleetd is not running (nothing listening on %s). Start it with: fleetd", path);
+    fl_errf(reason, sizeof reason,
+            "fleetd is not running (nothing listening on %s). Start it with: fleetd", path);
     return serve_unavailable(reason);
   }
   if (fd < 0) {
-    snprintf(reason, sizeof reason, "cannot connect to fleetd at %s: %s", path,
-             fd == -ENAMETOOLONG ? "path too long for a Unix socket (max 107 bytes)"
-                                 : strerror(-fd));
+    char why[64];
+    fl_errf(why, sizeof why, "path too long for a Unix socket (max %zu bytes)",
+            sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    fl_errf(reason, sizeof reason, "cannot connect to fleetd at %s: %s", path,
+            fd == -ENAMETOOLONG ? why : strerror(-fd));
     fprintf(stderr, "fleet-mcp: %s\n", reason);
     return serve_unavailable(reason);
   }

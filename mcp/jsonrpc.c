@@ -311,6 +311,9 @@ void fl_rpc_free(fl_rpc *r) {
 
 /* Output sink for json_dump_callback: a buffer from fl_malloc, so the line
  * can be freed with fl_free whatever allocator jansson was given. */
+/* What a json_dump_callback_t returns to stop the dump: jansson's contract
+ * is 0 to go on and -1 to fail. */
+#define FL_RPC_SINK_FAIL (-1)
 struct fl_rpc_sink {
   char *buf;
   size_t len, cap;
@@ -320,7 +323,7 @@ static int fl_rpc_sink_put(const char *data, size_t n, void *arg) {
   struct fl_rpc_sink *s = arg;
   /* +2 keeps room for the '\n' and the NUL that end every line. */
   if (n > SIZE_MAX - 2 - s->len)
-    return -1;
+    return FL_RPC_SINK_FAIL;
   size_t need = s->len + n + 2;
   if (need > s->cap) {
     size_t cap = s->cap ? s->cap : 256;
@@ -328,7 +331,7 @@ static int fl_rpc_sink_put(const char *data, size_t n, void *arg) {
       cap = cap <= SIZE_MAX / 2 ? cap * 2 : need;
     char *nbuf = fl_realloc(s->buf, cap);
     if (!nbuf)
-      return -1;
+      return FL_RPC_SINK_FAIL;
     s->buf = nbuf;
     s->cap = cap;
   }

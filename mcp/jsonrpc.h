@@ -2,7 +2,7 @@
  *
  * Pure code, no I/O: the transport feeds bytes into an fl_linebuf and gets
  * whole lines back; fl_rpc_parse() classifies a line; the builders make
- * the reply lines. Caps come from gateway/limits.h. */
+ * the reply lines. Caps come from common/limits.h. */
 #ifndef FL_JSONRPC_H
 #define FL_JSONRPC_H
 

@@ -4,11 +4,13 @@
  * list), properties, required, additionalProperties (false), minLength,
  * maxLength, minimum, maximum, enum and items. The messages name the argument
  * and say what it must be, because an agent reads them to fix its call. */
+#include "mcp/schema_check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "mcp/mcp.h"
+#include "common/error.h"
 
 static int fl_type_is(json_t *v, const char *t) {
   if (strcmp(t, "string") == 0)
@@ -43,9 +45,9 @@ int fl_schema_check(json_t *v, json_t *schema, const char *path, char *err, size
     return 0;
   json_t *type = json_object_get(schema, "type");
   if (json_is_string(type) && !fl_type_is(v, json_string_value(type))) {
-    snprintf(err, errlen, "'%s' must be %s %s", fl_name(path),
-             strchr("aeiou", json_string_value(type)[0]) ? "an" : "a", json_string_value(type));
-    return -1;
+    fl_errf(err, errlen, "'%s' must be %s %s", fl_name(path),
+            strchr("aeiou", json_string_value(type)[0]) ? "an" : "a", json_string_value(type));
+    return FL_EINVAL;
   }
   if (json_is_array(type)) {
     size_t i;
@@ -53,8 +55,8 @@ int fl_schema_check(json_t *v, json_t *schema, const char *path, char *err, size
     int ok = 0;
     json_array_foreach(type, i, t) ok |= fl_type_is(v, json_string_value(t));
     if (!ok) {
-      snprintf(err, errlen, "'%s' has the wrong type", fl_name(path));
-      return -1;
+      fl_errf(err, errlen, "'%s' has the wrong type", fl_name(path));
+      return FL_EINVAL;
     }
   }
   json_t *en = json_object_get(schema, "enum");
@@ -64,30 +66,30 @@ int fl_schema_check(json_t *v, json_t *schema, const char *path, char *err, size
     int ok = 0;
     json_array_foreach(en, i, e) ok |= json_equal(e, v);
     if (!ok) {
-      snprintf(err, errlen, "'%s' is not one of the allowed values", fl_name(path));
-      return -1;
+      fl_errf(err, errlen, "'%s' is not one of the allowed values", fl_name(path));
+      return FL_EINVAL;
     }
   }
   if (json_is_string(v)) {
     size_t len = fl_utf8_len(json_string_value(v));
     json_t *mn = json_object_get(schema, "minLength"), *mx = json_object_get(schema, "maxLength");
     if (mn && (json_int_t)len < json_integer_value(mn)) {
-      snprintf(err, errlen, "'%s' must not be empty", fl_name(path));
-      return -1;
+      fl_errf(err, errlen, "'%s' must not be empty", fl_name(path));
+      return FL_EINVAL;
     }
     if (mx && (json_int_t)len > json_integer_value(mx)) {
-      snprintf(err, errlen, "'%s' is longer than %lld characters", fl_name(path),
-               (long long)json_integer_value(mx));
-      return -1;
+      fl_errf(err, errlen, "'%s' is longer than %lld characters", fl_name(path),
+              (long long)json_integer_value(mx));
+      return FL_EINVAL;
     }
   }
   if (json_is_number(v)) {
     double d = json_number_value(v);
     json_t *mn = json_object_get(schema, "minimum"), *mx = json_object_get(schema, "maximum");
     if ((mn && d < json_number_value(mn)) || (mx && d > json_number_value(mx)) || isnan(d)) {
-      snprintf(err, errlen, "'%s' must be between %g and %g", fl_name(path),
-               mn ? json_number_value(mn) : -INFINITY, mx ? json_number_value(mx) : INFINITY);
-      return -1;
+      fl_errf(err, errlen, "'%s' must be between %g and %g", fl_name(path),
+              mn ? json_number_value(mn) : -INFINITY, mx ? json_number_value(mx) : INFINITY);
+      return FL_EINVAL;
     }
   }
   if (json_is_object(v)) {
@@ -97,8 +99,8 @@ int fl_schema_check(json_t *v, json_t *schema, const char *path, char *err, size
     json_t *r;
     json_array_foreach(req, i, r) {
       if (!json_object_get(v, json_string_value(r))) {
-        snprintf(err, errlen, "missing required argument '%s'", json_string_value(r));
-        return -1;
+        fl_errf(err, errlen, "missing required argument '%s'", json_string_value(r));
+        return FL_EINVAL;
       }
     }
     const char *key;
@@ -109,13 +111,14 @@ int fl_schema_check(json_t *v, json_t *schema, const char *path, char *err, size
       json_t *ps = json_object_get(props, key);
       if (!ps) {
         if (json_is_false(json_object_get(schema, "additionalProperties"))) {
-          snprintf(err, errlen, "unknown argument '%s'", sub);
-          return -1;
+          fl_errf(err, errlen, "unknown argument '%s'", sub);
+          return FL_EINVAL;
         }
         continue;
       }
-      if (fl_schema_check(val, ps, sub, err, errlen))
-        return -1;
+      int rc = fl_schema_check(val, ps, sub, err, errlen);
+      if (rc)
+        return rc;
     }
   }
   if (json_is_array(v)) {
@@ -125,8 +128,9 @@ int fl_schema_check(json_t *v, json_t *schema, const char *path, char *err, size
     json_array_foreach(v, i, it) {
       char sub[256];
       snprintf(sub, sizeof sub, "%s[%zu]", fl_name(path), i);
-      if (fl_schema_check(it, items, sub, err, errlen))
-        return -1;
+      int rc = fl_schema_check(it, items, sub, err, errlen);
+      if (rc)
+        return rc;
     }
   }
   return 0;

@@ -10,6 +10,8 @@
  *
  * Reads share one buffer: the loop is single-threaded and each read is
  * consumed before the next one is allocated. */
+#include "mcp/server.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +23,10 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
-#include "mcp/server.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "mcp/counters.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 
@@ -38,6 +40,7 @@ typedef struct fl_conn fl_conn;
 struct fl_server {
   uv_loop_t *loop;
   fl_gw *gw;
+  fl_mcp_counters *counters; /* what its sessions count (owned) */
   uv_pipe_t listener;
   int listening;
   char path[FL_MAX_PATH + 1];
@@ -127,7 +130,7 @@ static void fl_conn_write(void *conn, char *line, size_t len) {
     return;
   }
   if (c->outq + len > FL_MAX_OUTQ) {
-    fl_gw_count(c->fe->gw, FL_C_CLIENTS_SLOW);
+    fl_mcp_counters_bump(c->fe->counters, FL_MCP_C_SESSIONS_DROPPED_SLOW);
     fl_warn(NULL, "client is not reading (%zu bytes unsent); disconnecting it", c->outq);
     fl_free(line);
     fl_conn_close(c);
@@ -206,7 +209,7 @@ static void fl_on_connection(uv_stream_t *server, int status) {
   }
   fl_conn *c = fl_calloc(1, sizeof *c);
   if (!c) {
-    fl_gw_count(fe->gw, FL_C_CLIENTS_REFUSED);
+    fl_mcp_counters_bump(fe->counters, FL_MCP_C_SESSIONS_REFUSED);
     return;
   }
   c->fe = fe;
@@ -224,7 +227,7 @@ static void fl_on_connection(uv_stream_t *server, int status) {
   int ok = uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.uid == geteuid();
   if (!ok || fe->nconns >= FL_MAX_CLIENTS) {
-    fl_gw_count(fe->gw, FL_C_CLIENTS_REFUSED);
+    fl_mcp_counters_bump(fe->counters, FL_MCP_C_SESSIONS_REFUSED);
     if (!ok)
       fl_warn(NULL, "refused a connection from uid %ld: only uid %ld may use this socket",
               (long)cred.uid, (long)geteuid());
@@ -234,7 +237,7 @@ static void fl_on_connection(uv_stream_t *server, int status) {
     uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
     return;
   }
-  c->session = fl_session_new(fe->gw, &fl_conn_io, c);
+  c->session = fl_session_new(fe->gw, fe->counters, &fl_conn_io, c);
   if (!c->session) {
     c->closing = 2;
     uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
@@ -246,7 +249,7 @@ static void fl_on_connection(uv_stream_t *server, int status) {
   c->pprev = &fe->conns;
   fe->conns = c;
   fe->nconns++;
-  fl_gw_count(fe->gw, FL_C_CLIENTS_ACCEPTED);
+  fl_mcp_counters_bump(fe->counters, FL_MCP_C_SESSIONS_ACCEPTED);
   uv_read_start((uv_stream_t *)&c->pipe, fl_alloc_cb, fl_read_cb);
 }
 
@@ -268,13 +271,13 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
                       char *err, size_t errlen) {
   *out = NULL;
   if (strlen(socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-    snprintf(err, errlen, "socket path %s is too long for a Unix socket (max %zu): use a "
-             "shorter --socket", socket_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    fl_errf(err, errlen, "socket path %s is too long for a Unix socket (max %zu): use a "
+            "shorter --socket", socket_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
     return -ENAMETOOLONG;
   }
   int rc = fl_mcp_init();
   if (rc) {
-    snprintf(err, errlen, "the embedded tool schemas do not parse");
+    fl_errf(err, errlen, "the embedded tool schemas do not parse");
     return rc;
   }
   char dir[FL_MAX_PATH + 1];
@@ -283,20 +286,23 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
   if (slash && slash != dir) {
     *slash = '\0';
     if ((rc = fl_paths_mkdir_p(dir, 0700))) {
-      snprintf(err, errlen, "cannot create %s: %s", dir, strerror(-rc));
+      fl_errf(err, errlen, "cannot create %s: %s", dir, strerror(-rc));
       return rc;
     }
   }
   if (fl_socket_alive(socket_path)) {
-    snprintf(err, errlen, "another fleetd is already listening on %s (stop it, or give this "
-             "one its own --socket and --state-dir)", socket_path);
+    fl_errf(err, errlen, "another fleetd is already listening on %s (stop it, or give this "
+            "one its own --socket and --state-dir)", socket_path);
     return -EADDRINUSE;
   }
   unlink(socket_path);
 
   fl_server *fe = fl_calloc(1, sizeof *fe);
-  if (!fe) {
-    snprintf(err, errlen, "out of memory");
+  if (fe)
+    fe->counters = fl_mcp_counters_new();
+  if (!fe || !fe->counters) {
+    fl_free(fe);
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   fe->loop = loop;
@@ -312,9 +318,10 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
   if (rc == 0)
     rc = uv_listen((uv_stream_t *)&fe->listener, FL_BACKLOG, fl_on_connection);
   if (rc) {
-    snprintf(err, errlen, "cannot listen on %s: %s", socket_path, uv_strerror(rc));
+    fl_errf(err, errlen, "cannot listen on %s: %s", socket_path, uv_strerror(rc));
     uv_close((uv_handle_t *)&fe->listener, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
+    fl_mcp_counters_free(&fe->counters);
     fl_free(fe);
     return rc;
   }
@@ -344,6 +351,7 @@ void fl_server_free(fl_server **fep) {
   if (!fep || !*fep)
     return;
   fl_mcp_cleanup();
+  fl_mcp_counters_free(&(*fep)->counters);
   fl_free(*fep);
   *fep = NULL;
 }

@@ -1,0 +1,136 @@
+/* fleetctl_mcp_config.c — `fleetctl mcp-config`: the MCP client config that
+ * starts fleet-mcp (see fleetctl_mcp_config.h).
+ *
+ * Needs no fleetd. The config names fleet-mcp by absolute path (the MCP
+ * client starts it from its own working directory and PATH) and, with
+ * --socket, an absolute socket path for the same reason. The JSON goes to
+ * stdout, so it can be redirected into a file; how to install it goes to
+ * stderr. */
+#include "clients/fleetctl_mcp_config.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clients/fleetctl_rpc.h"
+#include "common/alloc.h"
+#include "common/limits.h"
+
+/* The absolute path of the fleet-mcp to put in a config: the one next to
+ * this binary, else the first on PATH, else the bare name (with a warning). */
+static void find_fleet_mcp(char *out, size_t n) {
+  char self[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len > 0) {
+    self[len] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) {
+      *slash = '\0';
+      int w = snprintf(out, n, "%s/fleet-mcp", self);
+      if (w > 0 && (size_t)w < n && access(out, X_OK) == 0)
+        return;
+    }
+  }
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t dl = strcspn(path, ":");
+    char cwd[PATH_MAX];
+    const char *dir = path;
+    if (dl == 0 && getcwd(cwd, sizeof cwd)) { /* an empty PATH entry is "." */
+      dir = cwd;
+      dl = strlen(cwd);
+    }
+    if (dl > 0 && dir[0] == '/') {
+      int w = snprintf(out, n, "%.*s/fleet-mcp", (int)dl, dir);
+      if (w > 0 && (size_t)w < n && access(out, X_OK) == 0)
+        return;
+    }
+    path += strcspn(path, ":");
+    if (*path == ':')
+      path++;
+  }
+  fprintf(stderr, "fleetctl: warning: fleet-mcp is not next to fleetctl nor on PATH; the config "
+                  "names it bare, so it must be on the MCP client's PATH\n");
+  snprintf(out, n, "fleet-mcp");
+}
+
+/* Prints s inside single quotes for a POSIX shell. */
+static void fputs_shell_quoted(const char *s, FILE *f) {
+  fputc('\'', f);
+  for (; *s; s++) {
+    if (*s == '\'')
+      fputs("'\\''", f);
+    else
+      fputc(*s, f);
+  }
+  fputc('\'', f);
+}
+
+int fl_ctl_mcp_config(int claude, const char *as, const char *socket_opt) {
+  char exe[PATH_MAX];
+  find_fleet_mcp(exe, sizeof exe);
+
+  /* The client starts fleet-mcp in its own working directory, so a relative
+   * --socket would point somewhere else there. */
+  char sock[PATH_MAX + FL_MAX_PATH];
+  const char *sockpath = socket_opt;
+  if (sockpath && sockpath[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) {
+      snprintf(sock, sizeof sock, "%s/%s", cwd, sockpath);
+      sockpath = sock;
+    }
+  }
+
+  json_t *envv = json_pack("{s:s, s:s}", "FLEET_NAME", as ? as : "lead", "FLEET_ROLE",
+                           "lead");
+  if (envv && sockpath &&
+      json_object_set_new(envv, "FLEET_SOCKET", json_string(sockpath)) != 0) {
+    json_decref(envv);
+    envv = NULL;
+  }
+  if (!envv)
+    return fl_ctl_fail("out of memory (or a name or path that is not UTF-8)");
+
+  json_t *entry, *doc;
+  if (claude) {
+    entry = json_pack("{s:s, s:s, s:[], s:o}", "type", "stdio", "command", exe, "args", "env",
+                      envv);
+    doc = entry ? json_pack("{s:{s:O}}", "mcpServers", "fleet", entry) : NULL;
+  } else {
+    entry = json_pack("{s:s, s:[s], s:b, s:o}", "type", "local", "command", exe, "enabled", 1,
+                      "environment", envv);
+    doc = entry ? json_pack("{s:s, s:{s:O}}", "$schema", "https://opencode.ai/config.json", "mcp",
+                            "fleet", entry)
+                : NULL;
+  }
+  int st = FL_EXIT_FAIL;
+  char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+  char *compact = entry ? json_dumps(entry, JSON_COMPACT) : NULL;
+  if (!text || !compact) {
+    fl_ctl_fail("out of memory");
+    goto done;
+  }
+  puts(text);
+  if (claude) {
+    fputs("fleetctl: paste this into .mcp.json at your project root, or run: "
+          "claude mcp add-json fleet ",
+          stderr);
+    fputs_shell_quoted(compact, stderr);
+    fputc('\n', stderr);
+  } else {
+    fputs("fleetctl: paste this into opencode.json at your project root, or merge its \"mcp\" "
+          "block into ~/.config/opencode/opencode.json\n",
+          stderr);
+  }
+  st = FL_EXIT_OK;
+done:
+  fl_free(text);
+  fl_free(compact);
+  json_decref(doc);
+  json_decref(entry);
+  return st;
+}

@@ -1,0 +1,89 @@
+/* admin.c — the fleet/... methods fleetctl calls (see admin.h).
+ *
+ * These are plain JSON-RPC methods, not MCP tools: an agent never sees them
+ * in tools/list. Errors are JSON-RPC errors (-32602) whose message fleetctl
+ * prints as is, so each names what was wrong and what to do. */
+#include "mcp/admin.h"
+
+#include <string.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "gateway/gw.h"
+#include "mcp/counters.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp_internal.h"
+
+/* A trace id is a UUID (36 characters); 64 leaves room for any id a peer
+ * made while still bounding what is searched for. */
+#define FL_ADMIN_MAX_TRACE 64
+
+void fl_admin_status(fl_session *s, json_t *id, json_t *params) {
+  json_t *status = fl_gw_status(fl_session_gw(s));
+  if (status && fl_mcp_counters_to_json(fl_session_counters(s),
+                                        json_object_get(status, "counters")) != 0) {
+    json_decref(status);
+    status = NULL;
+  }
+  fl_session_reply(s, id, status);
+}
+
+void fl_admin_identity(fl_session *s, json_t *id, json_t *params) {
+  fl_session_reply(s, id, fl_gw_identity(fl_session_gw(s)));
+}
+
+void fl_admin_peers(fl_session *s, json_t *id, json_t *params) {
+  fl_session_reply(s, id, fl_gw_peers(fl_session_gw(s)));
+}
+
+/* A pin change's answer: {host, <done>: true}, or the gateway's error. */
+static void fl_admin_pin_reply(fl_session *s, json_t *id, int rc, const char *err,
+                               const char *host, const char *done) {
+  if (rc)
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
+  else
+    fl_session_reply(s, id, json_pack("{s:s, s:b}", "host", host, done, 1));
+}
+
+void fl_admin_peer_add(fl_session *s, json_t *id, json_t *params) {
+  const char *host = json_string_value(json_object_get(params, "host"));
+  const char *key = json_string_value(json_object_get(params, "publicKey"));
+  const char *url = json_string_value(json_object_get(params, "url"));
+  if (!host || !key) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
+                           "fleet/peer.add needs params.host and params.publicKey (strings)");
+    return;
+  }
+  char err[512] = "";
+  int rc = fl_gw_peer_add(fl_session_gw(s), host, key, url, err, sizeof err);
+  fl_admin_pin_reply(s, id, rc, err, host, "pinned");
+}
+
+void fl_admin_peer_remove(fl_session *s, json_t *id, json_t *params) {
+  const char *host = json_string_value(json_object_get(params, "host"));
+  if (!host) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
+                           "fleet/peer.remove needs params.host (a string)");
+    return;
+  }
+  char err[512] = "";
+  int rc = fl_gw_peer_remove(fl_session_gw(s), host, err, sizeof err);
+  fl_admin_pin_reply(s, id, rc, err, host, "removed");
+}
+
+static void fl_admin_trace_line(void *ctx, const char *line) {
+  json_array_append_new(ctx, json_string(line));
+}
+
+void fl_admin_trace(fl_session *s, json_t *id, json_t *params) {
+  const char *trace = json_string_value(json_object_get(params, "traceId"));
+  if (!trace || !*trace || strlen(trace) > FL_ADMIN_MAX_TRACE) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
+                           "fleet/trace needs params.traceId (a string)");
+    return;
+  }
+  json_t *lines = json_array();
+  if (lines)
+    fl_log_find_trace(trace, fl_admin_trace_line, lines);
+  fl_session_reply(s, id, lines ? json_pack("{s:s, s:o}", "traceId", trace, "lines", lines) : NULL);
+}

@@ -1,0 +1,27 @@
+/* admin.h — fleet's own JSON-RPC methods for operators (fleetctl): fleet/status,
+ * fleet/identity, fleet/peers, fleet/peer.add, fleet/peer.remove and
+ * fleet/trace.
+ *
+ * Each is an fl_method_fn (mcp_internal.h): it answers request id (borrowed)
+ * from params (borrowed, may be NULL) through the gateway's public verbs.
+ * fleet/status is the gateway's status with this server's MCP counters
+ * (counters.h) merged into its "counters" object. Loop thread only; nothing
+ * here blocks. */
+#ifndef FL_MCP_ADMIN_H
+#define FL_MCP_ADMIN_H
+
+#include <jansson.h>
+
+#include "mcp/mcp.h"
+
+void fl_admin_status(fl_session *s, json_t *id, json_t *params);
+void fl_admin_identity(fl_session *s, json_t *id, json_t *params);
+void fl_admin_peers(fl_session *s, json_t *id, json_t *params);
+/* {host, publicKey, url?}: pins host's key. */
+void fl_admin_peer_add(fl_session *s, json_t *id, json_t *params);
+/* {host}: drops host's pin. */
+void fl_admin_peer_remove(fl_session *s, json_t *id, json_t *params);
+/* {traceId}: the lines this fleetd logged for a flow. */
+void fl_admin_trace(fl_session *s, json_t *id, json_t *params);
+
+#endif

@@ -1,0 +1,298 @@
+/* tools.c — fleet's MCP tools (see tools.h).
+ *
+ * Every tool result is built here, from one table: a call is looked up in
+ * the embedded schema/tools.json (unknown tool: a JSON-RPC error), its
+ * arguments are checked against the tool's inputSchema (a bad argument: a
+ * tool result with isError naming it), and then the tool's handler runs its
+ * gateway verb. The result comes back now, or later through
+ * fl_tool_call_done for a call the verb parked; either way it goes out as
+ * structuredContent plus the same JSON as text. */
+#include "mcp/tools.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp_internal.h"
+#include "mcp/schema_check.h"
+
+extern const char fl_schema_tools[];
+
+static json_t *fl_tools; /* the parsed schema/tools.json array */
+
+struct fl_tool_call {
+  fl_tool_call *next; /* in the session's parked list */
+  fl_session *s;
+  json_t *id; /* the request's id (owned) */
+  fl_wait *wait;
+};
+
+int fl_tools_init(void) {
+  if (fl_tools)
+    return 0;
+  json_error_t je;
+  fl_tools = json_loads(fl_schema_tools, 0, &je);
+  if (!fl_tools || !json_is_array(fl_tools)) {
+    fl_error(NULL, "schema/tools.json does not parse: %s (line %d)", je.text, je.line);
+    json_decref(fl_tools);
+    fl_tools = NULL;
+    return FL_EPROTO;
+  }
+  return 0;
+}
+
+void fl_tools_cleanup(void) {
+  json_decref(fl_tools);
+  fl_tools = NULL;
+}
+
+static json_t *fl_tool_def(const char *name) {
+  size_t i;
+  json_t *t;
+  json_array_foreach(fl_tools, i, t) {
+    const char *tn = json_string_value(json_object_get(t, "name"));
+    if (tn && strcmp(tn, name) == 0)
+      return t;
+  }
+  return NULL;
+}
+
+/* ---- results ---------------------------------------------------------------- */
+
+/* A tool result: structuredContent (stolen) plus the same JSON as text. */
+static json_t *fl_tool_ok(json_t *structured) {
+  char *text = json_dumps(structured, JSON_COMPACT);
+  json_t *r = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text",
+                        text ? text : "{}", "structuredContent", structured);
+  fl_free(text);
+  return r;
+}
+
+/* Cuts a UTF-8 sequence that a bounded format left unfinished at the end of
+ * s, so the message still goes into JSON. */
+static void fl_utf8_trim_tail(char *s) {
+  size_t n = strlen(s), k = 0;
+  while (k < n && k < 4 && ((unsigned char)s[n - 1 - k] & 0xc0) == 0x80)
+    k++;
+  if (k >= n)
+    return;
+  unsigned char lead = (unsigned char)s[n - 1 - k];
+  size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  if (lead >= 0x80 && want != k + 1)
+    s[n - 1 - k] = '\0';
+}
+
+/* A tool result with isError: msg is what the agent reads to fix its call. */
+static json_t *fl_tool_err(const char *msg) {
+  json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg,
+                        "isError", 1);
+  if (r)
+    return r;
+  /* Not UTF-8: a message cut short by a bounded format. */
+  char copy[1024];
+  fl_errf(copy, sizeof copy, "%s", msg);
+  fl_utf8_trim_tail(copy);
+  return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", copy, "isError",
+                   1);
+}
+
+/* ---- parked calls ------------------------------------------------------------ */
+
+static void fl_tool_call_unlink(fl_tool_call *call) {
+  for (fl_tool_call **pp = fl_session_parked(call->s); *pp; pp = &(*pp)->next) {
+    if (*pp == call) {
+      *pp = call->next;
+      return;
+    }
+  }
+}
+
+static void fl_tool_call_free(fl_tool_call **call) {
+  if (!call || !*call)
+    return;
+  json_decref((*call)->id);
+  fl_free(*call);
+  *call = NULL;
+}
+
+/* The gateway's callback for a parked call (an fl_gw_cb): answers it. */
+static void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
+  fl_tool_call *call = ctx;
+  fl_tool_call_unlink(call);
+  fl_session_reply(call->s, call->id,
+                   result ? fl_tool_ok(result) : fl_tool_err(err ? err : "failed"));
+  fl_tool_call_free(&call);
+}
+
+void fl_tools_cancel(fl_session *s, json_t *request_id) {
+  if (!request_id)
+    return;
+  for (fl_tool_call *call = *fl_session_parked(s); call; call = call->next) {
+    if (json_equal(call->id, request_id)) {
+      fl_tool_call_unlink(call);
+      fl_gw_cancel(fl_session_gw(s), &call->wait);
+      fl_tool_call_free(&call);
+      return;
+    }
+  }
+}
+
+void fl_tools_cancel_all(fl_session *s) {
+  fl_tool_call **head = fl_session_parked(s);
+  while (*head) {
+    fl_tool_call *call = *head;
+    *head = call->next;
+    fl_gw_cancel(fl_session_gw(s), &call->wait);
+    fl_tool_call_free(&call);
+  }
+}
+
+size_t fl_tools_parked(fl_session *s) {
+  size_t n = 0;
+  for (fl_tool_call *call = *fl_session_parked(s); call; call = call->next)
+    n++;
+  return n;
+}
+
+/* ---- the tools ---------------------------------------------------------------- */
+
+static const char *fl_arg_str(json_t *args, const char *key) {
+  return json_string_value(json_object_get(args, key));
+}
+
+static double fl_arg_num(json_t *args, const char *key) {
+  json_t *v = json_object_get(args, key);
+  return v ? json_number_value(v) : 0;
+}
+
+static int fl_tool_list(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                        fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_list(fl_session_gw(s), fl_session_client(s), result);
+}
+
+static int fl_tool_send(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                        fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_send(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
+                    fl_arg_str(args, "content"), fl_arg_num(args, "wait_s"), fl_tool_call_done,
+                    call, result, wait, err, errlen);
+}
+
+static int fl_tool_poll(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                        fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_poll(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "from"),
+                    fl_arg_num(args, "wait_s"), (size_t)fl_arg_num(args, "max"),
+                    fl_tool_call_done, call, result, wait, err, errlen);
+}
+
+static int fl_tool_reply(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                         fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_reply(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
+                     fl_arg_str(args, "content"), fl_arg_str(args, "inReplyTo"),
+                     fl_tool_call_done, call, result, wait, err, errlen);
+}
+
+static int fl_tool_broadcast(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                             fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_broadcast(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "group"),
+                         fl_arg_str(args, "content"), fl_tool_call_done, call, result, wait,
+                         err, errlen);
+}
+
+static const fl_tool fl_tool_table[] = {
+    {"fleet_list", fl_tool_list},   {"fleet_send", fl_tool_send},
+    {"fleet_poll", fl_tool_poll},   {"fleet_reply", fl_tool_reply},
+    {"fleet_broadcast", fl_tool_broadcast},
+};
+
+const fl_tool *fl_tools_table(size_t *n) {
+  if (n)
+    *n = sizeof fl_tool_table / sizeof fl_tool_table[0];
+  return fl_tool_table;
+}
+
+static const fl_tool *fl_tool_find(const char *name) {
+  for (size_t i = 0; i < sizeof fl_tool_table / sizeof fl_tool_table[0]; i++)
+    if (strcmp(fl_tool_table[i].name, name) == 0)
+      return &fl_tool_table[i];
+  return NULL;
+}
+
+/* ---- the methods -------------------------------------------------------------- */
+
+void fl_tools_list(fl_session *s, json_t *id, json_t *params) {
+  fl_session_reply(s, id, fl_tools ? json_pack("{s:O}", "tools", fl_tools) : NULL);
+}
+
+/* Runs a checked call: answers now, or parks it on its session. */
+static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *args) {
+  char err[512] = "";
+  const fl_tool *tool = fl_tool_find(name);
+  if (!tool) {
+    fl_errf(err, sizeof err, "%s is declared but not served by this fleetd", name);
+    fl_session_reply(s, id, fl_tool_err(err));
+    return;
+  }
+  fl_tool_call *call = fl_calloc(1, sizeof *call);
+  if (!call) {
+    fl_session_reply(s, id, fl_tool_err(fl_strerror(FL_ENOMEM)));
+    return;
+  }
+  call->s = s;
+  json_t *result = NULL;
+  fl_wait *wait = NULL;
+  int rc = tool->handler(s, call, args, &result, &wait, err, sizeof err);
+  if (rc == 0 && wait) {
+    /* Parked: fl_tool_call_done answers when the gateway calls back. */
+    call->id = json_incref(id);
+    call->wait = wait;
+    fl_tool_call **head = fl_session_parked(s);
+    call->next = *head;
+    *head = call;
+    return;
+  }
+  fl_tool_call_free(&call);
+  if (rc != 0)
+    fl_session_reply(s, id, fl_tool_err(err[0] ? err : fl_strerror(rc)));
+  else if (result)
+    fl_session_reply(s, id, fl_tool_ok(result));
+  else /* a verb that neither answered nor waited: still one answer */
+    fl_session_reply(s, id, fl_tool_err("fleetd returned no result; see its log"));
+}
+
+void fl_tools_call(fl_session *s, json_t *id, json_t *params) {
+  if (params && !json_is_object(params)) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, "tools/call params must be an object");
+    return;
+  }
+  fl_mcp_counters *counters = fl_session_counters(s);
+  fl_mcp_counters_bump(counters, FL_MCP_C_CALLS);
+  const char *name = json_string_value(json_object_get(params, "name"));
+  if (!name) {
+    fl_mcp_counters_bump(counters, FL_MCP_C_CALLS_BAD_ARGUMENTS);
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
+                           "tools/call needs params.name (a string)");
+    return;
+  }
+  char msg[700];
+  json_t *def = fl_tool_def(name);
+  if (!def) {
+    fl_mcp_counters_bump(counters, FL_MCP_C_CALLS_UNKNOWN_TOOL);
+    fl_errf(msg, sizeof msg, "Unknown tool: %.100s (tools/list shows the tools)", name);
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, msg);
+    return;
+  }
+  json_t *args = json_object_get(params, "arguments"), *empty = NULL;
+  if (!args || json_is_null(args))
+    args = empty = json_object();
+  char err[512];
+  if (fl_schema_check(args, json_object_get(def, "inputSchema"), "", err, sizeof err) != 0) {
+    fl_mcp_counters_bump(counters, FL_MCP_C_CALLS_BAD_ARGUMENTS);
+    fl_errf(msg, sizeof msg, "%s: %s", name, err);
+    fl_session_reply(s, id, fl_tool_err(msg));
+  } else {
+    fl_tools_run(s, id, name, args);
+  }
+  json_decref(empty);
+}
