@@ -34,6 +34,11 @@
 #define FL_READ_BUF (64 * 1024)
 /* Pending connections the kernel may queue: a burst of clients at once. */
 #define FL_BACKLOG 1024
+/* After an oversize line, how long and how much more input is read (and
+ * dropped) while waiting for the peer to close: enough for the rest of a
+ * line a few times the cap, short enough that a stuck peer frees its slot. */
+#define FL_DRAIN_MS 2000
+#define FL_DRAIN_MAX_BYTES (4u * FL_MAX_LINE)
 
 typedef struct fl_conn fl_conn;
 
@@ -59,6 +64,11 @@ struct fl_conn {
   size_t outq;
   int closing;
   uv_shutdown_t shutdown_req;
+  /* Draining after an oversize line (see fl_conn_drain). */
+  int draining;
+  size_t drained;
+  uv_timer_t drain_timer;
+  int handles; /* open handles (pipe, drain timer); freed at 0 */
 };
 
 typedef struct fl_wreq {
@@ -72,6 +82,8 @@ static void fl_conn_close(fl_conn *c);
 
 static void fl_conn_closed_cb(uv_handle_t *h) {
   fl_conn *c = h->data;
+  if (--c->handles > 0)
+    return;
   fl_linebuf_free(&c->lb);
   fl_free(c);
 }
@@ -90,15 +102,43 @@ static void fl_conn_close(fl_conn *c) {
     c->pprev = NULL;
     c->fe->nconns--;
   }
-  if (!was_closing)
+  if (!was_closing || c->draining)
     uv_read_stop((uv_stream_t *)&c->pipe);
+  if (c->draining && !uv_is_closing((uv_handle_t *)&c->drain_timer))
+    uv_close((uv_handle_t *)&c->drain_timer, fl_conn_closed_cb);
   if (!uv_is_closing((uv_handle_t *)&c->pipe))
     uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
 }
 
 static void fl_conn_shutdown_cb(uv_shutdown_t *req, int status) {
   fl_conn *c = req->data;
-  fl_conn_close(c);
+  /* A draining connection closes when the peer does, or on its timer. */
+  if (!c->draining || status < 0)
+    fl_conn_close(c);
+}
+
+static void fl_drain_timeout_cb(uv_timer_t *t) { fl_conn_close(t->data); }
+
+/* Ends a connection whose peer broke the protocol mid-line (an oversize
+ * line): the session ends now, the queued error line is flushed and the
+ * write side shut, but reading goes on, dropping what arrives, until the
+ * peer closes, FL_DRAIN_MAX_BYTES more arrive, or FL_DRAIN_MS pass. Closing
+ * with unread input at once would make the kernel reset the connection, and
+ * the peer could lose the error line before reading it. */
+static void fl_conn_drain(fl_conn *c) {
+  if (c->closing)
+    return;
+  c->closing = 1;
+  c->draining = 1;
+  fl_session_free(&c->session);
+  fl_linebuf_free(&c->lb);
+  uv_timer_init(c->pipe.loop, &c->drain_timer);
+  c->drain_timer.data = c;
+  c->handles++;
+  uv_timer_start(&c->drain_timer, fl_drain_timeout_cb, FL_DRAIN_MS, 0);
+  c->shutdown_req.data = c;
+  if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->pipe, fl_conn_shutdown_cb) != 0)
+    fl_conn_close(c);
 }
 
 /* Soft close: the session ends now, queued writes are flushed, then close. */
@@ -173,11 +213,20 @@ static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
   fl_conn *c = stream->data;
   c->fe->readbuf_busy = 0;
   if (nread == UV_EOF) {
-    fl_conn_finish(c);
+    if (c->draining)
+      fl_conn_close(c);
+    else
+      fl_conn_finish(c);
     return;
   }
   if (nread < 0) {
     fl_conn_close(c);
+    return;
+  }
+  if (c->draining) {
+    c->drained += (size_t)nread;
+    if (c->drained > FL_DRAIN_MAX_BYTES)
+      fl_conn_close(c);
     return;
   }
   if (nread == 0 || c->closing)
@@ -195,7 +244,7 @@ static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
   if (rc == FL_ETOOBIG) {
     fl_warn(NULL, "client sent a line over %u bytes; closing its connection", FL_MAX_LINE);
     fl_session_oversize(c->session);
-    fl_conn_finish(c);
+    fl_conn_drain(c);
   } else if (rc) {
     fl_conn_close(c);
   }
@@ -215,6 +264,7 @@ static void fl_on_connection(uv_stream_t *server, int status) {
   c->fe = fe;
   uv_pipe_init(fe->loop, &c->pipe, 0);
   c->pipe.data = c;
+  c->handles = 1;
   fl_linebuf_init(&c->lb, FL_MAX_LINE);
   if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
     c->closing = 2;
@@ -342,7 +392,10 @@ void fl_server_stop(fl_server *fe) {
   fl_conn *c = fe->conns;
   while (c) {
     fl_conn *next = c->next;
-    fl_conn_finish(c);
+    if (c->draining)
+      fl_conn_close(c);
+    else
+      fl_conn_finish(c);
     c = next;
   }
 }
