@@ -280,38 +280,16 @@ static uint64_t now_ms(void) { return (uint64_t)fl_mono_ms(); }
 
 /* ---- the envelope as AMQP headers ---- */
 
-#define ENV_FIELD(k, m)                                                                            \
-  { k, offsetof(fl_envelope, m), sizeof(((fl_envelope *)0)->m) }
-static const struct {
-  const char *key;
-  size_t off, size;
-} env_fields[] = {
-    ENV_FIELD("v", v),
-    ENV_FIELD("kind", kind),
-    ENV_FIELD("msgId", msg_id),
-    ENV_FIELD("traceId", trace_id),
-    ENV_FIELD("from", from),
-    ENV_FIELD("to", to),
-    ENV_FIELD("inReplyTo", in_reply_to),
-    ENV_FIELD("turnId", turn_id),
-    ENV_FIELD("spawnId", spawn_id),
-    ENV_FIELD("fromName", from_name),
-    ENV_FIELD("host", host),
-    ENV_FIELD("ts", ts),
-    ENV_FIELD("expiresAt", expires_at),
-    ENV_FIELD("sig", sig),
-};
-#define N_ENV_FIELDS (sizeof(env_fields) / sizeof(env_fields[0]))
-
-/* Fills entries (N_ENV_FIELDS of them) with env's non-empty fields; the
- * entries borrow env's strings. Returns how many. */
+/* Fills entries (FL_ENVELOPE_NFIELDS of them) with env's non-empty fields,
+ * in table order; the entries borrow env's strings. Returns how many. */
 static int env_to_table(const fl_envelope *env, amqp_table_entry_t *entries) {
   int n = 0;
-  for (size_t i = 0; i < N_ENV_FIELDS; i++) {
-    const char *val = (const char *)env + env_fields[i].off;
+  for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
+    const fl_envelope_field *f = &fl_envelope_fields[i];
+    const char *val = fl_envelope_get(env, f);
     if (!val[0])
       continue;
-    entries[n].key = amqp_cstring_bytes(env_fields[i].key);
+    entries[n].key = amqp_cstring_bytes(f->key);
     entries[n].value.kind = AMQP_FIELD_KIND_UTF8;
     entries[n].value.value.bytes = amqp_cstring_bytes(val);
     n++;
@@ -329,18 +307,15 @@ static const char *env_from_table(const amqp_table_t *t, fl_envelope *env) {
     const amqp_table_entry_t *ent = &t->entries[e];
     if (ent->value.kind != AMQP_FIELD_KIND_UTF8 && ent->value.kind != AMQP_FIELD_KIND_BYTES)
       continue;
-    for (size_t i = 0; i < N_ENV_FIELDS; i++) {
-      size_t klen = strlen(env_fields[i].key);
-      if (ent->key.len != klen || memcmp(ent->key.bytes, env_fields[i].key, klen) != 0)
-        continue;
-      amqp_bytes_t v = ent->value.value.bytes;
-      if (v.len >= env_fields[i].size)
-        return "an envelope header is longer than its field allows";
-      if (v.len && memchr(v.bytes, '\0', v.len))
-        return "an envelope header contains a NUL byte";
-      copy_bytes((char *)env + env_fields[i].off, env_fields[i].size, v);
-      break;
-    }
+    const fl_envelope_field *f = fl_envelope_field_find(ent->key.bytes, ent->key.len);
+    if (!f)
+      continue;
+    amqp_bytes_t v = ent->value.value.bytes;
+    int rc = fl_envelope_set(env, f, v.bytes, v.len);
+    if (rc == FL_ETOOBIG)
+      return "an envelope header is longer than its field allows";
+    if (rc)
+      return "an envelope header contains a NUL byte";
   }
   return NULL;
 }
@@ -895,7 +870,7 @@ static int link_connect(fl_broker *b, char *why, size_t n) {
 /* ---- commands (broker thread) ---- */
 
 static int do_publish(fl_broker *b, struct item *it) {
-  amqp_table_entry_t hdr[N_ENV_FIELDS];
+  amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
   amqp_basic_properties_t p;
   memset(&p, 0, sizeof(p));
   p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |

@@ -26,27 +26,9 @@
 
 #include <uv.h>
 
-typedef struct fl_broker fl_broker;
+#include "gateway/envelope.h" /* fl_envelope: what a publish and a delivery carry */
 
-/* The envelope (docs/wire-format.md), carried as AMQP headers (one string header
- * per non-empty field: v kind msgId traceId from to inReplyTo turnId spawnId
- * fromName host ts expiresAt sig). Empty string = absent. */
-typedef struct fl_envelope {
-  char v[8];       /* "MAJOR.MINOR", "1.0" */
-  char kind[16];   /* SEND REPLY ASK ANSWER ... BROADCAST PRESENCE SPAWN */
-  char msg_id[37]; /* the dedup key; also the AMQP message_id */
-  char trace_id[37];
-  char from[37];
-  char to[37];
-  char in_reply_to[37];
-  char turn_id[37];
-  char spawn_id[37];
-  char from_name[65];
-  char host[64]; /* the publishing gateway's host id */
-  char ts[32];   /* RFC 3339 UTC with milliseconds */
-  char expires_at[32];
-  char sig[128]; /* base64 Ed25519 signature (see sign.h); "" = unsigned */
-} fl_envelope;
+typedef struct fl_broker fl_broker;
 
 /* Where a delivery came from. */
 typedef enum fl_broker_source {
