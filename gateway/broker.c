@@ -49,12 +49,12 @@
 #include "common/names.h"
 #include "common/time.h"
 #include "common/log.h"
+#include "gateway/topology.h"
 
-#define EX_MSG "fleet.msg"
-#define EX_ROSTER "fleet.roster"
-#define EX_CONTROL "fleet.control"
-#define EX_DLX "fleet.dlx"
-#define Q_DLQ "fleet.dlq"
+/* Consumer tags of the system channel's two consumers; a delivery's tag
+ * tells which queue it came from. */
+#define TAG_CONTROL "control"
+#define TAG_ROSTER "roster"
 
 #define CH_PUBLISH 1
 #define CH_SYSTEM 2
@@ -523,35 +523,35 @@ static int consume(fl_broker *b, uint16_t ch, const char *q, const char *tag, ch
 static int declare_topology(fl_broker *b, char *why, size_t n) {
   char q[SHORTSTR];
   int rc;
-  if ((rc = declare_exchange(b, EX_MSG, "topic", why, n)) ||
-      (rc = declare_exchange(b, EX_ROSTER, "topic", why, n)) ||
-      (rc = declare_exchange(b, EX_CONTROL, "direct", why, n)) ||
-      (rc = declare_exchange(b, EX_DLX, "fanout", why, n)))
+  if ((rc = declare_exchange(b, FL_EX_MSG, FL_EX_MSG_TYPE, why, n)) ||
+      (rc = declare_exchange(b, FL_EX_ROSTER, FL_EX_ROSTER_TYPE, why, n)) ||
+      (rc = declare_exchange(b, FL_EX_CONTROL, FL_EX_CONTROL_TYPE, why, n)) ||
+      (rc = declare_exchange(b, FL_EX_DLX, FL_EX_DLX_TYPE, why, n)))
     return rc;
 
   amqp_table_entry_t dlq_args[] = {entry_long("x-max-length", FL_BROKER_DLQ_MAX_LENGTH)};
   amqp_table_t dlq_table = {1, dlq_args};
-  amqp_queue_declare(b->conn, CH_SYSTEM, amqp_cstring_bytes(Q_DLQ), 0, 1, 0, 0, dlq_table);
-  if ((rc = rpc_result(b, CH_SYSTEM, "declare queue " Q_DLQ, why, n)) ||
-      (rc = bind_queue(b, CH_SYSTEM, Q_DLQ, EX_DLX, "", why, n)))
+  amqp_queue_declare(b->conn, CH_SYSTEM, amqp_cstring_bytes(FL_Q_DLQ), 0, 1, 0, 0, dlq_table);
+  if ((rc = rpc_result(b, CH_SYSTEM, "declare queue " FL_Q_DLQ, why, n)) ||
+      (rc = bind_queue(b, CH_SYSTEM, FL_Q_DLQ, FL_EX_DLX, FL_KEY_DLQ, why, n)))
     return rc;
 
   amqp_basic_qos(b->conn, CH_SYSTEM, 0, (uint16_t)b->prefetch, 0);
   if ((rc = rpc_result(b, CH_SYSTEM, "basic.qos", why, n)))
     return rc;
 
-  snprintf(q, sizeof(q), "control.%s", b->host_id);
+  fl_topology_control_queue(q, sizeof(q), b->host_id);
   amqp_queue_declare(b->conn, CH_SYSTEM, amqp_cstring_bytes(q), 0, 1, 0, 0, amqp_empty_table);
   if ((rc = rpc_result(b, CH_SYSTEM, "declare control queue", why, n)) ||
-      (rc = bind_queue(b, CH_SYSTEM, q, EX_CONTROL, b->host_id, why, n)) ||
-      (rc = consume(b, CH_SYSTEM, q, "control", why, n)))
+      (rc = bind_queue(b, CH_SYSTEM, q, FL_EX_CONTROL, b->host_id, why, n)) ||
+      (rc = consume(b, CH_SYSTEM, q, TAG_CONTROL, why, n)))
     return rc;
 
-  snprintf(q, sizeof(q), "roster.%s", b->host_id);
+  fl_topology_roster_queue(q, sizeof(q), b->host_id);
   amqp_queue_declare(b->conn, CH_SYSTEM, amqp_cstring_bytes(q), 0, 0, 1, 1, amqp_empty_table);
   if ((rc = rpc_result(b, CH_SYSTEM, "declare roster queue", why, n)) ||
-      (rc = bind_queue(b, CH_SYSTEM, q, EX_ROSTER, "roster.#", why, n)) ||
-      (rc = consume(b, CH_SYSTEM, q, "roster", why, n)))
+      (rc = bind_queue(b, CH_SYSTEM, q, FL_EX_ROSTER, FL_KEY_ROSTER_ALL, why, n)) ||
+      (rc = consume(b, CH_SYSTEM, q, TAG_ROSTER, why, n)))
     return rc;
   return 0;
 }
@@ -600,10 +600,10 @@ static int inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
   }
   if ((rc = chan_open(b, &ib->ch, id, why, sizeof(why))))
     goto fail;
-  snprintf(q, sizeof(q), "agent.%s.inbox.v2", ib->gid);
+  fl_topology_inbox_queue(q, sizeof(q), ib->gid);
   amqp_table_entry_t args[6];
   int na = 0;
-  args[na++] = entry_str("x-dead-letter-exchange", EX_DLX);
+  args[na++] = entry_str("x-dead-letter-exchange", FL_EX_DLX);
   args[na++] = entry_long("x-max-length", b->max_length);
   /* Overflow dead-letters (and nacks the publish) instead of dropping the
    * oldest message silently. */
@@ -615,12 +615,12 @@ static int inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
   amqp_queue_declare(b->conn, id, amqp_cstring_bytes(q), 0, 1, 0, 0, table);
   if ((rc = rpc_result(b, id, "declare inbox", why, sizeof(why))))
     goto fail;
-  if ((rc = bind_queue(b, id, q, EX_MSG, ib->gid, why, sizeof(why))) ||
-      (rc = bind_queue(b, id, q, EX_MSG, "broadcast.all", why, sizeof(why))))
+  if ((rc = bind_queue(b, id, q, FL_EX_MSG, ib->gid, why, sizeof(why))) ||
+      (rc = bind_queue(b, id, q, FL_EX_MSG, FL_KEY_BROADCAST_ALL, why, sizeof(why))))
     goto fail;
   for (size_t i = 0; i < ib->ngroups; i++) {
-    snprintf(key, sizeof(key), "broadcast.%s", ib->groups[i]);
-    if ((rc = bind_queue(b, id, q, EX_MSG, key, why, sizeof(why))))
+    fl_topology_broadcast_key(key, sizeof(key), ib->groups[i]);
+    if ((rc = bind_queue(b, id, q, FL_EX_MSG, key, why, sizeof(why))))
       goto fail;
   }
   amqp_basic_qos(b->conn, id, 0, (uint16_t)b->prefetch, 0);
@@ -673,18 +673,18 @@ static int cmd_add_inbox(fl_broker *b, struct item *it) {
     int rc = 0;
     /* Same gid again: rebind for the new groups. */
     if (b->conn && ib->consuming) {
-      snprintf(q, sizeof(q), "agent.%s.inbox.v2", ib->gid);
+      fl_topology_inbox_queue(q, sizeof(q), ib->gid);
       for (size_t i = 0; i < it->ngroups && rc == 0; i++) {
         if (has_group(ib->groups, ib->ngroups, it->groups[i]))
           continue;
-        snprintf(key, sizeof(key), "broadcast.%s", it->groups[i]);
-        rc = bind_queue(b, ib->ch.id, q, EX_MSG, key, why, sizeof(why));
+        fl_topology_broadcast_key(key, sizeof(key), it->groups[i]);
+        rc = bind_queue(b, ib->ch.id, q, FL_EX_MSG, key, why, sizeof(why));
       }
       for (size_t i = 0; i < ib->ngroups && rc == 0; i++) {
         if (has_group(it->groups, it->ngroups, ib->groups[i]))
           continue;
-        snprintf(key, sizeof(key), "broadcast.%s", ib->groups[i]);
-        amqp_queue_unbind(b->conn, ib->ch.id, amqp_cstring_bytes(q), amqp_cstring_bytes(EX_MSG),
+        fl_topology_broadcast_key(key, sizeof(key), ib->groups[i]);
+        amqp_queue_unbind(b->conn, ib->ch.id, amqp_cstring_bytes(q), amqp_cstring_bytes(FL_EX_MSG),
                           amqp_cstring_bytes(key), amqp_empty_table);
         rc = rpc_result(b, ib->ch.id, "unbind", why, sizeof(why));
       }
@@ -1133,7 +1133,8 @@ static int handle_frame(fl_broker *b, amqp_frame_t *f) {
       if (c->inbox)
         c->source = FL_BROKER_INBOX;
       else
-        c->source = (m->consumer_tag.len == 7 && memcmp(m->consumer_tag.bytes, "control", 7) == 0)
+        c->source = (m->consumer_tag.len == strlen(TAG_CONTROL) &&
+                     memcmp(m->consumer_tag.bytes, TAG_CONTROL, strlen(TAG_CONTROL)) == 0)
                         ? FL_BROKER_CONTROL
                         : FL_BROKER_ROSTER;
       return 0;
