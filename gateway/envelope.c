@@ -87,35 +87,42 @@ int fl_envelope_set(fl_envelope *env, const fl_envelope_field *f, const char *va
   return 0;
 }
 
-int fl_envelope_major(const fl_envelope *env) {
+/* Reads env->v as "MAJOR.MINOR", each one to four decimal digits (which
+ * bounds the value far below INT_MAX). Returns 0 and *major, or FL_EPROTO. */
+static int parse_version(const fl_envelope *env, int *major) {
   if (!env || strnlen(env->v, sizeof env->v) == sizeof env->v)
-    return -1;
+    return FL_EPROTO;
   const char *s = env->v;
-  int major = 0, digits = 0;
-  /* Four digits per part bound the value far below INT_MAX. */
+  int m = 0, digits = 0;
   for (; *s >= '0' && *s <= '9'; s++) {
     if (++digits > 4)
-      return -1;
-    major = major * 10 + (*s - '0');
+      return FL_EPROTO;
+    m = m * 10 + (*s - '0');
   }
   if (digits == 0 || *s != '.')
-    return -1;
+    return FL_EPROTO;
   digits = 0;
   for (s++; *s >= '0' && *s <= '9'; s++)
     if (++digits > 4)
-      return -1;
+      return FL_EPROTO;
   if (digits == 0 || *s != '\0')
-    return -1;
-  return major;
+    return FL_EPROTO;
+  *major = m;
+  return 0;
+}
+
+int fl_envelope_major(const fl_envelope *env) {
+  int major = 0;
+  /* -1 is this function's documented "no version", not an error code. */
+  return parse_version(env, &major) == 0 ? major : -1;
 }
 
 int fl_envelope_check_version(const fl_envelope *env) {
-  int major = fl_envelope_major(env);
-  if (major < 0)
-    return FL_EPROTO;
-  if (major > FL_ENVELOPE_MAJOR)
-    return FL_EVERSION;
-  return 0;
+  int major = 0;
+  int rc = parse_version(env, &major);
+  if (rc)
+    return rc;
+  return major > FL_ENVELOPE_MAJOR ? FL_EVERSION : 0;
 }
 
 int fl_envelope_check(const fl_envelope *env, char *err, size_t errlen) {

@@ -107,7 +107,9 @@ int fl_envelope_set(fl_envelope *env, const fl_envelope_field *f, const char *va
 /* ---- checks ---- */
 
 /* The major version of env->v, which must be "MAJOR.MINOR" (each one to four
- * decimal digits). Returns MAJOR, or -1 when v is absent or malformed. */
+ * decimal digits). Returns MAJOR, or -1 when v is absent or malformed. A
+ * receiver deciding whether to take a message wants
+ * fl_envelope_check_version, which applies the rule to it. */
 int fl_envelope_major(const fl_envelope *env);
 
 /* The version rule: v must be "MAJOR.MINOR" with MAJOR at most
