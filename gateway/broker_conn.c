@@ -585,8 +585,8 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
     c->content = 1;
     fl_broker_copy_bytes(c->exchange, sizeof(c->exchange), m->exchange);
     fl_broker_copy_bytes(c->routing_key, sizeof(c->routing_key), m->routing_key);
-    fl_errf(c->reply_text, sizeof(c->reply_text), "%u %.*s", m->reply_code,
-            (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+    fl_errf(c->reply_text, sizeof(c->reply_text), "%u %.*s", m->reply_code, (int)m->reply_text.len,
+            (const char *)m->reply_text.bytes);
     return 0;
   }
   case AMQP_BASIC_DELIVER_METHOD: {
@@ -600,11 +600,11 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
     if (c->inbox)
       c->source = FL_BROKER_INBOX;
     else
-      c->source = (m->consumer_tag.len == strlen(FL_BROKER_TAG_CONTROL) &&
-                   memcmp(m->consumer_tag.bytes, FL_BROKER_TAG_CONTROL,
-                          strlen(FL_BROKER_TAG_CONTROL)) == 0)
-                      ? FL_BROKER_CONTROL
-                      : FL_BROKER_ROSTER;
+      c->source =
+          (m->consumer_tag.len == strlen(FL_BROKER_TAG_CONTROL) &&
+           memcmp(m->consumer_tag.bytes, FL_BROKER_TAG_CONTROL, strlen(FL_BROKER_TAG_CONTROL)) == 0)
+              ? FL_BROKER_CONTROL
+              : FL_BROKER_ROSTER;
     return 0;
   }
   case AMQP_BASIC_CANCEL_METHOD:

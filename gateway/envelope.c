@@ -140,7 +140,7 @@ int fl_envelope_check(const fl_envelope *env, char *err, size_t errlen) {
   }
   int rc = fl_envelope_check_version(env);
   if (rc == FL_EVERSION) {
-    fl_errf(err, errlen, "envelope version %s has a major newer than %d, which this fleetd reads",
+    fl_errf(err, errlen, "envelope version %s has a newer major than this fleetd reads (%d)",
             env->v, FL_ENVELOPE_MAJOR);
     return rc;
   }

@@ -101,8 +101,8 @@ static void test_table_matches_schema(void **state) {
       continue;
     const char *want = json_string_value(json_array_get(order, n));
     if (!want || strcmp(want, fl_envelope_fields[k].key) != 0)
-      fail_msg("signed field %zu is %s, canonical fieldOrder says %s", n,
-               fl_envelope_fields[k].key, want ? want : "(nothing)");
+      fail_msg("signed field %zu is %s, canonical fieldOrder says %s", n, fl_envelope_fields[k].key,
+               want ? want : "(nothing)");
     n++;
   }
   assert_int_equal(n, json_array_size(order));
@@ -112,8 +112,8 @@ static void test_table_matches_schema(void **state) {
 
   /* The schema's common required list is the table's required rows plus
    * `from`, which a gateway's own PRESENCE beat leaves out. */
-  json_t *common = json_object_get(json_object_get(json_object_get(schema, "kinds"), "common"),
-                                   "required");
+  json_t *common =
+      json_object_get(json_object_get(json_object_get(schema, "kinds"), "common"), "required");
   json_t *r;
   json_array_foreach(common, i, r) {
     const char *name = json_string_value(r);
@@ -188,10 +188,21 @@ static void test_version_rule(void **state) {
     const char *v;
     int rc;
   } cases[] = {
-      {"1.0", 0},           {"1.99", 0},          {"0.1", 0},           {"0001.0", 0},
-      {"2.0", FL_EVERSION}, {"10.0", FL_EVERSION}, {"9999.9", FL_EVERSION},
-      {"", FL_EPROTO},      {"1", FL_EPROTO},      {"1.", FL_EPROTO},   {".0", FL_EPROTO},
-      {"1.0.0", FL_EPROTO}, {"v1.0", FL_EPROTO},   {"1.0 ", FL_EPROTO}, {"12345.0", FL_EPROTO},
+      {"1.0", 0},
+      {"1.99", 0},
+      {"0.1", 0},
+      {"0001.0", 0},
+      {"2.0", FL_EVERSION},
+      {"10.0", FL_EVERSION},
+      {"9999.9", FL_EVERSION},
+      {"", FL_EPROTO},
+      {"1", FL_EPROTO},
+      {"1.", FL_EPROTO},
+      {".0", FL_EPROTO},
+      {"1.0.0", FL_EPROTO},
+      {"v1.0", FL_EPROTO},
+      {"1.0 ", FL_EPROTO},
+      {"12345.0", FL_EPROTO},
       {"-1.0", FL_EPROTO},
   };
   fl_envelope env;
@@ -319,9 +330,12 @@ static int free_schema(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_table_covers_struct), cmocka_unit_test(test_table_matches_schema),
-      cmocka_unit_test(test_kinds_match_schema),  cmocka_unit_test(test_kind_round_trip),
-      cmocka_unit_test(test_version_rule),        cmocka_unit_test(test_set),
+      cmocka_unit_test(test_table_covers_struct),
+      cmocka_unit_test(test_table_matches_schema),
+      cmocka_unit_test(test_kinds_match_schema),
+      cmocka_unit_test(test_kind_round_trip),
+      cmocka_unit_test(test_version_rule),
+      cmocka_unit_test(test_set),
       cmocka_unit_test(test_check),
   };
   return cmocka_run_group_tests(tests, load_schema, free_schema);

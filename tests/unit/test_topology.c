@@ -83,8 +83,7 @@ static void test_parse(void **state) {
   assert_null(fl_topology_roster_key_gid("roster.alpha", "alpha"));
   assert_string_equal(fl_topology_roster_key_gid("roster.alpha.", "alpha"), "");
   assert_null(fl_topology_roster_key_gid(NULL, "alpha"));
-  assert_string_equal(fl_topology_roster_key_gid("roster.alpha._gateway", "alpha"),
-                      FL_GID_GATEWAY);
+  assert_string_equal(fl_topology_roster_key_gid("roster.alpha._gateway", "alpha"), FL_GID_GATEWAY);
 
   assert_int_equal(fl_topology_broadcast_key(b, sizeof b, "testers"), 0);
   assert_string_equal(fl_topology_broadcast_key_group(b), "testers");
