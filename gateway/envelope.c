@@ -58,6 +58,11 @@ int fl_envelope_kind_parse(const char *s, fl_envelope_kind *out) {
   return FL_EINVAL;
 }
 
+int fl_envelope_is_kind(const char *s, fl_envelope_kind kind) {
+  const char *name = fl_envelope_kind_name(kind);
+  return s && name && strcmp(s, name) == 0;
+}
+
 const fl_envelope_field *fl_envelope_field_find(const char *key, size_t len) {
   if (!key)
     return NULL;

@@ -73,6 +73,10 @@ const char *fl_envelope_kind_name(fl_envelope_kind kind);
  * FL_EINVAL when s is NULL or names no kind (*out is left alone). */
 int fl_envelope_kind_parse(const char *s, fl_envelope_kind *out);
 
+/* 1 when s is the name of kind (e.g. env->kind is "PRESENCE" for
+ * FL_KIND_PRESENCE), else 0. NULL-safe. */
+int fl_envelope_is_kind(const char *s, fl_envelope_kind kind);
+
 /* ---- the field table ---- */
 
 /* One envelope field. key is its name on the wire: the AMQP header name and

@@ -180,6 +180,11 @@ static void test_kind_round_trip(void **state) {
   assert_int_equal(fl_envelope_kind_parse(NULL, &k), FL_EINVAL);
   assert_int_equal(fl_envelope_kind_parse("SEND", NULL), FL_EINVAL);
   assert_int_equal(k, FL_KIND_STOP);
+  assert_true(fl_envelope_is_kind("PRESENCE", FL_KIND_PRESENCE));
+  assert_false(fl_envelope_is_kind("PRESENCE", FL_KIND_SEND));
+  assert_false(fl_envelope_is_kind("presence", FL_KIND_PRESENCE));
+  assert_false(fl_envelope_is_kind(NULL, FL_KIND_PRESENCE));
+  assert_false(fl_envelope_is_kind("PRESENCE", FL_KIND_COUNT));
 }
 
 static void test_version_rule(void **state) {
