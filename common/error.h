@@ -26,7 +26,9 @@
   X(ETIMEDOUT, "timed out")                     /* a bounded wait ran out */        \
   X(ENOMEM, "out of memory")                                                        \
   X(EPROTO, "protocol error")                   /* a peer broke the protocol */     \
+  X(EVERSION, "made by a newer, incompatible fleet version") /* envelope major */   \
   X(EBROKER, "broker unreachable")                                                  \
+  X(EREFUSED, "refused by the broker")          /* the broker closed a channel */   \
   X(EBADSIG, "signature does not verify")                                           \
   X(EPINNED, "host is pinned to a different key")
 

@@ -12,12 +12,18 @@
  * fl_broker_publish / _ack / _reject / _add_inbox / _remove_inbox; they must
  * not call fl_broker_stop or fl_broker_free.
  *
- * Topology (docs/architecture.md) is declared on every connect: exchanges fleet.msg,
- * fleet.roster, fleet.control, fleet.dlx; queues fleet.dlq, control.<host>
- * and roster.<host> (both consumed); one agent.<gid>.inbox.v2 per inbox the
- * loop adds. A dropped connection is retried with backoff (0.5 s doubling to
- * 5 s); the topology and every added inbox are restored before on_state
- * reports the link up again. */
+ * Topology (docs/architecture.md; every name is in topology.h) is declared
+ * on every connect: exchanges fleet.msg, fleet.roster, fleet.control,
+ * fleet.dlx; queues fleet.dlq, control.<host> and roster.<host> (both
+ * consumed); one agent.<gid>.inbox.v2 per inbox the loop adds. A dropped
+ * connection is retried with backoff (0.5 s doubling to 5 s); the topology
+ * and every added inbox are restored before on_state reports the link up
+ * again. Envelopes (envelope.h) travel as AMQP headers, one string header
+ * per non-empty field of the envelope's field table.
+ *
+ * The implementation is split by concept: broker.c (this API),
+ * broker_conn.c, broker_topology.c and broker_headers.c share
+ * broker_internal.h. */
 #ifndef FL_BROKER_H
 #define FL_BROKER_H
 
@@ -26,27 +32,9 @@
 
 #include <uv.h>
 
-typedef struct fl_broker fl_broker;
+#include "gateway/envelope.h" /* fl_envelope: what a publish and a delivery carry */
 
-/* The envelope (docs/wire-format.md), carried as AMQP headers (one string header
- * per non-empty field: v kind msgId traceId from to inReplyTo turnId spawnId
- * fromName host ts expiresAt sig). Empty string = absent. */
-typedef struct fl_envelope {
-  char v[8];       /* "MAJOR.MINOR", "1.0" */
-  char kind[16];   /* SEND REPLY ASK ANSWER ... BROADCAST PRESENCE SPAWN */
-  char msg_id[37]; /* the dedup key; also the AMQP message_id */
-  char trace_id[37];
-  char from[37];
-  char to[37];
-  char in_reply_to[37];
-  char turn_id[37];
-  char spawn_id[37];
-  char from_name[65];
-  char host[64]; /* the publishing gateway's host id */
-  char ts[32];   /* RFC 3339 UTC with milliseconds */
-  char expires_at[32];
-  char sig[128]; /* base64 Ed25519 signature (see sign.h); "" = unsigned */
-} fl_envelope;
+typedef struct fl_broker fl_broker;
 
 /* Where a delivery came from. */
 typedef enum fl_broker_source {
@@ -117,7 +105,7 @@ typedef struct fl_broker_events {
 int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broker_events *ev,
                     void *ctx, fl_broker **out);
 
-/* Queues one publish and returns at once. exchange e.g. "fleet.msg"; body is
+/* Queues one publish and returns at once. exchange e.g. FL_EX_MSG; body is
  * copied (len <= FL_MAX_CONTENT); env is copied (NULL = no headers): each
  * non-empty field becomes a header and env->msg_id the AMQP message_id;
  * persistent, content type text/plain; charset=utf-8, timestamp now.

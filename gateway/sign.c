@@ -1,11 +1,11 @@
 /* sign.c — canonical envelope bytes, Ed25519 sign and verify, base64 (see
  * sign.h for the canonical form).
  *
- * The canonical string is built in two passes over one field table: the
- * first adds up its exact size, the second writes it, so there is one
- * allocation and no growing buffer. The table's order is the wire contract:
- * changing it breaks every signature, which schema/signing-vectors.json and
- * the tests catch. */
+ * The canonical string is built in two passes over the envelope's field
+ * table (fl_envelope_fields, its signed rows): the first adds up its exact
+ * size, the second writes it, so there is one allocation and no growing
+ * buffer. The table's order is the wire contract: changing it breaks every
+ * signature, which schema/signing-vectors.json and the tests catch. */
 #include "gateway/sign.h"
 
 #include <sodium.h>
@@ -15,30 +15,6 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
-
-#define SIGN_FIELD(k, m)                                                                           \
-  { k, offsetof(fl_envelope, m), sizeof(((fl_envelope *)0)->m) }
-
-/* The signed header subset, in canonical order. sig is not in it. */
-static const struct {
-  const char *name;
-  size_t off, size;
-} sign_fields[] = {
-    SIGN_FIELD("v", v),
-    SIGN_FIELD("kind", kind),
-    SIGN_FIELD("msgId", msg_id),
-    SIGN_FIELD("traceId", trace_id),
-    SIGN_FIELD("from", from),
-    SIGN_FIELD("to", to),
-    SIGN_FIELD("inReplyTo", in_reply_to),
-    SIGN_FIELD("turnId", turn_id),
-    SIGN_FIELD("spawnId", spawn_id),
-    SIGN_FIELD("fromName", from_name),
-    SIGN_FIELD("host", host),
-    SIGN_FIELD("ts", ts),
-    SIGN_FIELD("expiresAt", expires_at),
-};
-#define N_SIGN_FIELDS (sizeof(sign_fields) / sizeof(sign_fields[0]))
 
 /* Decimal digits of n (n <= FL_MAX_CONTENT, so at most 7). */
 static size_t sign_digits(size_t n) {
@@ -103,14 +79,16 @@ int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsi
     return FL_EINVAL;
   if (len > FL_MAX_CONTENT)
     return FL_ETOOBIG;
-  size_t vlen[N_SIGN_FIELDS];
+  size_t vlen[FL_ENVELOPE_NFIELDS];
   size_t total = strlen(FL_SIGN_CANON_PREFIX);
-  for (size_t i = 0; i < N_SIGN_FIELDS; i++) {
-    const char *val = (const char *)env + sign_fields[i].off;
-    vlen[i] = strnlen(val, sign_fields[i].size);
-    if (vlen[i] == sign_fields[i].size)
+  for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
+    const fl_envelope_field *f = &fl_envelope_fields[i];
+    if (!f->is_signed)
+      continue;
+    vlen[i] = strnlen(fl_envelope_get(env, f), f->size);
+    if (vlen[i] == f->size)
       return FL_EINVAL; /* no NUL inside the slot */
-    total += strlen(sign_fields[i].name) + 1 + sign_digits(vlen[i]) + 1 + vlen[i] + 1;
+    total += strlen(f->key) + 1 + sign_digits(vlen[i]) + 1 + vlen[i] + 1;
   }
   total += strlen("body:") + sign_digits(len) + 1 + len;
 
@@ -120,9 +98,12 @@ int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsi
   unsigned char *p = buf;
   memcpy(p, FL_SIGN_CANON_PREFIX, strlen(FL_SIGN_CANON_PREFIX));
   p += strlen(FL_SIGN_CANON_PREFIX);
-  for (size_t i = 0; i < N_SIGN_FIELDS; i++) {
-    p = sign_put_head(p, sign_fields[i].name, vlen[i]);
-    memcpy(p, (const char *)env + sign_fields[i].off, vlen[i]);
+  for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
+    const fl_envelope_field *f = &fl_envelope_fields[i];
+    if (!f->is_signed)
+      continue;
+    p = sign_put_head(p, f->key, vlen[i]);
+    memcpy(p, fl_envelope_get(env, f), vlen[i]);
     p += vlen[i];
     *p++ = '\n';
   }
@@ -170,26 +151,4 @@ int fl_verify_envelope(const fl_envelope *env, const char *body, size_t len,
   rc = crypto_sign_verify_detached(sig, msg, mlen, pk) == 0 ? 0 : FL_EBADSIG;
   fl_free(msg);
   return rc;
-}
-
-int fl_envelope_major(const fl_envelope *env) {
-  if (!env || strnlen(env->v, sizeof env->v) == sizeof env->v)
-    return -1;
-  const char *s = env->v;
-  int major = 0, digits = 0;
-  /* Four digits per part bound the value far below INT_MAX. */
-  for (; *s >= '0' && *s <= '9'; s++) {
-    if (++digits > 4)
-      return -1;
-    major = major * 10 + (*s - '0');
-  }
-  if (digits == 0 || *s != '.')
-    return -1;
-  digits = 0;
-  for (s++; *s >= '0' && *s <= '9'; s++)
-    if (++digits > 4)
-      return -1;
-  if (digits == 0 || *s != '\0')
-    return -1;
-  return major;
 }

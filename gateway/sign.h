@@ -7,8 +7,8 @@
  * re-serialized JSON, so no JSON canonicalization sits in the security path:
  *
  *   "fleet-envelope/1\n"
- *   then, for each of v kind msgId traceId from to inReplyTo turnId spawnId
- *   fromName host ts expiresAt, in that order:
+ *   then, for each signed field of fl_envelope_fields (envelope.h), in
+ *   table order:
  *     NAME ":" LEN ":" VALUE "\n"      (LEN = VALUE's byte count in decimal;
  *                                       an absent field is LEN 0)
  *   then "body:" LEN ":" BODY          (the exact body bytes, no newline after)
@@ -27,7 +27,7 @@
 
 #include <stddef.h>
 
-#include "gateway/broker.h"
+#include "gateway/envelope.h"
 
 /* Ed25519 sizes (libsodium's crypto_sign_*BYTES, restated so callers need
  * not include sodium.h for an array size). */
@@ -75,9 +75,5 @@ int fl_sign_envelope(fl_envelope *env, const char *body, size_t len,
  * must also treat as a failure). */
 int fl_verify_envelope(const fl_envelope *env, const char *body, size_t len,
                        const unsigned char pk[FL_SIGN_PK_BYTES]);
-
-/* The major version of env->v, which must be "MAJOR.MINOR" (each one to four
- * decimal digits). Returns MAJOR, or -1 when v is absent or malformed. */
-int fl_envelope_major(const fl_envelope *env);
 
 #endif

@@ -1,0 +1,53 @@
+/* broker_headers.c — the envelope as AMQP headers.
+ *
+ * On the wire each non-empty envelope field is one longstr header named by
+ * its key in the envelope's field table (envelope.h, docs/wire-format.md);
+ * these two functions are the only code that maps between the table and an
+ * AMQP headers table. Reading is the first parser a message from another
+ * host meets, so it is fuzzed (tests/fuzz/fuzz_envelope.c): whatever the
+ * table holds, it either fills a well-formed fl_envelope or says why not.
+ * Pure functions, any thread. */
+#include <string.h>
+
+#include "common/error.h"
+#include "common/limits.h"
+#include "gateway/broker_internal.h"
+
+int fl_broker_env_to_headers(const fl_envelope *env, amqp_table_entry_t *entries) {
+  int n = 0;
+  for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
+    const fl_envelope_field *f = &fl_envelope_fields[i];
+    const char *val = fl_envelope_get(env, f);
+    if (val[0])
+      entries[n++] = fl_broker_entry_str(f->key, val);
+  }
+  return n;
+}
+
+int fl_broker_env_from_headers(const amqp_table_t *t, uint64_t body_size, fl_envelope *env,
+                               char *err, size_t errlen) {
+  memset(env, 0, sizeof(*env));
+  for (int e = 0; t && e < t->num_entries; e++) {
+    const amqp_table_entry_t *ent = &t->entries[e];
+    if (ent->value.kind != AMQP_FIELD_KIND_UTF8 && ent->value.kind != AMQP_FIELD_KIND_BYTES)
+      continue;
+    const fl_envelope_field *f = fl_envelope_field_find(ent->key.bytes, ent->key.len);
+    if (!f)
+      continue;
+    amqp_bytes_t v = ent->value.value.bytes;
+    int rc = fl_envelope_set(env, f, v.bytes, v.len);
+    if (rc == FL_ETOOBIG) {
+      fl_errf(err, errlen, "an envelope header (%s) is longer than its field allows", f->key);
+      return rc;
+    }
+    if (rc) {
+      fl_errf(err, errlen, "an envelope header (%s) contains a NUL byte", f->key);
+      return FL_EPROTO;
+    }
+  }
+  if (body_size > FL_MAX_CONTENT) {
+    fl_errf(err, errlen, "the body is larger than FL_MAX_CONTENT");
+    return FL_ETOOBIG;
+  }
+  return 0;
+}
