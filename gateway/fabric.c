@@ -759,12 +759,12 @@ static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, c
   *wait = NULL;
   if (!gw->broker) {
     json_decref(on_confirm);
-    snprintf(err, errlen, "no broker is configured, so other hosts cannot be reached");
+    fl_errf(err, errlen, "no broker is configured, so other hosts cannot be reached");
     return FL_EBROKER;
   }
   if (!gw->broker_up) {
     json_decref(on_confirm);
-    snprintf(err, errlen,
+    fl_errf(err, errlen,
              "the broker is unreachable (%s): messages to other hosts fail until it is back; "
              "messages on this host still work",
              gw->broker_why[0] ? gw->broker_why : "not connected");
@@ -780,7 +780,7 @@ static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, c
   if (!pub) {
     json_decref(on_confirm);
     fl_gw_cancel(gw, &w);
-    snprintf(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   pub->gw = gw;
@@ -801,7 +801,7 @@ static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, c
     fl_free(pub);
     fl_gw_cancel(gw, &w);
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
-    snprintf(err, errlen, "%s",
+    fl_errf(err, errlen, "%s",
              rc == FL_EFULL ? "too many messages are on their way to the broker; try again "
                               "in a moment"
              : rc == FL_EBROKER ? "the broker is unreachable: messages to other hosts fail "

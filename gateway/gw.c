@@ -225,20 +225,25 @@ static fl_entity *fl_resolve(fl_gw *gw, const char *to, char *err, size_t errlen
   if (matches == 1)
     return found;
   if (matches == 0) {
-    snprintf(err, errlen,
+    fl_errf(err, errlen,
              "no entity '%s' %s: `to` takes a gid, a name or name@host; call fleet_list to "
              "see who is there",
              to, gw->broker ? "in the roster" : "on this host");
     return NULL;
   }
-  size_t off = (size_t)snprintf(err, errlen,
-                                "the name '%s' is on more than one host; use one "
-                                "of:",
-                                name);
-  for (fl_entity *e = gw->entities; e && off < errlen; e = e->next)
-    if (strcmp(e->name, name) == 0)
-      off += (size_t)snprintf(err + off, errlen - off, " %s@%s", e->name,
-                              e->remote ? e->host : gw->cfg.host_id);
+  /* Candidates as name@host, as many as fit: the caller picks one. */
+  char list[1024] = "";
+  size_t off = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (strcmp(e->name, name) != 0)
+      continue;
+    int w = snprintf(list + off, sizeof list - off, " %s@%s", e->name,
+                     e->remote ? e->host : gw->cfg.host_id);
+    if (w < 0 || (size_t)w >= sizeof list - off)
+      break;
+    off += (size_t)w;
+  }
+  fl_errf(err, errlen, "the name '%s' is on more than one host; use one of:%s", name, list);
   return NULL;
 }
 
@@ -466,7 +471,7 @@ void fl_wait_expect_reply(fl_wait *w, double wait_s) {
 int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s, fl_gw_cb cb,
                 void *ctx, fl_wait **out, char *err, size_t errlen) {
   if (c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
-    snprintf(err, errlen,
+    fl_errf(err, errlen,
              "too many waiting calls in this session (at most %d); wait for "
              "one to finish",
              FL_MAX_WAITERS_PER_CLIENT);
@@ -474,7 +479,7 @@ int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s, 
   }
   fl_wait *w = fl_calloc(1, sizeof *w);
   if (!w) {
-    snprintf(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   w->gw = gw;
@@ -548,14 +553,14 @@ int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
   int rc = fl_store_put(gw->store, m);
   if (rc == FL_EDUP) {
     fl_gw_count(gw, FL_C_MSGS_DUPLICATE);
-    snprintf(err, errlen, "message %s was already delivered to '%s'", m->msg_id, to->name);
+    fl_errf(err, errlen, "message %s was already delivered to '%s'", m->msg_id, to->name);
     return rc;
   }
   if (rc == FL_EFULL) {
     fl_gw_count(gw, FL_C_MSGS_REFUSED_FULL);
     fl_warn(m->trace_id, "'%s' holds %d messages; refused %s", to->name, FL_MAX_HELD_PER_ENTITY,
             m->msg_id);
-    snprintf(err, errlen,
+    fl_errf(err, errlen,
              "'%s' already has %d messages waiting and takes no more until it polls; try "
              "again later",
              to->name, FL_MAX_HELD_PER_ENTITY);
@@ -563,7 +568,7 @@ int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
   }
   if (rc) {
     fl_gw_count(gw, FL_C_STORE_ERRORS);
-    snprintf(err, errlen, "could not store the message (%s); see fleetd's log", fl_strerror(rc));
+    fl_errf(err, errlen, "could not store the message (%s); see fleetd's log", fl_strerror(rc));
     return rc;
   }
   fl_gw_count(gw, FL_C_MSGS_ACCEPTED);
@@ -588,7 +593,7 @@ static void fl_msg_init(fl_msg *m, const char *kind, const fl_entity *from, cons
 static int fl_need_entity(fl_client *c, char *err, size_t errlen) {
   if (c && c->entity)
     return 0;
-  snprintf(err, errlen,
+  fl_errf(err, errlen,
            "this session has no fleet identity: start it through fleet-mcp with FLEET_NAME "
            "set");
   return FL_EINVAL;
@@ -596,7 +601,7 @@ static int fl_need_entity(fl_client *c, char *err, size_t errlen) {
 
 static int fl_check_content(const char *content, char *err, size_t errlen) {
   if (strlen(content) > FL_MAX_CONTENT) {
-    snprintf(err, errlen, "content is %zu bytes; the limit is %u: split it or send a path",
+    fl_errf(err, errlen, "content is %zu bytes; the limit is %u: split it or send a path",
              strlen(content), FL_MAX_CONTENT);
     return FL_ETOOBIG;
   }
@@ -624,7 +629,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   wait_s = fl_clamp_wait(wait_s);
   /* Checked before the message is committed: a waiter must be possible. */
   if ((wait_s > 0 || dst->remote) && c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
-    snprintf(err, errlen, "too many waiting calls in this session (at most %d)",
+    fl_errf(err, errlen, "too many waiting calls in this session (at most %d)",
              FL_MAX_WAITERS_PER_CLIENT);
     return FL_EFULL;
   }
@@ -738,7 +743,7 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
   wait_s = fl_clamp_wait(wait_s);
   json_t *res = fl_poll_result(gw, c->entity, from_gid, max);
   if (!res) {
-    snprintf(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   if (wait_s > 0 && json_array_size(json_object_get(res, "messages")) == 0) {
@@ -879,12 +884,12 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
                  fl_client **out, char *err, size_t errlen) {
   *out = NULL;
   if (gw->shutting_down) {
-    snprintf(err, errlen, "fleetd is shutting down");
+    fl_errf(err, errlen, "fleetd is shutting down");
     return FL_EOFFLINE;
   }
   fl_client *c = fl_calloc(1, sizeof *c);
   if (!c) {
-    snprintf(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   c->gw = gw;
@@ -899,14 +904,14 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   int rc = FL_EINVAL;
   const char *role = (id->role && *id->role) ? id->role : NULL;
   if (!fl_name_valid(id->name, FL_MAX_NAME) || fl_is_uuid(id->name)) {
-    snprintf(err, errlen,
+    fl_errf(err, errlen,
              "FLEET_NAME '%.80s' is not a valid name: use 1-%d letters, digits, '-', '_' or "
              "'.'",
              id->name, FL_MAX_NAME);
     goto fail;
   }
   if (role && !fl_name_valid(role, FL_MAX_ROLE)) {
-    snprintf(err, errlen,
+    fl_errf(err, errlen,
              "FLEET_ROLE '%.40s' is not valid: use lead, architect, "
              "orchestrator or worker",
              role);
@@ -914,40 +919,40 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   }
   for (size_t i = 0; i < id->ngroups; i++) {
     if (!fl_name_valid(id->groups[i], FL_MAX_GROUP_NAME)) {
-      snprintf(err, errlen, "group '%.80s' in FLEET_GROUPS is not a valid name", id->groups[i]);
+      fl_errf(err, errlen, "group '%.80s' in FLEET_GROUPS is not a valid name", id->groups[i]);
       goto fail;
     }
   }
   if (id->gid && *id->gid && !fl_is_uuid(id->gid)) {
-    snprintf(err, errlen, "FLEET_GID '%.40s' is not a UUID", id->gid);
+    fl_errf(err, errlen, "FLEET_GID '%.40s' is not a UUID", id->gid);
     goto fail;
   }
   if (id->pane && strlen(id->pane) > FL_MAX_PANE) {
-    snprintf(err, errlen, "pane id is too long");
+    fl_errf(err, errlen, "pane id is too long");
     goto fail;
   }
 
   fl_entity *e = fl_local_by_name(gw, id->name);
   if (e && e->client) {
     rc = FL_ENAMETAKEN;
-    snprintf(err, errlen,
+    fl_errf(err, errlen,
              "the name '%s' is in use by a live session on this host; pick another FLEET_NAME "
              "or end that session first",
              id->name);
     goto fail;
   }
   if (e && id->gid && *id->gid && strcasecmp(e->gid, id->gid) != 0) {
-    snprintf(err, errlen, "the name '%s' belongs to gid %s, not FLEET_GID %s", id->name, e->gid,
+    fl_errf(err, errlen, "the name '%s' belongs to gid %s, not FLEET_GID %s", id->name, e->gid,
              id->gid);
     goto fail;
   }
   if (!e && id->gid && *id->gid && fl_entity_by_gid(gw, id->gid)) {
-    snprintf(err, errlen, "FLEET_GID %s already belongs to another name", id->gid);
+    fl_errf(err, errlen, "FLEET_GID %s already belongs to another name", id->gid);
     goto fail;
   }
   if (!e && gw->nentities >= FL_MAX_ENTITIES) {
     rc = FL_EFULL;
-    snprintf(err, errlen, "the roster is full (%d entities)", FL_MAX_ENTITIES);
+    fl_errf(err, errlen, "the roster is full (%d entities)", FL_MAX_ENTITIES);
     goto fail;
   }
   if (!e) {
@@ -959,7 +964,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
     e = fl_entity_new(gw, gid, id->name);
     if (!e) {
       rc = FL_ENOMEM;
-      snprintf(err, errlen, "out of memory");
+      fl_errf(err, errlen, "out of memory");
       goto fail;
     }
   }
@@ -973,7 +978,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   fl_copy(e->pane, sizeof e->pane, id->pane);
   fl_copy(e->tmux_socket, sizeof e->tmux_socket, id->tmux_socket);
   if ((rc = fl_entity_persist(gw, e))) {
-    snprintf(err, errlen, "could not record the entity (%s)", fl_strerror(rc));
+    fl_errf(err, errlen, "could not record the entity (%s)", fl_strerror(rc));
     goto fail;
   }
   e->client = c;
@@ -1038,7 +1043,7 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
   *out = NULL;
   fl_gw *gw = fl_calloc(1, sizeof *gw);
   if (!gw) {
-    snprintf(err, errlen, "out of memory");
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   gw->loop = loop;
@@ -1049,11 +1054,11 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
     goto fail;
   snprintf(path, sizeof path, "%s/holds.db", cfg->state_dir);
   if ((rc = fl_store_open(path, &gw->store))) {
-    snprintf(err, errlen, "cannot open the hold store %s: %s", path, fl_strerror(rc));
+    fl_errf(err, errlen, "cannot open the hold store %s: %s", path, fl_strerror(rc));
     goto fail;
   }
   if ((rc = fl_store_entity_each(gw->store, fl_entity_load_cb, gw))) {
-    snprintf(err, errlen, "cannot read the roster from %s: %s", path, fl_strerror(rc));
+    fl_errf(err, errlen, "cannot read the roster from %s: %s", path, fl_strerror(rc));
     goto fail;
   }
   uv_timer_init(loop, &gw->sweep);
@@ -1061,7 +1066,7 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
   uv_timer_start(&gw->sweep, fl_sweep_cb, FL_SWEEP_MS, FL_SWEEP_MS);
   uv_unref((uv_handle_t *)&gw->sweep);
   if ((rc = fl_fabric_start(gw))) {
-    snprintf(err, errlen, "cannot start the broker link: %s (check the broker URI and the "
+    fl_errf(err, errlen, "cannot start the broker link: %s (check the broker URI and the "
              "host id: letters, digits, '-' and '_')", fl_strerror(rc));
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
@@ -1103,7 +1108,7 @@ json_t *fl_gw_peers(fl_gw *gw) {
 int fl_gw_peer_add(fl_gw *gw, const char *host, const char *pk, const char *url, char *err,
                    size_t errlen) {
   if (host && strcmp(host, gw->cfg.host_id) == 0) {
-    snprintf(err, errlen, "'%s' is this gateway's own host id; pin other hosts' keys", host);
+    fl_errf(err, errlen, "'%s' is this gateway's own host id; pin other hosts' keys", host);
     return FL_EINVAL;
   }
   int rc = fl_peers_add(gw->peers, host, pk, url, err, errlen);
@@ -1117,7 +1122,7 @@ int fl_gw_peer_add(fl_gw *gw, const char *host, const char *pk, const char *url,
 int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen) {
   int rc = fl_peers_remove(gw->peers, host);
   if (rc == FL_ENOTFOUND) {
-    snprintf(err, errlen, "no pin for host '%s' (fleetctl peer list shows the pins)", host);
+    fl_errf(err, errlen, "no pin for host '%s' (fleetctl peer list shows the pins)", host);
     return rc;
   }
   if (rc == 0 && (rc = fl_peers_save(gw->peers, err, errlen)) == 0)
