@@ -39,9 +39,13 @@
 #define FL_ENVELOPE_VERSION "1.0"
 #define FL_ENVELOPE_MAJOR 1
 
+/* A publish waiting for the broker's confirm, and the CONFIRM waiter of the
+ * call that made it. */
 struct fl_pub {
   fl_gw *gw;
-  fl_wait *wait; /* NULL once the waiting call went away */
+  fl_wait *wait;      /* NULL once the waiting call went away */
+  double then_wait_s; /* > 0: after the confirm, wait this long for the reply */
+  json_t *on_confirm; /* the result to give once confirmed (owned) */
 };
 
 /* A delivery whose sender no presence has announced yet. A new agent's
@@ -724,11 +728,16 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
   else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
   fl_wait *w = pub->wait;
+  double then_wait_s = pub->then_wait_s;
+  json_t *r = pub->on_confirm;
   fl_free(pub);
-  if (!w)
+  if (!w) {
+    json_decref(r);
     return;
-  w->pub = NULL;
+  }
+  w->ext = NULL;
   if (status != 0) {
+    json_decref(r);
     fl_entity *dst = fl_entity_by_gid(gw, w->peer_gid);
     char msg[512];
     snprintf(msg, sizeof msg, "could not deliver to %s%s%s: %s", dst ? dst->name : "the group",
@@ -737,21 +746,37 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
     fl_wait_complete(w, NULL, msg);
     return;
   }
-  if (w->then_wait_s > 0) {
-    fl_wait_expect_reply(w, w->then_wait_s);
+  if (then_wait_s > 0) {
+    json_decref(r);
+    fl_wait_expect_reply(w, then_wait_s);
     return;
   }
-  json_t *r = w->on_confirm;
-  w->on_confirm = NULL;
   fl_wait_complete(w, r, NULL);
 }
 
-void fl_fabric_forget(fl_wait *w) {
-  if (w->pub) {
-    w->pub->wait = NULL;
-    w->pub = NULL;
-  }
+/* The waiting call went away before the confirm: the publish forgets it. */
+static void fl_confirm_forget(fl_wait *w) {
+  fl_pub *pub = w->ext;
+  if (!pub)
+    return;
+  pub->wait = NULL;
+  json_decref(pub->on_confirm);
+  pub->on_confirm = NULL;
+  w->ext = NULL;
 }
+
+static void fl_confirm_timeout(fl_wait *w) {
+  fl_warn(w->trace_id, "publish of %s: no confirm from the broker in time", w->msg_id);
+  fl_wait_complete(w, NULL,
+                   w->gw->shutting_down
+                       ? "fleetd is shutting down before the broker confirmed the message; "
+                         "it may or may not have been delivered"
+                       : "the broker did not confirm the message in time; it may or may "
+                         "not have been delivered (check fleetctl status)");
+}
+
+static const fl_wait_ops fl_confirm_ops = {.timeout = fl_confirm_timeout,
+                                           .forget = fl_confirm_forget};
 
 static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, const fl_msg *m,
                       const char *peer_gid, double then_wait_s, json_t *on_confirm, fl_gw_cb cb,
@@ -771,7 +796,8 @@ static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, c
     return FL_EBROKER;
   }
   fl_wait *w;
-  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, FL_CONFIRM_TIMEOUT_S, cb, ctx, &w, err, errlen);
+  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, &fl_confirm_ops, FL_CONFIRM_TIMEOUT_S, cb, ctx,
+                       &w, err, errlen);
   if (rc) {
     json_decref(on_confirm);
     return rc;
@@ -785,9 +811,10 @@ static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, c
   }
   pub->gw = gw;
   pub->wait = w;
-  w->pub = pub;
-  w->then_wait_s = then_wait_s;
-  w->on_confirm = on_confirm;
+  pub->then_wait_s = then_wait_s;
+  pub->on_confirm = on_confirm;
+  w->ext = pub;
+  w->wants_reply = then_wait_s > 0;
   fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
   fl_copy(w->trace_id, sizeof w->trace_id, m->trace_id);
   fl_copy(w->peer_gid, sizeof w->peer_gid, peer_gid);
@@ -797,9 +824,8 @@ static int fl_publish(fl_gw *gw, fl_client *c, const char *key, int mandatory, c
     rc = fl_broker_publish(gw->broker, "fleet.msg", key, mandatory, &env, m->content,
                          m->content_len, pub);
   if (rc) {
-    w->pub = NULL;
+    fl_gw_cancel(gw, &w); /* forgets pub, freeing on_confirm */
     fl_free(pub);
-    fl_gw_cancel(gw, &w);
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
     fl_errf(err, errlen, "%s",
              rc == FL_EFULL ? "too many messages are on their way to the broker; try again "

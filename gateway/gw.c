@@ -383,10 +383,9 @@ static void fl_wait_close_cb(uv_handle_t *h) { fl_free(h->data); }
 /* Detaches w from its client and frees it once its timer is closed. */
 static void fl_wait_release(fl_wait *w) {
   fl_wait_unlink(w);
-  if (w->kind == FL_WAIT_CONFIRM)
-    fl_fabric_forget(w);
-  json_decref(w->on_confirm);
-  w->on_confirm = NULL;
+  if (w->ops && w->ops->forget)
+    w->ops->forget(w);
+  w->ext = NULL;
   uv_timer_stop(&w->timer);
   uv_close((uv_handle_t *)&w->timer, fl_wait_close_cb);
 }
@@ -437,39 +436,38 @@ static json_t *fl_send_pending(fl_gw *gw, fl_wait *w) {
                    "status", "pending");
 }
 
-static void fl_wait_timeout(uv_timer_t *t) {
+static void fl_wait_timeout_cb(uv_timer_t *t) {
   fl_wait *w = t->data;
-  fl_gw *gw = w->gw;
-  json_t *result;
-  if (w->kind == FL_WAIT_CONFIRM) {
-    fl_warn(w->trace_id, "publish of %s: no confirm from the broker in time", w->msg_id);
-    fl_wait_complete(w, NULL,
-                     gw->shutting_down
-                         ? "fleetd is shutting down before the broker confirmed the message; "
-                           "it may or may not have been delivered"
-                         : "the broker did not confirm the message in time; it may or may "
-                           "not have been delivered (check fleetctl status)");
-    return;
-  }
-  if (w->kind == FL_WAIT_SEND) {
-    fl_info(w->trace_id, "send %s: no reply in time; the reply will be held for fleet_poll",
-            w->msg_id);
-    result = fl_send_pending(gw, w);
-  } else {
-    result = fl_poll_result(gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL, w->max);
-  }
-  fl_wait_complete(w, result, NULL);
+  w->ops->timeout(w);
 }
+
+/* A send's time is up: it reads pending, and the reply waits for a poll. */
+static void fl_send_timeout(fl_wait *w) {
+  fl_info(w->trace_id, "send %s: no reply in time; the reply will be held for fleet_poll",
+          w->msg_id);
+  fl_wait_complete(w, fl_send_pending(w->gw, w), NULL);
+}
+
+/* A long poll's time is up: it returns what is held (likely nothing). */
+static void fl_poll_timeout(fl_wait *w) {
+  fl_wait_complete(w, fl_poll_result(w->gw, w->client->entity,
+                                     w->peer_gid[0] ? w->peer_gid : NULL, w->max),
+                   NULL);
+}
+
+static const fl_wait_ops fl_send_wait_ops = {.timeout = fl_send_timeout};
+static const fl_wait_ops fl_poll_wait_ops = {.timeout = fl_poll_timeout};
 
 void fl_wait_expect_reply(fl_wait *w, double wait_s) {
   w->kind = FL_WAIT_SEND;
-  json_decref(w->on_confirm);
-  w->on_confirm = NULL;
-  uv_timer_start(&w->timer, fl_wait_timeout, (uint64_t)(wait_s * 1000.0), 0);
+  w->ops = &fl_send_wait_ops;
+  w->ext = NULL;
+  w->wants_reply = 0;
+  uv_timer_start(&w->timer, fl_wait_timeout_cb, (uint64_t)(wait_s * 1000.0), 0);
 }
 
-int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s, fl_gw_cb cb,
-                void *ctx, fl_wait **out, char *err, size_t errlen) {
+int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, const fl_wait_ops *ops,
+                double wait_s, fl_gw_cb cb, void *ctx, fl_wait **out, char *err, size_t errlen) {
   if (c->nwaits >= FL_MAX_WAITERS_PER_CLIENT) {
     fl_errf(err, errlen,
              "too many waiting calls in this session (at most %d); wait for "
@@ -485,11 +483,12 @@ int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s, 
   w->gw = gw;
   w->client = c;
   w->kind = kind;
+  w->ops = ops;
   w->cb = cb;
   w->ctx = ctx;
   uv_timer_init(gw->loop, &w->timer);
   w->timer.data = w;
-  uv_timer_start(&w->timer, fl_wait_timeout, (uint64_t)(wait_s * 1000.0), 0);
+  uv_timer_start(&w->timer, fl_wait_timeout_cb, (uint64_t)(wait_s * 1000.0), 0);
   /* Append: the oldest waiting call is served first. */
   fl_wait **pp = &c->waits;
   while (*pp)
@@ -517,7 +516,7 @@ int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   for (fl_wait *w = c->waits; w; w = w->next) {
     /* A send still waiting for the broker's confirm can already get its
      * reply: the confirm and the reply race on separate channels. */
-    int wants_reply = w->kind == FL_WAIT_SEND || (w->kind == FL_WAIT_CONFIRM && w->then_wait_s > 0);
+    int wants_reply = w->kind == FL_WAIT_SEND || (w->kind == FL_WAIT_CONFIRM && w->wants_reply);
     if (!wants_reply || strcmp(m->kind, "REPLY") != 0 || strcmp(w->peer_gid, m->from_gid) != 0 ||
         (m->in_reply_to[0] && strcmp(m->in_reply_to, w->msg_id) != 0))
       continue;
@@ -649,7 +648,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
     return rc;
   if (wait_s > 0) {
     fl_wait *w;
-    rc = fl_wait_new(gw, c, FL_WAIT_SEND, wait_s, cb, ctx, &w, err, errlen);
+    rc = fl_wait_new(gw, c, FL_WAIT_SEND, &fl_send_wait_ops, wait_s, cb, ctx, &w, err, errlen);
     if (rc == 0) {
       fl_copy(w->msg_id, sizeof w->msg_id, m.msg_id);
       fl_copy(w->trace_id, sizeof w->trace_id, m.trace_id);
@@ -750,7 +749,8 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
     /* Nothing yet: park the call until a message for it arrives. */
     json_decref(res);
     fl_wait *w;
-    if ((rc = fl_wait_new(gw, c, FL_WAIT_POLL, wait_s, cb, ctx, &w, err, errlen)))
+    if ((rc = fl_wait_new(gw, c, FL_WAIT_POLL, &fl_poll_wait_ops, wait_s, cb, ctx, &w, err,
+                           errlen)))
       return rc;
     w->max = max;
     if (from_gid)
@@ -1137,7 +1137,7 @@ void fl_gw_shutdown(fl_gw *gw) {
   for (fl_entity *e = gw->entities; e; e = e->next) {
     if (e->client) {
       while (e->client->waits)
-        fl_wait_timeout(&e->client->waits->timer);
+        e->client->waits->ops->timeout(e->client->waits);
     }
     uv_close((uv_handle_t *)&e->nudge_timer, NULL);
   }

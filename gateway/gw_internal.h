@@ -24,27 +24,36 @@ typedef struct fl_pub fl_pub;
 enum fl_wait_kind {
   FL_WAIT_SEND,   /* a send waiting for its reply */
   FL_WAIT_POLL,   /* a long poll */
-  FL_WAIT_CONFIRM /* a remote publish waiting for the broker's confirm */
+  FL_WAIT_CONFIRM /* a message handed on, waiting for the next hop to take it */
 };
+
+/* What a waiter does when its time is up, and what its owner must drop when
+ * it goes away. Set by whoever creates the waiter. */
+typedef struct fl_wait_ops {
+  /* The timer ran out, or the gateway is shutting down: must finish w with
+   * fl_wait_complete. */
+  void (*timeout)(fl_wait *w);
+  /* w is being released (completed, cancelled, or its session ended): drop
+   * every pointer to it. NULL = nothing to drop. */
+  void (*forget)(fl_wait *w);
+} fl_wait_ops;
 
 struct fl_wait {
   fl_gw *gw;
   fl_client *client;
   fl_wait *next; /* in the client's list, oldest first */
   enum fl_wait_kind kind;
+  const fl_wait_ops *ops;
+  void *ext;       /* the owner's state for ops (a CONFIRM: its publish), or NULL */
+  int wants_reply; /* a CONFIRM of a send that then waits for its reply */
   uv_timer_t timer;
   fl_gw_cb cb;
   void *ctx;
-  /* SEND: the message sent, and to whom; POLL: the from filter and max. */
+  /* SEND, CONFIRM: the message sent, and to whom; POLL: the from filter and max. */
   char msg_id[FL_ID_LEN];
   char trace_id[FL_ID_LEN];
   char peer_gid[FL_ID_LEN];
   size_t max;
-  /* CONFIRM: the publish in flight, the wait for a reply that follows it
-   * (0 = none), and the result to give once confirmed (owned). */
-  fl_pub *pub;
-  double then_wait_s;
-  json_t *on_confirm;
 };
 
 struct fl_entity {
@@ -132,8 +141,8 @@ void fl_entity_set_groups(fl_entity *e, const char *csv);
 void fl_entity_rec_of(const fl_entity *e, fl_entity_rec *r);
 json_t *fl_peer_json(const fl_entity *e);
 json_t *fl_msg_json(const fl_msg *m);
-int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, double wait_s, fl_gw_cb cb,
-                void *ctx, fl_wait **out, char *err, size_t errlen);
+int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, const fl_wait_ops *ops,
+                double wait_s, fl_gw_cb cb, void *ctx, fl_wait **out, char *err, size_t errlen);
 void fl_wait_complete(fl_wait *w, json_t *result, const char *err);
 /* Turns a confirmed CONFIRM waiter into a SEND waiter for the reply. */
 void fl_wait_expect_reply(fl_wait *w, double wait_s);
@@ -164,7 +173,5 @@ void fl_fabric_drained(fl_gw *gw, const char *to_gid, const char *msg_id);
 void fl_fabric_sweep(fl_gw *gw);
 /* "online" / "offline" / "unknown" for a remote entity. */
 const char *fl_fabric_status(fl_gw *gw, const fl_entity *e);
-/* A CONFIRM waiter is being released: detach it from its publish. */
-void fl_fabric_forget(fl_wait *w);
 
 #endif
