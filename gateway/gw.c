@@ -26,6 +26,7 @@
 #include "common/time.h"
 #include "common/error.h"
 #include "gateway/gw_internal.h"
+#include "gateway/remote.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "gateway/store.h"
@@ -228,7 +229,7 @@ static fl_entity *fl_resolve(fl_gw *gw, const char *to, char *err, size_t errlen
     fl_errf(err, errlen,
              "no entity '%s' %s: `to` takes a gid, a name or name@host; call fleet_list to "
              "see who is there",
-             to, gw->broker ? "in the roster" : "on this host");
+             to, fl_remote_on(gw) ? "in the roster" : "on this host");
     return NULL;
   }
   /* Candidates as name@host, as many as fit: the caller picks one. */
@@ -417,7 +418,7 @@ static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t 
   json_t *arr = json_array();
   for (size_t i = 0; i < n; i++) {
     json_array_append_new(arr, fl_msg_json(&msgs[i]));
-    fl_fabric_drained(gw, e->gid, msgs[i].msg_id);
+    fl_remote_drained(gw, e->gid, msgs[i].msg_id);
     fl_debug(msgs[i].trace_id, "drained %s for '%s'", msgs[i].msg_id, e->name);
   }
   gw->counters[FL_C_MSGS_DRAINED] += n;
@@ -524,7 +525,7 @@ int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     if (fl_store_take_id(gw->store, to->gid, m->msg_id, &got) != 0)
       break;
     gw->counters[FL_C_MSGS_DRAINED]++;
-    fl_fabric_drained(gw, to->gid, got.msg_id);
+    fl_remote_drained(gw, to->gid, got.msg_id);
     json_t *reply = fl_msg_json(&got);
     fl_free(got.content);
     fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
@@ -639,7 +640,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
     /* Routing fork: another host's entity goes through the broker. */
     json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
                              fl_peer_json(dst), "status", "sent");
-    rc = fl_fabric_publish(gw, c, dst, &m, wait_s, sent, cb, ctx, wait, err, errlen);
+    rc = fl_remote_publish(gw, c, dst, &m, wait_s, sent, cb, ctx, wait, err, errlen);
     if (rc == 0)
       fl_trace_remember(gw, &m);
     return rc;
@@ -711,7 +712,7 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
   if (dst->remote) {
     json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
                              fl_peer_json(dst), "status", "sent");
-    return fl_fabric_publish(gw, c, dst, &m, 0, sent, cb, ctx, wait, err, errlen);
+    return fl_remote_publish(gw, c, dst, &m, 0, sent, cb, ctx, wait, err, errlen);
   }
   if ((rc = fl_accept(gw, dst, &m, err, errlen)))
     return rc;
@@ -796,7 +797,7 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
   json_t *res =
       json_pack("{s:s, s:s, s:s?, s:I, s:I}", "msgId", msg_id, "traceId", trace_id, "group", group,
                 "recipients", (json_int_t)recipients, "refused", (json_int_t)failed);
-  if (!gw->broker) {
+  if (!fl_remote_on(gw)) {
     *result = res;
     return 0;
   }
@@ -806,7 +807,7 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
   fl_copy(m.trace_id, sizeof m.trace_id, trace_id);
   m.to_gid[0] = '\0';
   json_object_set_new(res, "remote", json_string("published"));
-  rc = fl_fabric_broadcast(gw, c, &m, group, res, cb, ctx, wait, err, errlen);
+  rc = fl_remote_broadcast(gw, c, &m, group, res, cb, ctx, wait, err, errlen);
   if (rc != 0 && recipients > 0) {
     /* The local copies are committed: say so, loudly, rather than fail. */
     res = json_pack("{s:s, s:s, s:s?, s:I, s:I, s:s}", "msgId", msg_id, "traceId", trace_id,
@@ -827,7 +828,7 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
     json_t *groups = json_array();
     for (size_t i = 0; i < e->ngroups; i++)
       json_array_append_new(groups, json_string(e->groups[i]));
-    const char *status = e->remote ? fl_fabric_status(gw, e) : e->client ? "online" : "offline";
+    const char *status = e->remote ? fl_remote_status(gw, e) : e->client ? "online" : "offline";
     json_t *o =
         json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name", e->name,
                   "role", e->role, "host", e->remote ? e->host : gw->cfg.host_id, "groups", groups,
@@ -863,9 +864,7 @@ json_t *fl_gw_status(fl_gw *gw) {
   fl_store_total(gw->store, &held);
   for (fl_entity *e = gw->entities; e; e = e->next)
     online += e->client != NULL;
-  json_t *broker = NULL;
-  if (gw->broker)
-    broker = json_pack("{s:s, s:s}", "state", gw->broker_up ? "up" : "down", "why", gw->broker_why);
+  json_t *broker = fl_remote_describe(gw);
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
@@ -985,7 +984,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   c->entity = e;
   gw->nclients++;
   fl_info(NULL, "'%s' (%s, gid %s) is online", e->name, e->role, e->gid);
-  fl_fabric_entity_changed(gw, e);
+  fl_remote_entity_changed(gw, e);
   size_t held = 0;
   if (fl_store_count(gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
     fl_nudge_arm(e);
@@ -1011,7 +1010,7 @@ void fl_gw_detach(fl_gw *gw, fl_client **cp) {
     e->tmux_socket[0] = '\0';
     fl_nudge_stop(e);
     fl_info(NULL, "'%s' is offline", e->name);
-    fl_fabric_entity_changed(gw, e);
+    fl_remote_entity_changed(gw, e);
   }
   gw->nclients--;
   fl_free(c);
@@ -1030,7 +1029,7 @@ static void fl_sweep_cb(uv_timer_t *t) {
   if (fl_store_expire(gw->store, fl_now_ms(), &dropped) != 0)
     fl_gw_count(gw, FL_C_STORE_ERRORS);
   else if (dropped)
-    fl_fabric_sweep(gw);
+    fl_remote_sweep(gw);
   if (dropped) {
     gw->counters[FL_C_MSGS_EXPIRED] += dropped;
     fl_warn(NULL, "sweeper: dropped %zu held message(s) past their expiry", dropped);
@@ -1065,9 +1064,7 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
   gw->sweep.data = gw;
   uv_timer_start(&gw->sweep, fl_sweep_cb, FL_SWEEP_MS, FL_SWEEP_MS);
   uv_unref((uv_handle_t *)&gw->sweep);
-  if ((rc = fl_fabric_start(gw))) {
-    fl_errf(err, errlen, "cannot start the broker link: %s (check the broker URI and the "
-             "host id: letters, digits, '-' and '_')", fl_strerror(rc));
+  if ((rc = fl_remote_start(gw, err, errlen))) {
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
   }
@@ -1142,14 +1139,14 @@ void fl_gw_shutdown(fl_gw *gw) {
     uv_close((uv_handle_t *)&e->nudge_timer, NULL);
   }
   uv_close((uv_handle_t *)&gw->sweep, NULL);
-  fl_fabric_stop(gw);
+  fl_remote_stop(gw);
 }
 
 void fl_gw_free(fl_gw **gwp) {
   if (!gwp || !*gwp)
     return;
   fl_gw *gw = *gwp;
-  fl_fabric_free(gw);
+  fl_remote_free(gw);
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);
   while (gw->entities) {

@@ -8,7 +8,6 @@
 #include "common/ids.h"
 #include "common/names.h"
 #include "common/time.h"
-#include "gateway/broker.h"
 #include "gateway/gw.h"
 #include "gateway/identity.h"
 #include "gateway/peers.h"
@@ -74,9 +73,11 @@ struct fl_entity {
   /* Remote entities (from another gateway's presence) live only here. */
   int remote;
   char host[64];
-  int remote_online;      /* as its last presence beat said */
-  long long expires_ms;   /* the beat's TTL runs out then */
-  long long beat_ts_ms;   /* ts of the newest beat taken: older ones are replays */
+  struct {
+    int online;           /* as its last beat said */
+    long long expires_ms; /* the beat's TTL runs out then */
+    long long ts_ms;      /* ts of the newest beat taken: older ones are replays */
+  } presence;             /* written by presence.c only */
 };
 
 struct fl_client {
@@ -87,14 +88,6 @@ struct fl_client {
   fl_wait *waits;
   size_t nwaits;
 };
-
-/* A broker delivery not yet acked: acked when its message is drained. */
-typedef struct fl_unacked {
-  struct fl_unacked *next;
-  char msg_id[FL_ID_LEN];
-  char to_gid[FL_ID_LEN];
-  uint64_t tag;
-} fl_unacked;
 
 struct fl_gw {
   uv_loop_t *loop;
@@ -118,19 +111,9 @@ struct fl_gw {
   /* This gateway's key pair and the peers' pinned public keys. */
   fl_identity id;
   fl_peers *peers;
-  /* Cross-host (fabric.c); broker is NULL in single-host mode. */
-  fl_broker *broker;
-  int broker_up;
-  char broker_why[256];
-  uv_timer_t presence;
-  fl_unacked *unacked;
-  size_t nunacked;
-  int in_batch;          /* inside a burst of broker events (one store commit) */
-  uint64_t *acks_later;  /* acks held until the burst's commit */
-  size_t nacks_later, acks_later_cap;
-  struct fl_parked *parked; /* deliveries waiting for their sender's presence */
-  size_t nparked;
-  uv_timer_t park_timer;
+  /* The cross-host backend (remote.h), NULL in single-host mode. */
+  const struct fl_remote_ops *remote;
+  void *remote_ctx;
 };
 
 /* gw.c, for fabric.c. */
@@ -149,29 +132,5 @@ void fl_wait_expect_reply(fl_wait *w, double wait_s);
 int fl_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen);
 int fl_wake(fl_gw *gw, fl_entity *to, const fl_msg *m);
 void fl_nudge_arm(fl_entity *e);
-
-/* fabric.c: the cross-host side. Every function is a no-op (or reports
- * "no broker") when gw->broker is NULL. */
-int fl_fabric_start(fl_gw *gw);
-void fl_fabric_stop(fl_gw *gw);
-void fl_fabric_free(fl_gw *gw);
-/* Publishes m (already filled) to dst's inbox. On success *wait is a
- * CONFIRM waiter: on the confirm it completes with on_confirm (stolen), or,
- * when then_wait_s > 0, turns into a SEND waiter for the reply. */
-int fl_fabric_publish(fl_gw *gw, fl_client *c, fl_entity *dst, const fl_msg *m,
-                      double then_wait_s, json_t *on_confirm, fl_gw_cb cb, void *ctx,
-                      fl_wait **wait, char *err, size_t errlen);
-/* Publishes a broadcast once for every other host; completes like above. */
-int fl_fabric_broadcast(fl_gw *gw, fl_client *c, const fl_msg *m, const char *group,
-                        json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
-                        size_t errlen);
-/* A local entity came online, changed or went offline. */
-void fl_fabric_entity_changed(fl_gw *gw, fl_entity *e);
-/* A held message was handed to its client: settle its broker delivery. */
-void fl_fabric_drained(fl_gw *gw, const char *to_gid, const char *msg_id);
-/* After the sweeper ran: settle deliveries whose message it dropped. */
-void fl_fabric_sweep(fl_gw *gw);
-/* "online" / "offline" / "unknown" for a remote entity. */
-const char *fl_fabric_status(fl_gw *gw, const fl_entity *e);
 
 #endif
