@@ -313,7 +313,7 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
   }
   if (then_wait_s > 0) {
     json_decref(r);
-    fl_wait_expect_reply(w, then_wait_s);
+    fl_router_expect_reply(w, then_wait_s);
     return;
   }
   fl_wait_complete(w, r, NULL);

@@ -9,7 +9,7 @@
  * may be a moment behind); a `to` that matches the key it arrived on; not
  * expired; a body that is UTF-8 within the size cap. A delivery that fails
  * is dead-lettered to fleet.dlq with its reason and a counter. One that
- * passes is committed to the hold store (fl_accept: dedup by msgId) and
+ * passes is committed to the hold store (fl_router_accept: dedup by msgId) and
  * woken like a local message; its broker ack waits until the client drained
  * it, so a crash before the drain gets a redelivery, which the store's
  * seen-set dedups. */
@@ -160,11 +160,11 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
   m.content_len = d->len;
 
   char err[256];
-  int rc = fl_accept(gw, to, &m, err, sizeof err);
+  int rc = fl_router_accept(gw, to, &m, err, sizeof err);
   if (rc == 0) {
     /* Remember the tag first: waking may drain it, which acks. */
     in->ops->hold(in->ctx, to->gid, m.msg_id, d->tag);
-    fl_wake(gw, to, &m);
+    fl_router_wake(gw, to, &m);
   } else if (rc == FL_EDUP) {
     /* The broker giving back a delivery we hold but have not acked (after
      * a reconnect or a crash) is the same message: keep the new tag. Any
@@ -176,7 +176,7 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
     else
       fl_inbound_dead_letter(in, d, FL_C_VERIFY_DUPLICATE, "already seen (duplicate msgId)");
   } else {
-    fl_inbound_dead_letter(in, d, FL_C_COUNT, err); /* fl_accept counted why */
+    fl_inbound_dead_letter(in, d, FL_C_COUNT, err); /* fl_router_accept counted why */
   }
   fl_free(content);
 }

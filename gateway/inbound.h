@@ -5,7 +5,7 @@
  * under the pinned key of its host, `from` lives on that host, `to` matches
  * the routing key, not expired, not seen); one that fails is dead-lettered
  * with its reason and counted, one that passes is handed to the core
- * (fl_accept, then fl_wake). Settling a delivery (ack, hold until drained,
+ * (fl_router_accept, then fl_router_wake). Settling a delivery (ack, hold until drained,
  * reject) and parking one whose sender is not announced yet are done by the
  * caller through fl_inbound_ops, so this file calls no other cross-host code.
  *
