@@ -33,7 +33,9 @@ struct fl_entity {
   size_t ngroups;
   fl_client *client; /* the live session, or NULL when offline */
   long long last_seen_ms;
-  /* Where a nudge is typed (tmux today), as the live session gave it. */
+  /* Where a nudge is typed, as the live session gave it: the terminal
+   * backend (inject.h; NULL = none) and its pane and server socket. */
+  const struct fl_inject_type *inject;
   char pane[FL_MAX_PANE + 1];
   char tmux_socket[FL_MAX_PATH + 1];
   struct {

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/gw_internal.h"
+#include "gateway/inject.h"
 #include "gateway/nudge.h"
 #include "gateway/remote.h"
 
@@ -113,6 +114,8 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   }
   fl_copy(e->pane, sizeof e->pane, id->pane);
   fl_copy(e->tmux_socket, sizeof e->tmux_socket, id->tmux_socket);
+  /* A pane means tmux: the one terminal backend a session can name today. */
+  e->inject = e->pane[0] ? fl_inject_lookup("tmux") : NULL;
   if ((rc = fl_entity_persist(gw, e))) {
     fl_errf(err, errlen, "could not record the entity (%s)", fl_strerror(rc));
     goto fail;
@@ -145,6 +148,7 @@ void fl_gw_detach(fl_gw *gw, fl_client **cp) {
     e->last_seen_ms = fl_now_ms();
     e->pane[0] = '\0';
     e->tmux_socket[0] = '\0';
+    e->inject = NULL;
     fl_nudge_stop(e);
     fl_info(NULL, "'%s' is offline", e->name);
     fl_remote_entity_changed(gw, e);
