@@ -59,7 +59,11 @@ static int fl_utf8_ok(const char *s, size_t n) {
   size_t i = 0;
   while (i < n) {
     unsigned char c = (unsigned char)s[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 0;
     if (c == 0 || len == 0 || i + len > n)
       return 0;
     for (size_t k = 1; k < len; k++)
@@ -140,7 +144,9 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
   fl_copy(m.from_gid, sizeof m.from_gid, env->from);
   fl_entity *from = fl_entity_by_gid(gw, env->from);
   fl_copy(m.from_name, sizeof m.from_name,
-          env->from_name[0] ? env->from_name : from ? from->name : "");
+          env->from_name[0] ? env->from_name
+          : from            ? from->name
+                            : "");
   fl_copy(m.to_gid, sizeof m.to_gid, to->gid);
   if (fl_is_uuid(env->in_reply_to))
     fl_copy(m.in_reply_to, sizeof m.in_reply_to, env->in_reply_to);

@@ -33,7 +33,7 @@ typedef struct fl_inbound_ops {
   /* Settle tag negatively: requeue 0 dead-letters it, 1 gives it back. */
   void (*reject)(void *ctx, uint64_t tag, int requeue);
   /* d's sender has no presence yet: keep d (copied) until it comes. 0 when
-   * kept, else it cannot be kept (and is dead-lettered). */
+   * kept; a negative code when it cannot be (then it is dead-lettered). */
   int (*park)(void *ctx, const fl_broker_delivery *d);
 } fl_inbound_ops;
 

@@ -44,8 +44,8 @@ typedef struct fl_inject_type {
   int (*deliver)(uv_loop_t *loop, const fl_inject_target *t, const char *text,
                  fl_inject_done_cb done, void *ctx);
   /* Types the nudge line (a reminder to poll) into the target; as deliver. */
-  int (*nudge)(uv_loop_t *loop, const fl_inject_target *t, const char *line,
-               fl_inject_done_cb done, void *ctx);
+  int (*nudge)(uv_loop_t *loop, const fl_inject_target *t, const char *line, fl_inject_done_cb done,
+               void *ctx);
 } fl_inject_type;
 
 /* The backend called name ("tmux"), or NULL. */

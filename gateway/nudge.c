@@ -44,8 +44,7 @@ static void fl_nudge_type(fl_entity *e) {
   int rc = e->inject->nudge(gw->loop, &t, gw->cfg.nudge.text, fl_nudge_typed, e);
   if (rc) {
     fl_gw_count(gw, FL_C_NUDGE_FAILURES);
-    fl_warn(NULL, "nudge: cannot run %s for '%s': %s", e->inject->name, e->name,
-            fl_strerror(rc));
+    fl_warn(NULL, "nudge: cannot run %s for '%s': %s", e->inject->name, e->name, fl_strerror(rc));
   }
 }
 
@@ -88,4 +87,3 @@ void fl_nudge_arm(fl_entity *e) {
   e->nudge.armed = 1;
   uv_timer_start(&e->nudge.timer, fl_nudge_fire, gw->cfg.nudge.first_ms, 0);
 }
-

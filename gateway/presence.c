@@ -49,10 +49,10 @@ typedef struct fl_parked {
 
 struct fl_presence {
   fl_gw *gw;
-  fl_inbound *in;     /* where released parked deliveries go */
-  fl_broker *broker;  /* borrowed; NULL until started */
-  int up;             /* the link is up, as last reported */
-  int started;        /* the timers are open */
+  fl_inbound *in;    /* where released parked deliveries go */
+  fl_broker *broker; /* borrowed; NULL until started */
+  int up;            /* the link is up, as last reported */
+  int started;       /* the timers are open */
   unsigned interval_ms, ttl_ms;
   uv_timer_t beat_timer;
   fl_parked *parked;
@@ -229,8 +229,8 @@ static void fl_presence_all(fl_presence *p) {
   char key[256];
   snprintf(key, sizeof key, "roster.%s._gateway", gw->cfg.host_id);
   fl_presence_send(p, key, "", "_gateway",
-                   json_pack("{s:s, s:s, s:I}", "host", gw->cfg.host_id, "version",
-                             FLEET_VERSION, "entities", (json_int_t)local));
+                   json_pack("{s:s, s:s, s:I}", "host", gw->cfg.host_id, "version", FLEET_VERSION,
+                             "entities", (json_int_t)local));
 }
 
 static void fl_beat_tick(uv_timer_t *t) { fl_presence_all(t->data); }
@@ -340,8 +340,8 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
   fl_beat b;
   if (fl_presence_parse(d->body, d->len, &b) != 0) {
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
-    fl_warn(NULL, "presence from host '%s' for %s has no valid name/status: ignored",
-            env->host, gid);
+    fl_warn(NULL, "presence from host '%s' for %s has no valid name/status: ignored", env->host,
+            gid);
     return;
   }
   fl_entity *e = fl_entity_by_gid(gw, gid);
@@ -350,8 +350,10 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
                         (e && e->remote) ? &e->presence.ts_ms : NULL, &beat_ts) != 0) {
     /* Signed but stale: an old beat replayed must not revive an entity. */
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
-    fl_warn(NULL, "presence from host '%s' for %s is expired or older than one already "
-            "taken: ignored", env->host, gid);
+    fl_warn(NULL,
+            "presence from host '%s' for %s is expired or older than one already "
+            "taken: ignored",
+            env->host, gid);
     return;
   }
   fl_presence_take(p, env->host, gid, &b, beat_ts);
@@ -380,13 +382,14 @@ static void fl_parked_free(fl_parked *pk) {
 }
 
 int fl_presence_park(fl_presence *p, const fl_broker_delivery *d) {
-  if (!p->started || p->nparked >= FL_MAX_PARKED ||
-      strlen(d->routing_key) >= sizeof(((fl_parked *)0)->key))
-    return -1;
+  if (!p->started || p->nparked >= FL_MAX_PARKED)
+    return FL_EFULL;
+  if (strlen(d->routing_key) >= sizeof(((fl_parked *)0)->key))
+    return FL_ETOOBIG;
   fl_parked *pk = fl_calloc(1, sizeof *pk);
   if (!pk || (d->len && !(pk->body = fl_malloc(d->len)))) {
     fl_free(pk);
-    return -1;
+    return FL_ENOMEM;
   }
   if (d->len)
     memcpy(pk->body, d->body, d->len);

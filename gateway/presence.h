@@ -78,8 +78,9 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
                      long long beat_ts_ms);
 /* "online", "offline" or "unknown" for a remote entity. */
 const char *fl_presence_status(const fl_presence *p, const fl_entity *e);
-/* Parks d (copied) until its sender's beat: 0, or -1 when it cannot be
- * parked (FL_MAX_PARKED reached, no memory, key too long). */
+/* Parks d (copied) until its sender's beat: 0, or FL_EFULL (FL_MAX_PARKED
+ * are parked, or presence is not started), FL_ETOOBIG (routing key too long)
+ * or FL_ENOMEM; then d is the caller's to settle. */
 int fl_presence_park(fl_presence *p, const fl_broker_delivery *d);
 /* Closes the timers (run the loop before fl_presence_free). NULL-safe. */
 void fl_presence_stop(fl_presence *p);

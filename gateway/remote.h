@@ -36,9 +36,8 @@ typedef struct fl_remote_ops {
                  size_t errlen);
   /* Hands a broadcast (group NULL = everyone) once to every other host;
    * completes like publish with then_wait_s 0. */
-  int (*broadcast)(void *ctx, fl_client *c, const fl_msg *m, const char *group,
-                   json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
-                   size_t errlen);
+  int (*broadcast)(void *ctx, fl_client *c, const fl_msg *m, const char *group, json_t *on_confirm,
+                   fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err, size_t errlen);
   /* A local entity came online, changed or went offline. */
   void (*entity_changed)(void *ctx, fl_entity *e);
   /* A held message was handed to its client: settle what carried it. */
@@ -81,9 +80,9 @@ int fl_remote_on(const fl_gw *gw);
 
 /* The core's calls into the backend; without one, each is a no-op or says
  * that no broker is configured. Arguments as in fl_remote_ops. */
-int fl_remote_publish(fl_gw *gw, fl_client *c, fl_entity *dst, const fl_msg *m,
-                      double then_wait_s, json_t *on_confirm, fl_gw_cb cb, void *ctx,
-                      fl_wait **wait, char *err, size_t errlen);
+int fl_remote_publish(fl_gw *gw, fl_client *c, fl_entity *dst, const fl_msg *m, double then_wait_s,
+                      json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
+                      size_t errlen);
 int fl_remote_broadcast(fl_gw *gw, fl_client *c, const fl_msg *m, const char *group,
                         json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
                         size_t errlen);

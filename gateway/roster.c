@@ -71,9 +71,7 @@ int fl_entity_in_group(const fl_entity *e, const char *group) {
   return 0;
 }
 
-const char *fl_entity_host(const fl_entity *e) {
-  return e->remote ? e->host : e->gw->cfg.host_id;
-}
+const char *fl_entity_host(const fl_entity *e) { return e->remote ? e->host : e->gw->cfg.host_id; }
 
 void fl_entity_rec_of(const fl_entity *e, fl_entity_rec *r) {
   memset(r, 0, sizeof *r);

@@ -103,16 +103,15 @@ static json_t *fl_send_pending(fl_gw *gw, fl_wait *w) {
 
 /* A send's time is up: it reads pending, and the reply waits for a poll. */
 static void fl_send_timeout(fl_wait *w) {
-  fl_info(w->trace_id, "send %s: no reply in time; the reply will be held for a poll",
-          w->msg_id);
+  fl_info(w->trace_id, "send %s: no reply in time; the reply will be held for a poll", w->msg_id);
   fl_wait_complete(w, fl_send_pending(w->gw, w), NULL);
 }
 
 /* A long poll's time is up: it returns what is held (likely nothing). */
 static void fl_poll_timeout(fl_wait *w) {
-  fl_wait_complete(w, fl_poll_result(w->gw, w->client->entity,
-                                     w->peer_gid[0] ? w->peer_gid : NULL, w->max),
-                   NULL);
+  fl_wait_complete(
+      w, fl_poll_result(w->gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL, w->max),
+      NULL);
 }
 
 static const fl_wait_ops fl_send_wait_ops = {.timeout = fl_send_timeout};
@@ -172,9 +171,9 @@ int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errl
     fl_warn(m->trace_id, "'%s' holds %d messages; refused %s", to->name, FL_MAX_HELD_PER_ENTITY,
             m->msg_id);
     fl_errf(err, errlen,
-             "'%s' already has %d messages waiting and takes no more until it polls; try "
-             "again later",
-             to->name, FL_MAX_HELD_PER_ENTITY);
+            "'%s' already has %d messages waiting and takes no more until it polls; try "
+            "again later",
+            to->name, FL_MAX_HELD_PER_ENTITY);
     return rc;
   }
   if (rc) {
@@ -187,7 +186,6 @@ int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errl
   fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name, to->name);
   return 0;
 }
-
 
 /* ---- verbs --------------------------------------------------------------------- */
 
@@ -216,7 +214,7 @@ static int fl_need_entity(fl_client *c, char *err, size_t errlen) {
 static int fl_check_content(const char *content, char *err, size_t errlen) {
   if (strlen(content) > FL_MAX_CONTENT) {
     fl_errf(err, errlen, "content is %zu bytes; the limit is %u: split it or send a path",
-             strlen(content), FL_MAX_CONTENT);
+            strlen(content), FL_MAX_CONTENT);
     return FL_ETOOBIG;
   }
   return 0;
@@ -359,8 +357,8 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
     /* Nothing yet: park the call until a message for it arrives. */
     json_decref(res);
     fl_wait *w;
-    if ((rc = fl_wait_new(gw, c, FL_WAIT_POLL, &fl_poll_wait_ops, wait_s, cb, ctx, &w, err,
-                           errlen)))
+    if ((rc =
+             fl_wait_new(gw, c, FL_WAIT_POLL, &fl_poll_wait_ops, wait_s, cb, ctx, &w, err, errlen)))
       return rc;
     w->max = max;
     if (from_gid)
@@ -438,10 +436,9 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
     for (size_t i = 0; i < e->ngroups; i++)
       json_array_append_new(groups, json_string(e->groups[i]));
     const char *status = e->remote ? fl_remote_status(gw, e) : e->client ? "online" : "offline";
-    json_t *o =
-        json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name", e->name,
-                  "role", e->role, "host", fl_entity_host(e), "groups", groups,
-                  "status", status, "self", c && c->entity == e, "held", (json_int_t)held);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name",
+                          e->name, "role", e->role, "host", fl_entity_host(e), "groups", groups,
+                          "status", status, "self", c && c->entity == e, "held", (json_int_t)held);
     long long seen = e->client ? now : e->last_seen_ms;
     if (o && seen) {
       char ts[32];

@@ -73,8 +73,7 @@ static void test_parse_missing_fields(void **state) {
   assert_int_equal(parse("", &b), FL_EINVAL);
   assert_int_equal(fl_presence_parse(NULL, 0, &b), FL_EINVAL);
   /* A body cut short of its closing brace is no body. */
-  assert_int_equal(fl_presence_parse("{\"name\":\"a\",\"status\":\"online\"}", 20, &b),
-                   FL_EINVAL);
+  assert_int_equal(fl_presence_parse("{\"name\":\"a\",\"status\":\"online\"}", 20, &b), FL_EINVAL);
 }
 
 static void test_parse_bad_names(void **state) {

@@ -110,9 +110,8 @@ static void test_timeout_calls_back_once(void **state) {
   seen s = {0};
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.02, seen_cb, &s, &w, err,
-                               sizeof err),
-                   0);
+  assert_int_equal(
+      fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.02, seen_cb, &s, &w, err, sizeof err), 0);
   assert_non_null(w);
   assert_int_equal(c->nwaits, 1);
   assert_int_equal(s.calls, 0); /* never from inside the call */
@@ -137,9 +136,8 @@ static void test_cancel_never_calls_back(void **state) {
   seen s = {0};
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.01, seen_cb, &s, &w, err,
-                               sizeof err),
-                   0);
+  assert_int_equal(
+      fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.01, seen_cb, &s, &w, err, sizeof err), 0);
   fl_gw_cancel(f->gw, &w);
   assert_null(w);
   assert_int_equal(forgets, 1);
@@ -159,8 +157,8 @@ static void test_detach_releases_silently(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(
-      fl_gw_poll(f->gw, c, NULL, 0.02, 0, seen_cb, &s, &result, &w, err, sizeof err), 0);
+  assert_int_equal(fl_gw_poll(f->gw, c, NULL, 0.02, 0, seen_cb, &s, &result, &w, err, sizeof err),
+                   0);
   assert_null(result);
   assert_non_null(w);
   fl_gw_detach(f->gw, &c);
@@ -175,8 +173,8 @@ static void test_poll_times_out_empty(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(
-      fl_gw_poll(f->gw, c, NULL, 0.03, 0, seen_cb, &s, &result, &w, err, sizeof err), 0);
+  assert_int_equal(fl_gw_poll(f->gw, c, NULL, 0.03, 0, seen_cb, &s, &result, &w, err, sizeof err),
+                   0);
   assert_non_null(w);
   uv_run(&f->loop, UV_RUN_DEFAULT);
   assert_int_equal(s.calls, 1);
@@ -194,14 +192,14 @@ static void test_per_client_cap(void **state) {
   fl_wait *w[FL_MAX_WAITERS_PER_CLIENT];
   char err[256] = "";
   for (int i = 0; i < FL_MAX_WAITERS_PER_CLIENT; i++)
-    assert_int_equal(fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 10, seen_cb, &s, &w[i], err,
-                                 sizeof err),
-                     0);
+    assert_int_equal(
+        fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 10, seen_cb, &s, &w[i], err, sizeof err),
+        0);
   assert_int_equal(fl_wait_room(c, err, sizeof err), FL_EFULL);
   fl_wait *over = NULL;
-  assert_int_equal(fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.01, seen_cb, &s, &over, err,
-                               sizeof err),
-                   FL_EFULL);
+  assert_int_equal(
+      fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.01, seen_cb, &s, &over, err, sizeof err),
+      FL_EFULL);
   assert_null(over);
   char want[32];
   snprintf(want, sizeof want, "at most %d", FL_MAX_WAITERS_PER_CLIENT);
@@ -224,14 +222,13 @@ static void test_poll_woken_by_message(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(
-      fl_gw_poll(f->gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err), 0);
+  assert_int_equal(fl_gw_poll(f->gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err),
+                   0);
   assert_non_null(w);
   json_t *sent = NULL;
   fl_wait *sw = NULL;
-  assert_int_equal(fl_gw_send(f->gw, bob, "alice", "hello", 0, seen_cb, NULL, &sent, &sw, err,
-                              sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_send(f->gw, bob, "alice", "hello", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
   assert_null(sw);
   assert_string_equal(json_string_value(json_object_get(sent, "status")), "sent");
   json_decref(sent);
@@ -255,16 +252,16 @@ static void test_send_resolved_by_reply(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_gw_send(f->gw, alice, "bob", "question", 30, seen_cb, &s, &result, &w, err,
-                              sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_send(f->gw, alice, "bob", "question", 30, seen_cb, &s, &result, &w, err, sizeof err),
+      0);
   assert_null(result);
   assert_non_null(w);
   json_t *rep = NULL;
   fl_wait *rw = NULL;
-  assert_int_equal(fl_gw_reply(f->gw, bob, "alice", "answer", NULL, seen_cb, NULL, &rep, &rw, err,
-                               sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_reply(f->gw, bob, "alice", "answer", NULL, seen_cb, NULL, &rep, &rw, err, sizeof err),
+      0);
   assert_string_equal(json_string_value(json_object_get(rep, "status")), "delivered");
   json_decref(rep);
   assert_int_equal(s.calls, 1);
@@ -289,9 +286,8 @@ static void test_shutdown_ends_waits(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_gw_send(f->gw, alice, "bob", "anyone?", 30, seen_cb, &s, &result, &w, err,
-                              sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_send(f->gw, alice, "bob", "anyone?", 30, seen_cb, &s, &result, &w, err, sizeof err), 0);
   fl_gw_shutdown(f->gw);
   assert_int_equal(s.calls, 1);
   assert_string_equal(json_string_value(json_object_get(s.result, "status")), "pending");
