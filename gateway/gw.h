@@ -8,7 +8,8 @@
  *
  * With a broker configured, the roster also holds the entities other
  * gateways announce, and a message for one of them is published to its
- * inbox on the broker (fabric.c); the verbs below are the same either way.
+ * inbox on the broker (fabric.c, behind remote.h); the verbs below are the
+ * same either way.
  *
  * Results are jansson objects shaped as the tool outputs in schema/tools.json.
  * Verbs that may wait return either a result now or a waiter whose callback
@@ -140,7 +141,10 @@ const char *fl_client_name(const fl_client *c);
 typedef void (*fl_gw_cb)(void *ctx, json_t *result, const char *err);
 
 /* Each returns 0 with *result (new reference) set, or 0 with *wait set and
- * the callback to come, or a negative code with err filled. */
+ * the callback to come, or a negative code with err filled. A recipient
+ * (`to`, or poll's `from`) is a gid, a name or name@host: FL_ENOTFOUND when
+ * nobody has it, FL_EAMBIGUOUS when a bare name is on more than one host
+ * (err lists each name@host). */
 int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
 json_t *fl_gw_status(fl_gw *gw);
 int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,

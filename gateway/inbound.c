@@ -1,0 +1,248 @@
+/* inbound.c — the receive checks of a delivery from one of our inboxes.
+ *
+ * A message another gateway published reaches us on the inbox of the local
+ * entity it is for. Before the core sees it, it must pass, in this order
+ * (docs/wire-format.md): a version we understand; a signature that verifies
+ * under the pinned key of the envelope's host; a kind we deliver and UUIDs
+ * where UUIDs belong; a `from` that lives on that host as signed presence
+ * says (a sender not announced yet is parked, not refused: its first beat
+ * may be a moment behind); a `to` that matches the key it arrived on; not
+ * expired; a body that is UTF-8 within the size cap. A delivery that fails
+ * is dead-lettered to fleet.dlq with its reason and a counter. One that
+ * passes is committed to the hold store (fl_router_accept: dedup by msgId) and
+ * woken like a local message; its broker ack waits until the client drained
+ * it, so a crash before the drain gets a redelivery, which the store's
+ * seen-set dedups. */
+#include "gateway/inbound.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "gateway/gw_internal.h"
+#include "gateway/sign.h"
+
+struct fl_inbound {
+  fl_gw *gw;
+  const fl_inbound_ops *ops;
+  void *ctx;
+};
+
+int fl_inbound_new(fl_gw *gw, const fl_inbound_ops *ops, void *ctx, fl_inbound **out) {
+  *out = NULL;
+  fl_inbound *in = fl_calloc(1, sizeof *in);
+  if (!in)
+    return FL_ENOMEM;
+  in->gw = gw;
+  in->ops = ops;
+  in->ctx = ctx;
+  *out = in;
+  return 0;
+}
+
+void fl_inbound_free(fl_inbound **in) {
+  if (!in || !*in)
+    return;
+  fl_free(*in);
+  *in = NULL;
+}
+
+/* 0 for a timestamp that does not parse: callers treat it as absent. */
+static long long fl_ts_ms(const char *s) {
+  long long ms = 0;
+  return fl_rfc3339_parse(s, &ms) == 0 ? ms : 0;
+}
+
+/* Message bodies become JSON strings: they must be UTF-8 without NUL. */
+static int fl_utf8_ok(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = (unsigned char)s[i];
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 0;
+    if (c == 0 || len == 0 || i + len > n)
+      return 0;
+    for (size_t k = 1; k < len; k++)
+      if (((unsigned char)s[i + k] & 0xc0) != 0x80)
+        return 0;
+    i += len;
+  }
+  return 1;
+}
+
+int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, const char **why) {
+  const fl_envelope *env = d->env;
+  int major = fl_envelope_major(env);
+  if (major < 0) {
+    *why = "envelope version is not MAJOR.MINOR";
+    return FL_C_VERIFY_MALFORMED;
+  }
+  if (major > FL_ENVELOPE_MAJOR) {
+    *why = "envelope major version is newer than this fleetd understands";
+    return FL_C_VERIFY_NEWER_MAJOR;
+  }
+  unsigned char pk[FL_SIGN_PK_BYTES];
+  if (strcmp(env->host, gw->cfg.host_id) == 0) {
+    memcpy(pk, gw->id.pk, sizeof pk);
+  } else if (!env->host[0] || fl_peers_lookup(gw->peers, env->host, pk) != 0) {
+    *why = "its host is not pinned here (fleetctl peer add HOST KEY)";
+    return FL_C_VERIFY_UNPINNED;
+  }
+  if (fl_verify_envelope(env, d->body, d->len, pk) != 0) {
+    *why = "the signature does not verify under the host's pinned key";
+    return FL_C_VERIFY_BAD_SIGNATURE;
+  }
+  return 0;
+}
+
+void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int counter,
+                            const char *why) {
+  fl_gw_count(in->gw, FL_C_REMOTE_DEAD_LETTERED);
+  fl_gw_count(in->gw, counter);
+  fl_warn(d->env->trace_id, "dead-lettered %s from host '%s' (key %s): %s",
+          d->env->msg_id[0] ? d->env->msg_id : "(no msgId)", d->env->host, d->routing_key, why);
+  in->ops->reject(in->ctx, d->tag, 0);
+}
+
+/* Is e's inbox bound to key (broadcast.all, or broadcast.<one of its groups>)? */
+static int fl_bound_to(const fl_entity *e, const char *key) {
+  if (strcmp(key, "broadcast.all") == 0)
+    return 1;
+  if (strncmp(key, "broadcast.", 10) != 0)
+    return 0;
+  for (size_t i = 0; i < e->ngroups; i++)
+    if (strcmp(e->groups[i], key + 10) == 0)
+      return 1;
+  return 0;
+}
+
+/* Does gid live on host, as far as signed presence (or, for our own host,
+ * our own roster) says? */
+static int fl_lives_on(fl_gw *gw, const char *gid, const char *host) {
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  if (!e)
+    return 0;
+  if (strcmp(host, gw->cfg.host_id) == 0)
+    return !e->remote;
+  return e->remote && strcmp(e->host, host) == 0;
+}
+
+/* The checks passed: build the message, commit it and wake its recipient. */
+static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_entity *to,
+                            long long expires, long long now) {
+  fl_gw *gw = in->gw;
+  const fl_envelope *env = d->env;
+  fl_msg m;
+  memset(&m, 0, sizeof m);
+  fl_copy(m.msg_id, sizeof m.msg_id, env->msg_id);
+  fl_copy(m.trace_id, sizeof m.trace_id, env->trace_id[0] ? env->trace_id : env->msg_id);
+  fl_copy(m.kind, sizeof m.kind, env->kind);
+  fl_copy(m.from_gid, sizeof m.from_gid, env->from);
+  fl_entity *from = fl_entity_by_gid(gw, env->from);
+  fl_copy(m.from_name, sizeof m.from_name,
+          env->from_name[0] ? env->from_name
+          : from            ? from->name
+                            : "");
+  fl_copy(m.to_gid, sizeof m.to_gid, to->gid);
+  if (fl_is_uuid(env->in_reply_to))
+    fl_copy(m.in_reply_to, sizeof m.in_reply_to, env->in_reply_to);
+  m.ts_ms = env->ts[0] ? fl_ts_ms(env->ts) : now;
+  if (m.ts_ms == 0)
+    m.ts_ms = now;
+  m.expires_ms = expires;
+  char *content = fl_malloc(d->len + 1);
+  if (!content) {
+    in->ops->reject(in->ctx, d->tag, 1);
+    return;
+  }
+  if (d->len)
+    memcpy(content, d->body, d->len);
+  content[d->len] = '\0';
+  m.content = content;
+  m.content_len = d->len;
+
+  char err[256];
+  int rc = fl_router_accept(gw, to, &m, err, sizeof err);
+  if (rc == 0) {
+    /* Remember the tag first: waking may drain it, which acks. */
+    in->ops->hold(in->ctx, to->gid, m.msg_id, d->tag);
+    fl_router_wake(gw, to, &m);
+  } else if (rc == FL_EDUP) {
+    /* The broker giving back a delivery we hold but have not acked (after
+     * a reconnect or a crash) is the same message: keep the new tag. Any
+     * other copy of a seen msgId is a replay. */
+    int held = 0;
+    fl_store_is_held(gw->store, to->gid, m.msg_id, &held);
+    if (held && d->redelivered)
+      in->ops->hold(in->ctx, to->gid, m.msg_id, d->tag);
+    else
+      fl_inbound_dead_letter(in, d, FL_C_VERIFY_DUPLICATE, "already seen (duplicate msgId)");
+  } else {
+    fl_inbound_dead_letter(in, d, FL_C_COUNT, err); /* fl_router_accept counted why */
+  }
+  fl_free(content);
+}
+
+void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
+  fl_gw *gw = in->gw;
+  const fl_envelope *env = d->env;
+  fl_entity *to = fl_entity_by_gid(gw, d->gid);
+  if (!to || to->remote) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_WRONG_RECIPIENT, "no local entity owns this inbox");
+    return;
+  }
+  /* The receive checks, in the documented order. */
+  const char *why = NULL;
+  int bad = fl_inbound_verify_origin(gw, d, &why);
+  if (bad) {
+    fl_inbound_dead_letter(in, d, bad, why);
+    return;
+  }
+  int broadcast = strcmp(env->kind, "BROADCAST") == 0;
+  if (!broadcast && strcmp(env->kind, "SEND") != 0 && strcmp(env->kind, "REPLY") != 0) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
+                           "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST)");
+    return;
+  }
+  if (!fl_is_uuid(env->msg_id) || !fl_is_uuid(env->from)) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED, "msgId and from must be UUIDs");
+    return;
+  }
+  if (!fl_lives_on(gw, env->from, env->host)) {
+    /* A sender nobody announced yet may just be ahead of its presence. */
+    if (!fl_entity_by_gid(gw, env->from) && strcmp(env->host, gw->cfg.host_id) != 0 &&
+        in->ops->park(in->ctx, d) == 0)
+      return;
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_MISATTRIBUTED,
+                           "`from` does not live on the signing host per its presence");
+    return;
+  }
+  if (broadcast ? !fl_bound_to(to, d->routing_key)
+                : (strcmp(env->to, to->gid) != 0 || strcmp(d->routing_key, to->gid) != 0)) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_WRONG_RECIPIENT,
+                           "`to` does not match the key it arrived on");
+    return;
+  }
+  long long now = fl_now_ms();
+  long long expires = env->expires_at[0] ? fl_ts_ms(env->expires_at) : 0;
+  if (env->expires_at[0] && (expires == 0 || expires <= now)) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_EXPIRED, "expired");
+    return;
+  }
+  if (broadcast && strcmp(env->host, gw->cfg.host_id) == 0) {
+    /* Ours, back from the broker: local members got their copy already. */
+    in->ops->ack(in->ctx, d->tag);
+    return;
+  }
+  if (d->len > FL_MAX_CONTENT || !fl_utf8_ok(d->body ? d->body : "", d->len)) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
+                           "body is not UTF-8 text within the size limit");
+    return;
+  }
+  fl_gw_count(gw, FL_C_REMOTE_RECEIVED);
+  fl_inbound_take(in, d, to, expires, now);
+}

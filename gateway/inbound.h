@@ -1,0 +1,57 @@
+/* inbound.h — the receive checks of a broker delivery from one of our
+ * entities' inboxes.
+ *
+ * Each delivery runs the checks in the documented order (version, signature
+ * under the pinned key of its host, `from` lives on that host, `to` matches
+ * the routing key, not expired, not seen); one that fails is dead-lettered
+ * with its reason and counted, one that passes is handed to the core
+ * (fl_router_accept, then fl_router_wake). Settling a delivery (ack, hold until drained,
+ * reject) and parking one whose sender is not announced yet are done by the
+ * caller through fl_inbound_ops, so this file calls no other cross-host code.
+ *
+ * Threading: loop thread only. Nothing here blocks. */
+#ifndef FL_INBOUND_H
+#define FL_INBOUND_H
+
+#include <stdint.h>
+
+#include "gateway/broker.h"
+#include "gateway/gw.h"
+
+/* Envelope version this gateway writes and the major it accepts. */
+#define FL_ENVELOPE_VERSION "1.0"
+#define FL_ENVELOPE_MAJOR 1
+
+typedef struct fl_inbound fl_inbound;
+
+/* How a delivery is settled; all on the loop thread, every member set. */
+typedef struct fl_inbound_ops {
+  /* Done with tag: ack it (now, or after the current burst's commit). */
+  void (*ack)(void *ctx, uint64_t tag);
+  /* tag carried msg_id, now held for to_gid: ack it once drained. */
+  void (*hold)(void *ctx, const char *to_gid, const char *msg_id, uint64_t tag);
+  /* Settle tag negatively: requeue 0 dead-letters it, 1 gives it back. */
+  void (*reject)(void *ctx, uint64_t tag, int requeue);
+  /* d's sender has no presence yet: keep d (copied) until it comes. 0 when
+   * kept; a negative code when it cannot be (then it is dead-lettered). */
+  int (*park)(void *ctx, const fl_broker_delivery *d);
+} fl_inbound_ops;
+
+/* New receive path for gw; ops is borrowed for its life, ctx is passed to
+ * every op. 0 or FL_ENOMEM. Free with fl_inbound_free (NULL-safe, sets NULL). */
+int fl_inbound_new(fl_gw *gw, const fl_inbound_ops *ops, void *ctx, fl_inbound **out);
+void fl_inbound_free(fl_inbound **in);
+
+/* Runs d (lent for the call) through the checks and settles it. */
+void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d);
+/* Dead-letters d: counts it (as remote_dead_lettered and as counter, an
+ * fl_counter, or FL_C_COUNT for none), logs why, and rejects it. */
+void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int counter,
+                            const char *why);
+/* The first checks, common to messages and presence: a version this fleetd
+ * understands, then a signature that verifies under the pinned key of the
+ * envelope's host (our own key for our own host). 0, or the fl_counter of
+ * the failed check with *why (static) set. */
+int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, const char **why);
+
+#endif

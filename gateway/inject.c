@@ -1,0 +1,18 @@
+/* inject.c — the table of terminal backends (inject.h).
+ *
+ * The one place that lists them; a caller finds a backend by name and then
+ * uses only its operations. */
+#include "gateway/inject.h"
+
+#include <string.h>
+
+static const fl_inject_type *const fl_inject_types[] = {
+    &fl_inject_tmux,
+};
+
+const fl_inject_type *fl_inject_lookup(const char *name) {
+  for (size_t i = 0; name && i < sizeof fl_inject_types / sizeof fl_inject_types[0]; i++)
+    if (strcmp(fl_inject_types[i]->name, name) == 0)
+      return fl_inject_types[i];
+  return NULL;
+}

@@ -1,0 +1,57 @@
+/* inject.h — typing into an agent's terminal, as a table of operations per
+ * backend.
+ *
+ * In the manner of redis's ConnectionType (src/connection.h): each way of
+ * reaching a terminal is one const fl_inject_type, found by name with
+ * fl_inject_lookup, and callers go through its function pointers only. The
+ * first backend is "tmux" (inject_tmux.c: send-keys into a pane). More
+ * (an exec command given the message on stdin, "none" for hold-for-pull)
+ * are new rows in inject.c's table; nothing else changes.
+ *
+ * Threading: loop thread only. No operation blocks: typing runs as a child
+ * process; if an operation that takes a callback fails, the callback never
+ * runs, else it runs exactly once, from the loop. */
+#ifndef FL_INJECT_H
+#define FL_INJECT_H
+
+#include <uv.h>
+
+/* Where to type; every string is borrowed for the call. */
+typedef struct fl_inject_target {
+  const char *pane;   /* the terminal, as the backend names it (tmux: %N) */
+  const char *socket; /* tmux: the server's socket path, "" for the default */
+  const char *label;  /* who sits there, for log lines */
+} fl_inject_target;
+
+/* What a backend can tell of a target without waiting. */
+enum fl_inject_state {
+  FL_INJECT_UNKNOWN, /* cannot tell (yet) */
+  FL_INJECT_READY,   /* there and idle: typing now lands on a prompt */
+  FL_INJECT_BUSY,    /* there, but in the middle of something */
+  FL_INJECT_GONE     /* not there any more */
+};
+
+/* A started operation finished: status 0, or a negative code when the
+ * backend says the keys did not go in. */
+typedef void (*fl_inject_done_cb)(void *ctx, int status);
+
+typedef struct fl_inject_type {
+  const char *name;
+  /* Is the target there, and idle? */
+  enum fl_inject_state (*status)(const fl_inject_target *t);
+  /* Types text into the target as one input (literally, then Enter). 0 and
+   * done runs later, or a negative code. */
+  int (*deliver)(uv_loop_t *loop, const fl_inject_target *t, const char *text,
+                 fl_inject_done_cb done, void *ctx);
+  /* Types the nudge line (a reminder to poll) into the target; as deliver. */
+  int (*nudge)(uv_loop_t *loop, const fl_inject_target *t, const char *line, fl_inject_done_cb done,
+               void *ctx);
+} fl_inject_type;
+
+/* The backend called name ("tmux"), or NULL. */
+const fl_inject_type *fl_inject_lookup(const char *name);
+
+/* The backends inject.c lists; each lives in its own inject_<name>.c. */
+extern const fl_inject_type fl_inject_tmux;
+
+#endif

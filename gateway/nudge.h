@@ -1,0 +1,26 @@
+/* nudge.h — reminding an idle session that messages wait for it.
+ *
+ * A message held for an entity with a live session arms that entity's
+ * nudge: after cfg.nudge.first_ms, if messages are still held and the
+ * session is not inside a waiting call, the session gets a notification and
+ * the nudge line is typed into its terminal (inject.h); reminders follow
+ * with a doubling gap up to cfg.nudge.max_ms until the entity drains.
+ *
+ * Internal to gateway/. Loop thread only; nothing blocks (typing runs as a
+ * child process). */
+#ifndef FL_NUDGE_H
+#define FL_NUDGE_H
+
+typedef struct fl_entity fl_entity;
+
+/* Opens e's nudge timer (once, from fl_entity_new). */
+void fl_nudge_init(fl_entity *e);
+/* Arms e's nudge unless nudges are off, e has no session, it is armed
+ * already, or the gateway is shutting down. */
+void fl_nudge_arm(fl_entity *e);
+/* Disarms e's nudge and resets its backoff (e drained, or went offline). */
+void fl_nudge_stop(fl_entity *e);
+/* Closes e's nudge timer (shutdown). */
+void fl_nudge_close(fl_entity *e);
+
+#endif

@@ -1,0 +1,454 @@
+/* presence.c — presence beats sent and taken, remote status, and the
+ * parking of deliveries that overtake their sender's first beat.
+ *
+ * Sending: every local entity, and a _gateway entry with this fleetd's
+ * version and entity count, is announced on fleet.roster under
+ * roster.<host>.<gid> each interval, when the link comes up, and when an
+ * entity changes. Beats are signed like messages and expire after the TTL.
+ *
+ * Taking: a beat from another host is checked (key and kind match the host,
+ * the signature verifies under its pinned key, the body parses, it is fresh,
+ * its gid lives nowhere else, the roster has room) and upserts a remote
+ * entity. Who lives where is remembered in the store (only when it changed,
+ * not every beat), so a message that waited in an inbox while this gateway
+ * was down can be checked against it after a restart. Remote entities are
+ * soft state: offline once the TTL passes, unknown while the link is down.
+ *
+ * Parking: a message whose sender no beat has announced yet waits here,
+ * unacked, for at most an interval and a second; the beat releases it into
+ * the receive checks again, the timer dead-letters it. */
+#include "gateway/presence.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "gateway/gw_internal.h"
+#include "gateway/sign.h"
+
+/* How often parked deliveries are checked for their time being up. */
+#define FL_PARK_TICK_MS 250
+/* Grace past one presence interval before a parked delivery gives up: the
+ * beat it waits for is sent at most an interval after the agent joined. */
+#define FL_PARK_GRACE_MS 1000
+
+/* A delivery whose sender no presence has announced yet. */
+typedef struct fl_parked {
+  struct fl_parked *next;
+  long long until_ms;
+  uint64_t tag;
+  int redelivered;
+  fl_envelope env;
+  char gid[FL_ID_LEN];
+  char key[256];
+  char *body;
+  size_t len;
+} fl_parked;
+
+struct fl_presence {
+  fl_gw *gw;
+  fl_inbound *in;    /* where released parked deliveries go */
+  fl_broker *broker; /* borrowed; NULL until started */
+  int up;            /* the link is up, as last reported */
+  int started;       /* the timers are open */
+  unsigned interval_ms, ttl_ms;
+  uv_timer_t beat_timer;
+  fl_parked *parked;
+  size_t nparked;
+  uv_timer_t park_timer;
+};
+
+/* ---- pure parts ------------------------------------------------------------- */
+
+int fl_presence_parse(const char *body, size_t len, fl_beat *out) {
+  memset(out, 0, sizeof *out);
+  json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
+  const char *name = json_string_value(json_object_get(o, "name"));
+  const char *role = json_string_value(json_object_get(o, "role"));
+  const char *status = json_string_value(json_object_get(o, "status"));
+  if (!name || !fl_name_valid(name, FL_MAX_NAME) || !status) {
+    json_decref(o);
+    return FL_EINVAL;
+  }
+  fl_copy(out->name, sizeof out->name, name);
+  fl_copy(out->role, sizeof out->role, (role && fl_name_valid(role, FL_MAX_ROLE)) ? role : "agent");
+  json_t *groups = json_object_get(o, "groups"), *g;
+  size_t i;
+  json_array_foreach(groups, i, g) {
+    const char *gn = json_string_value(g);
+    if (gn && fl_name_valid(gn, FL_MAX_GROUP_NAME) && out->ngroups < FL_MAX_GROUPS)
+      fl_copy(out->groups[out->ngroups++], FL_MAX_GROUP_NAME + 1, gn);
+  }
+  out->online = strcmp(status, "online") == 0;
+  json_decref(o);
+  return 0;
+}
+
+int fl_presence_fresh(const char *ts, const char *expires_at, long long now_ms,
+                      const long long *newest_ms, long long *ts_ms) {
+  long long t = 0, exp = 0;
+  if (!ts || fl_rfc3339_parse(ts, &t) != 0)
+    t = 0;
+  if (!expires_at || fl_rfc3339_parse(expires_at, &exp) != 0)
+    exp = 0;
+  /* 0 reads as absent, as everywhere else a stamp is parsed. */
+  if (!t || !exp || exp <= now_ms)
+    return FL_EINVAL;
+  if (newest_ms && t < *newest_ms)
+    return FL_EDUP;
+  *ts_ms = t;
+  return 0;
+}
+
+/* ---- life cycle ------------------------------------------------------------- */
+
+int fl_presence_new(fl_gw *gw, fl_inbound *in, unsigned interval_ms, unsigned ttl_ms,
+                    fl_presence **out) {
+  *out = NULL;
+  fl_presence *p = fl_calloc(1, sizeof *p);
+  if (!p)
+    return FL_ENOMEM;
+  p->gw = gw;
+  p->in = in;
+  p->interval_ms = interval_ms;
+  p->ttl_ms = ttl_ms;
+  *out = p;
+  return 0;
+}
+
+static void fl_remote_load_cb(void *ctx, const fl_entity_rec *r) {
+  fl_gw *gw = ctx;
+  if (fl_entity_by_gid(gw, r->gid) || gw->nentities >= FL_MAX_ENTITIES)
+    return;
+  fl_entity *e = fl_entity_new(gw, r->gid, r->name);
+  if (!e)
+    return;
+  e->remote = 1; /* offline (expires_ms 0) until its host beats again */
+  fl_copy(e->host, sizeof e->host, r->host);
+  fl_copy(e->role, sizeof e->role, r->role);
+  fl_entity_set_groups(e, r->groups);
+}
+
+void fl_presence_load(fl_presence *p) {
+  if (fl_store_remote_each(p->gw->store, fl_remote_load_cb, p->gw) != 0)
+    fl_gw_count(p->gw, FL_C_STORE_ERRORS);
+}
+
+static void fl_beat_tick(uv_timer_t *t);
+static void fl_park_tick(uv_timer_t *t);
+
+void fl_presence_start(fl_presence *p, fl_broker *b) {
+  p->broker = b;
+  uv_timer_init(p->gw->loop, &p->park_timer);
+  p->park_timer.data = p;
+  uv_timer_init(p->gw->loop, &p->beat_timer);
+  p->beat_timer.data = p;
+  uv_timer_start(&p->beat_timer, fl_beat_tick, p->interval_ms, p->interval_ms);
+  p->started = 1;
+}
+
+static void fl_park_clear(fl_presence *p);
+
+void fl_presence_stop(fl_presence *p) {
+  if (!p || !p->started)
+    return;
+  uv_close((uv_handle_t *)&p->beat_timer, NULL);
+  uv_close((uv_handle_t *)&p->park_timer, NULL);
+  p->started = 0;
+  p->up = 0;
+  p->broker = NULL;
+}
+
+void fl_presence_free(fl_presence **pp) {
+  if (!pp || !*pp)
+    return;
+  fl_park_clear(*pp);
+  fl_free(*pp);
+  *pp = NULL;
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+/* Signs body (stolen) as a PRESENCE envelope from `from` and publishes it
+ * under key. A beat that does not go out is followed by the next one. */
+static void fl_presence_send(fl_presence *p, const char *key, const char *from, const char *name,
+                             json_t *body) {
+  fl_gw *gw = p->gw;
+  char *text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  if (!text)
+    return;
+  fl_envelope env;
+  memset(&env, 0, sizeof env);
+  fl_copy(env.v, sizeof env.v, FL_ENVELOPE_VERSION);
+  fl_copy(env.kind, sizeof env.kind, "PRESENCE");
+  fl_uuid(env.msg_id);
+  fl_copy(env.from, sizeof env.from, from);
+  fl_copy(env.from_name, sizeof env.from_name, name);
+  fl_copy(env.host, sizeof env.host, gw->cfg.host_id);
+  long long now = fl_now_ms();
+  fl_rfc3339(now, env.ts);
+  fl_rfc3339(now + p->ttl_ms, env.expires_at);
+  if (fl_sign_envelope(&env, text, strlen(text), gw->id.sk) != 0) {
+    fl_free(text);
+    return;
+  }
+  int rc = fl_broker_publish(p->broker, "fleet.roster", key, 0, &env, text, strlen(text), NULL);
+  if (rc)
+    fl_debug(NULL, "presence for %s not sent: %s", key, fl_strerror(rc));
+  fl_free(text);
+}
+
+void fl_presence_entity(fl_presence *p, fl_entity *e) {
+  if (!p->up || !p->broker || e->remote)
+    return;
+  fl_gw *gw = p->gw;
+  json_t *groups = json_array();
+  for (size_t i = 0; i < e->ngroups; i++)
+    json_array_append_new(groups, json_string(e->groups[i]));
+  json_t *body = json_pack("{s:s, s:s, s:o, s:s}", "name", e->name, "role", e->role, "groups",
+                           groups, "status", e->client ? "online" : "offline");
+  char key[256];
+  snprintf(key, sizeof key, "roster.%s.%s", gw->cfg.host_id, e->gid);
+  fl_presence_send(p, key, e->gid, e->name, body);
+}
+
+static void fl_presence_all(fl_presence *p) {
+  if (!p->up || !p->broker)
+    return;
+  fl_gw *gw = p->gw;
+  size_t local = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (!e->remote) {
+      fl_presence_entity(p, e);
+      local++;
+    }
+  }
+  char key[256];
+  snprintf(key, sizeof key, "roster.%s._gateway", gw->cfg.host_id);
+  fl_presence_send(p, key, "", "_gateway",
+                   json_pack("{s:s, s:s, s:I}", "host", gw->cfg.host_id, "version", FLEET_VERSION,
+                             "entities", (json_int_t)local));
+}
+
+static void fl_beat_tick(uv_timer_t *t) { fl_presence_all(t->data); }
+
+void fl_presence_link(fl_presence *p, int up) {
+  p->up = up;
+  if (up)
+    fl_presence_all(p);
+  else
+    fl_park_clear(p); /* unacked: they come back with the reconnect */
+}
+
+const char *fl_presence_status(const fl_presence *p, const fl_entity *e) {
+  if (!p->up)
+    return "unknown";
+  if (fl_now_ms() > e->presence.expires_ms)
+    return "offline";
+  return e->presence.online ? "online" : "offline";
+}
+
+/* ---- taking ----------------------------------------------------------------- */
+
+static void fl_unpark(fl_presence *p, const char *gid);
+
+int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl_beat *b,
+                     long long beat_ts_ms) {
+  fl_gw *gw = p->gw;
+  long long now = fl_now_ms();
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  if (e && (!e->remote || (strcmp(e->host, host) != 0 && e->presence.expires_ms > now))) {
+    /* A gid lives on one host: a second claim while the first is live is
+     * refused. */
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "host '%s' claims gid %s, which lives on host '%s': ignored", host, gid,
+            e->remote ? e->host : gw->cfg.host_id);
+    return FL_EINVAL;
+  }
+  if (!e && gw->nentities >= FL_MAX_ENTITIES) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "roster is full (%d entities): presence of '%s' on host '%s' ignored",
+            FL_MAX_ENTITIES, b->name, host);
+    return FL_EFULL;
+  }
+  fl_entity_rec before;
+  if (e)
+    fl_entity_rec_of(e, &before);
+  else
+    memset(&before, 0, sizeof before);
+  if (!e) {
+    e = fl_entity_new(gw, gid, b->name);
+    if (!e)
+      return FL_ENOMEM;
+    e->remote = 1;
+    fl_info(NULL, "roster: '%s' on host '%s' (gid %s)", b->name, host, gid);
+  }
+  fl_copy(e->name, sizeof e->name, b->name);
+  fl_copy(e->host, sizeof e->host, host);
+  fl_copy(e->role, sizeof e->role, b->role);
+  e->ngroups = 0;
+  for (size_t i = 0; i < b->ngroups && i < FL_MAX_GROUPS; i++)
+    fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, b->groups[i]);
+  e->presence.online = b->online;
+  e->presence.ts_ms = beat_ts_ms;
+  e->presence.expires_ms = now + p->ttl_ms;
+  e->last_seen_ms = now;
+  /* Remember who lives where (only when it changed, not every beat). */
+  fl_entity_rec after;
+  fl_entity_rec_of(e, &after);
+  if (memcmp(&before, &after, sizeof after) != 0 && fl_store_remote_put(gw->store, &after) != 0)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+  if (p->parked)
+    fl_unpark(p, gid);
+  return 0;
+}
+
+void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
+  fl_gw *gw = p->gw;
+  const fl_envelope *env = d->env;
+  if (strcmp(env->host, gw->cfg.host_id) == 0)
+    return; /* our own beat, back from roster.# */
+  char prefix[128];
+  snprintf(prefix, sizeof prefix, "roster.%s.", env->host);
+  const char *key = d->routing_key;
+  if (!env->host[0] || strcmp(env->kind, "PRESENCE") != 0 ||
+      strncmp(key, prefix, strlen(prefix)) != 0) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence on key %s claims host '%s': ignored", key, env->host);
+    return;
+  }
+  const char *gid = key + strlen(prefix);
+  const char *why = NULL;
+  int bad = fl_inbound_verify_origin(gw, d, &why);
+  if (bad) {
+    fl_gw_count(gw, bad);
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence from host '%s' on key %s ignored: %s", env->host, key, why);
+    return;
+  }
+  if (strcmp(gid, "_gateway") == 0)
+    return;
+  fl_gw_count(gw, FL_C_PRESENCE_RECEIVED);
+  if (!fl_is_uuid(gid) || strcmp(gid, env->from) != 0) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence from host '%s' for '%s' is malformed: ignored", env->host, gid);
+    return;
+  }
+  fl_beat b;
+  if (fl_presence_parse(d->body, d->len, &b) != 0) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "presence from host '%s' for %s has no valid name/status: ignored", env->host,
+            gid);
+    return;
+  }
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  long long beat_ts = 0;
+  if (fl_presence_fresh(env->ts, env->expires_at, fl_now_ms(),
+                        (e && e->remote) ? &e->presence.ts_ms : NULL, &beat_ts) != 0) {
+    /* Signed but stale: an old beat replayed must not revive an entity. */
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL,
+            "presence from host '%s' for %s is expired or older than one already "
+            "taken: ignored",
+            env->host, gid);
+    return;
+  }
+  fl_presence_take(p, env->host, gid, &b, beat_ts);
+}
+
+/* ---- parking ---------------------------------------------------------------- */
+
+static void fl_parked_delivery(const fl_parked *pk, fl_broker_delivery *d) {
+  memset(d, 0, sizeof *d);
+  d->tag = pk->tag;
+  d->source = FL_BROKER_INBOX;
+  d->gid = pk->gid;
+  d->exchange = "fleet.msg";
+  d->routing_key = pk->key;
+  d->redelivered = pk->redelivered;
+  d->env = &pk->env;
+  d->body = pk->body;
+  d->len = pk->len;
+}
+
+static void fl_parked_free(fl_parked *pk) {
+  if (pk) {
+    fl_free(pk->body);
+    fl_free(pk);
+  }
+}
+
+int fl_presence_park(fl_presence *p, const fl_broker_delivery *d) {
+  if (!p->started || p->nparked >= FL_MAX_PARKED)
+    return FL_EFULL;
+  if (strlen(d->routing_key) >= sizeof(((fl_parked *)0)->key))
+    return FL_ETOOBIG;
+  fl_parked *pk = fl_calloc(1, sizeof *pk);
+  if (!pk || (d->len && !(pk->body = fl_malloc(d->len)))) {
+    fl_free(pk);
+    return FL_ENOMEM;
+  }
+  if (d->len)
+    memcpy(pk->body, d->body, d->len);
+  pk->len = d->len;
+  pk->tag = d->tag;
+  pk->redelivered = d->redelivered;
+  pk->env = *d->env;
+  fl_copy(pk->gid, sizeof pk->gid, d->gid);
+  fl_copy(pk->key, sizeof pk->key, d->routing_key);
+  pk->until_ms = fl_now_ms() + p->interval_ms + FL_PARK_GRACE_MS;
+  pk->next = p->parked;
+  p->parked = pk;
+  p->nparked++;
+  if (!uv_is_active((uv_handle_t *)&p->park_timer))
+    uv_timer_start(&p->park_timer, fl_park_tick, FL_PARK_TICK_MS, FL_PARK_TICK_MS);
+  fl_info(pk->env.trace_id, "%s %s from unannounced %s@%s waits for its presence", pk->env.kind,
+          pk->env.msg_id, pk->env.from, pk->env.host);
+  return 0;
+}
+
+/* Takes out the parked deliveries that match (from gid, or every one whose
+ * time is up when gid is NULL) and runs them through the receive path. */
+static void fl_unpark(fl_presence *p, const char *gid) {
+  long long now = fl_now_ms();
+  fl_parked *ready = NULL;
+  for (fl_parked **pp = &p->parked; *pp;) {
+    fl_parked *pk = *pp;
+    if (gid ? strcmp(pk->env.from, gid) == 0 : pk->until_ms <= now) {
+      *pp = pk->next;
+      p->nparked--;
+      pk->next = ready;
+      ready = pk;
+    } else {
+      pp = &pk->next;
+    }
+  }
+  while (ready) {
+    fl_parked *pk = ready;
+    ready = pk->next;
+    fl_broker_delivery d;
+    fl_parked_delivery(pk, &d);
+    if (gid)
+      fl_inbound_receive(p->in, &d);
+    else
+      fl_inbound_dead_letter(p->in, &d, FL_C_VERIFY_MISATTRIBUTED,
+                             "no presence ever announced `from` on the signing host");
+    fl_parked_free(pk);
+  }
+  if (!p->parked && p->started)
+    uv_timer_stop(&p->park_timer);
+}
+
+static void fl_park_tick(uv_timer_t *t) { fl_unpark(t->data, NULL); }
+
+static void fl_park_clear(fl_presence *p) {
+  while (p->parked) {
+    fl_parked *n = p->parked->next;
+    fl_parked_free(p->parked);
+    p->parked = n;
+  }
+  p->nparked = 0;
+}

@@ -1,0 +1,90 @@
+/* presence.h — who lives where: presence beats sent and taken.
+ *
+ * Every interval, and whenever a local entity changes, this gateway
+ * announces each local entity (and a _gateway entry) on fleet.roster,
+ * signed. Beats from other gateways build the remote part of the roster as
+ * soft state: a remote entry reads offline once its TTL runs out, and
+ * unknown while the broker link is down. A beat is taken only if it is
+ * signed by its host's pinned key, fresh (not expired, not older than one
+ * already taken: a replay cannot revive an entity), for a gid no other live
+ * host holds, and within the roster cap.
+ *
+ * A delivery can overtake its sender's first beat (the beat travels another
+ * queue): such a delivery is parked here, unacked, until the beat comes or
+ * a presence interval and a second pass, then runs the receive checks
+ * (inbound.c) again, or is dead-lettered.
+ *
+ * Threading: loop thread only; nothing blocks. The parse and freshness
+ * checks are pure and safe anywhere. */
+#ifndef FL_PRESENCE_H
+#define FL_PRESENCE_H
+
+#include <stddef.h>
+
+#include "common/limits.h"
+#include "gateway/broker.h"
+#include "gateway/gw.h"
+#include "gateway/inbound.h"
+
+typedef struct fl_presence fl_presence;
+typedef struct fl_entity fl_entity;
+
+/* The body of one entity's beat, as taken: every string valid by the name
+ * rule, at most FL_MAX_GROUPS groups (invalid ones are dropped). */
+typedef struct fl_beat {
+  char name[FL_MAX_NAME + 1];
+  char role[FL_MAX_ROLE + 1]; /* "agent" when absent or not a valid name */
+  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
+  size_t ngroups;
+  int online; /* status was "online" */
+} fl_beat;
+
+/* Parses a beat's JSON body (len bytes, body may be NULL when len is 0):
+ * an object with a valid "name" and a string "status"; "role" and "groups"
+ * optional. 0 with *out filled, or FL_EINVAL (out zeroed). Pure. */
+int fl_presence_parse(const char *body, size_t len, fl_beat *out);
+
+/* Is a beat stamped ts / expires_at (RFC 3339) fresh at now_ms? newest_ms
+ * is the ts of the newest beat already taken for its gid, or NULL for none.
+ * 0 with *ts_ms set; FL_EINVAL when a stamp does not parse or the beat has
+ * expired; FL_EDUP when it is older than the newest (a replay). Pure. */
+int fl_presence_fresh(const char *ts, const char *expires_at, long long now_ms,
+                      const long long *newest_ms, long long *ts_ms);
+
+/* New presence for gw: beats every interval_ms, remote entries live ttl_ms;
+ * released parked deliveries go to in (borrowed). No handle is open until
+ * fl_presence_start. 0 or FL_ENOMEM. */
+int fl_presence_new(fl_gw *gw, fl_inbound *in, unsigned interval_ms, unsigned ttl_ms,
+                    fl_presence **out);
+/* Adds the remote entities the store remembers (who lived where, as
+ * verified presence last said), offline until their host beats again. */
+void fl_presence_load(fl_presence *p);
+/* Opens the timers and starts beating on b (borrowed until stop). */
+void fl_presence_start(fl_presence *p, fl_broker *b);
+/* The broker link went up (beat everything now) or down (remote entries
+ * read unknown; parked deliveries are dropped: they come back with the
+ * reconnect). */
+void fl_presence_link(fl_presence *p, int up);
+/* Announces one local entity now (no-op for a remote one or a down link). */
+void fl_presence_entity(fl_presence *p, fl_entity *e);
+/* A beat from fleet.roster (lent for the call); the caller acks it. */
+void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d);
+/* Takes a beat that passed the checks: upserts the remote entity gid of
+ * host, remembers it in the store when it changed, and releases deliveries
+ * parked for it. 0; FL_EINVAL when gid lives on this host or on another
+ * live host; FL_EFULL when the roster is full; FL_ENOMEM. Each refusal is
+ * counted and logged. */
+int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl_beat *b,
+                     long long beat_ts_ms);
+/* "online", "offline" or "unknown" for a remote entity. */
+const char *fl_presence_status(const fl_presence *p, const fl_entity *e);
+/* Parks d (copied) until its sender's beat: 0, or FL_EFULL (FL_MAX_PARKED
+ * are parked, or presence is not started), FL_ETOOBIG (routing key too long)
+ * or FL_ENOMEM; then d is the caller's to settle. */
+int fl_presence_park(fl_presence *p, const fl_broker_delivery *d);
+/* Closes the timers (run the loop before fl_presence_free). NULL-safe. */
+void fl_presence_stop(fl_presence *p);
+/* Drops parked deliveries and frees p. NULL-safe; sets *p NULL. */
+void fl_presence_free(fl_presence **p);
+
+#endif

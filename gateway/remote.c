@@ -1,0 +1,106 @@
+/* remote.c — the seam between the gateway core and its cross-host backend.
+ *
+ * Two things live here. The table of backends (one today: "broker", the
+ * AMQP fabric of fabric.c), from which fl_remote_start picks the one the
+ * configuration names; this table is the only place that names a backend.
+ * And the core's calls through the registered operations: with no backend
+ * registered (single-host mode) they behave as the gateway always has
+ * without a broker — nothing to settle, nothing to announce, and a message
+ * for another host fails with "no broker is configured". */
+#include "gateway/remote.h"
+
+#include <string.h>
+
+#include "common/error.h"
+#include "gateway/fabric.h"
+#include "gateway/gw_internal.h"
+
+static const fl_remote_type *const fl_remote_types[] = {
+    &fl_fabric_type,
+};
+
+const fl_remote_type *fl_remote_lookup(const char *name) {
+  for (size_t i = 0; name && i < sizeof fl_remote_types / sizeof fl_remote_types[0]; i++)
+    if (strcmp(fl_remote_types[i]->name, name) == 0)
+      return fl_remote_types[i];
+  return NULL;
+}
+
+int fl_remote_start(fl_gw *gw, char *err, size_t errlen) {
+  /* A broker URI is the one way to reach other hosts today. */
+  if (!gw->cfg.broker_uri[0])
+    return 0;
+  const fl_remote_type *t = fl_remote_lookup("broker");
+  if (!t) {
+    fl_errf(err, errlen, "this fleetd was built without a broker link");
+    return FL_ECONFIG;
+  }
+  return t->start(gw, err, errlen);
+}
+
+void fl_gw_set_remote(fl_gw *gw, const fl_remote_ops *ops, void *ctx) {
+  gw->remote = ops;
+  gw->remote_ctx = ctx;
+}
+
+int fl_remote_on(const fl_gw *gw) { return gw->remote != NULL; }
+
+int fl_remote_publish(fl_gw *gw, fl_client *c, fl_entity *dst, const fl_msg *m, double then_wait_s,
+                      json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
+                      size_t errlen) {
+  *wait = NULL;
+  if (!gw->remote) {
+    json_decref(on_confirm);
+    fl_errf(err, errlen, "no broker is configured, so other hosts cannot be reached");
+    return FL_EBROKER;
+  }
+  return gw->remote->publish(gw->remote_ctx, c, dst, m, then_wait_s, on_confirm, cb, ctx, wait, err,
+                             errlen);
+}
+
+int fl_remote_broadcast(fl_gw *gw, fl_client *c, const fl_msg *m, const char *group,
+                        json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
+                        size_t errlen) {
+  *wait = NULL;
+  if (!gw->remote) {
+    json_decref(on_confirm);
+    fl_errf(err, errlen, "no broker is configured, so other hosts cannot be reached");
+    return FL_EBROKER;
+  }
+  return gw->remote->broadcast(gw->remote_ctx, c, m, group, on_confirm, cb, ctx, wait, err, errlen);
+}
+
+void fl_remote_entity_changed(fl_gw *gw, fl_entity *e) {
+  if (gw->remote)
+    gw->remote->entity_changed(gw->remote_ctx, e);
+}
+
+void fl_remote_drained(fl_gw *gw, const char *to_gid, const char *msg_id) {
+  if (gw->remote)
+    gw->remote->drained(gw->remote_ctx, to_gid, msg_id);
+}
+
+void fl_remote_sweep(fl_gw *gw) {
+  if (gw->remote)
+    gw->remote->sweep(gw->remote_ctx);
+}
+
+const char *fl_remote_status(fl_gw *gw, const fl_entity *e) {
+  return gw->remote ? gw->remote->status(gw->remote_ctx, e) : "unknown";
+}
+
+json_t *fl_remote_describe(fl_gw *gw) {
+  return gw->remote ? gw->remote->describe(gw->remote_ctx) : NULL;
+}
+
+void fl_remote_stop(fl_gw *gw) {
+  if (gw->remote)
+    gw->remote->stop(gw->remote_ctx);
+}
+
+void fl_remote_free(fl_gw *gw) {
+  if (gw->remote)
+    gw->remote->free(gw->remote_ctx);
+  gw->remote = NULL;
+  gw->remote_ctx = NULL;
+}

@@ -1,0 +1,97 @@
+/* remote.h — the gateway core's one door to the cross-host side.
+ *
+ * The core (gw.c, session.c, roster.c, router.c, wait.c, nudge.c) never
+ * calls the cross-host code (fabric.c, presence.c, inbound.c) by name. A
+ * cross-host backend, once started, registers a table of operations on the
+ * gateway with fl_gw_set_remote; the core reaches it only through the
+ * fl_remote_* calls below, which read "no broker" when nothing is
+ * registered (single-host mode). The cross-host side may call the core's
+ * internal API (gw_internal.h) freely; the dependency runs one way.
+ *
+ * Which backend starts is decided in one place, remote.c's table, in the
+ * manner of redis's connection types: a new kind of link is a new row.
+ *
+ * Threading: everything here runs on the loop thread; no call blocks. */
+#ifndef FL_REMOTE_H
+#define FL_REMOTE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "gateway/gw.h"
+#include "gateway/store.h"
+
+typedef struct fl_entity fl_entity;
+
+/* What a cross-host backend does for the core. ctx is the backend's own
+ * state, given to fl_gw_set_remote. Every member must be set. */
+typedef struct fl_remote_ops {
+  /* Hands m (filled by the core) to dst, an entity of another host. On
+   * success *wait is a CONFIRM waiter of c: once the next hop took the
+   * message it completes with on_confirm, or, when then_wait_s > 0, turns
+   * into a SEND waiter for the reply. on_confirm is stolen either way; on
+   * failure no callback runs and err says why. */
+  int (*publish)(void *ctx, fl_client *c, fl_entity *dst, const fl_msg *m, double then_wait_s,
+                 json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
+                 size_t errlen);
+  /* Hands a broadcast (group NULL = everyone) once to every other host;
+   * completes like publish with then_wait_s 0. */
+  int (*broadcast)(void *ctx, fl_client *c, const fl_msg *m, const char *group, json_t *on_confirm,
+                   fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err, size_t errlen);
+  /* A local entity came online, changed or went offline. */
+  void (*entity_changed)(void *ctx, fl_entity *e);
+  /* A held message was handed to its client: settle what carried it. */
+  void (*drained)(void *ctx, const char *to_gid, const char *msg_id);
+  /* The sweeper dropped expired held messages: settle what carried them. */
+  void (*sweep)(void *ctx);
+  /* "online", "offline" or "unknown" for a remote entity (static string). */
+  const char *(*status)(void *ctx, const fl_entity *e);
+  /* The link's state for fl_gw_status: a new object, or NULL. */
+  json_t *(*describe)(void *ctx);
+  /* The gateway is shutting down: close handles; no callback after the
+   * loop has run once more. */
+  void (*stop)(void *ctx);
+  /* Frees ctx (after stop and a loop run). */
+  void (*free)(void *ctx);
+} fl_remote_ops;
+
+/* A kind of cross-host link, as remote.c's table lists them. */
+typedef struct fl_remote_type {
+  const char *name; /* "broker" */
+  /* Starts the backend for gw and registers it with fl_gw_set_remote. 0,
+   * or a negative code with err saying what to fix (nothing registered). */
+  int (*start)(fl_gw *gw, char *err, size_t errlen);
+} fl_remote_type;
+
+/* The backend called name, or NULL. */
+const fl_remote_type *fl_remote_lookup(const char *name);
+
+/* Registers the backend on gw (ops is borrowed for gw's life, ctx until
+ * ops->free). Called by a backend's start, at most once. */
+void fl_gw_set_remote(fl_gw *gw, const fl_remote_ops *ops, void *ctx);
+
+/* Starts the cross-host backend gw's configuration names (a broker URI:
+ * the AMQP fabric), or none in single-host mode. 0, or a negative code with
+ * err saying what to fix. */
+int fl_remote_start(fl_gw *gw, char *err, size_t errlen);
+
+/* 1 when a backend is registered (other hosts exist), else 0. */
+int fl_remote_on(const fl_gw *gw);
+
+/* The core's calls into the backend; without one, each is a no-op or says
+ * that no broker is configured. Arguments as in fl_remote_ops. */
+int fl_remote_publish(fl_gw *gw, fl_client *c, fl_entity *dst, const fl_msg *m, double then_wait_s,
+                      json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
+                      size_t errlen);
+int fl_remote_broadcast(fl_gw *gw, fl_client *c, const fl_msg *m, const char *group,
+                        json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
+                        size_t errlen);
+void fl_remote_entity_changed(fl_gw *gw, fl_entity *e);
+void fl_remote_drained(fl_gw *gw, const char *to_gid, const char *msg_id);
+void fl_remote_sweep(fl_gw *gw);
+const char *fl_remote_status(fl_gw *gw, const fl_entity *e);
+json_t *fl_remote_describe(fl_gw *gw);
+void fl_remote_stop(fl_gw *gw);
+void fl_remote_free(fl_gw *gw);
+
+#endif

@@ -1,0 +1,187 @@
+/* roster.c — the entities a gateway knows, their persistence, and name
+ * resolution.
+ *
+ * The roster is a list on the gateway: this host's entities, loaded from the
+ * hold store at start and written back whenever a session changes one, and
+ * other hosts' entities, which presence adds. A recipient is named by gid,
+ * by name, or by name@host; a bare name that lives on more than one host is
+ * ambiguous, and the error lists every name@host so the caller can pick.
+ * Entities are never freed while the gateway lives (a name that leaves may
+ * come back and resume its gid), so pointers to them stay valid. */
+#include "gateway/roster.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/ids.h"
+#include "gateway/gw_internal.h"
+#include "gateway/nudge.h"
+#include "gateway/remote.h"
+
+fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name) {
+  fl_entity *e = fl_calloc(1, sizeof *e);
+  if (!e)
+    return NULL;
+  e->gw = gw;
+  fl_copy(e->gid, sizeof e->gid, gid);
+  fl_copy(e->name, sizeof e->name, name);
+  fl_nudge_init(e);
+  e->next = gw->entities;
+  gw->entities = e;
+  gw->nentities++;
+  return e;
+}
+
+fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid) {
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    if (strcasecmp(e->gid, gid) == 0)
+      return e;
+  return NULL;
+}
+
+fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name) {
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    if (!e->remote && strcmp(e->name, name) == 0)
+      return e;
+  return NULL;
+}
+
+void fl_entity_set_groups(fl_entity *e, const char *csv) {
+  e->ngroups = 0;
+  const char *p = csv;
+  while (p && *p && e->ngroups < FL_MAX_GROUPS) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len > 0 && len <= FL_MAX_GROUP_NAME) {
+      memcpy(e->groups[e->ngroups], p, len);
+      e->groups[e->ngroups][len] = '\0';
+      e->ngroups++;
+    }
+    p = comma ? comma + 1 : NULL;
+  }
+}
+
+int fl_entity_in_group(const fl_entity *e, const char *group) {
+  for (size_t i = 0; i < e->ngroups; i++)
+    if (strcmp(e->groups[i], group) == 0)
+      return 1;
+  return 0;
+}
+
+const char *fl_entity_host(const fl_entity *e) { return e->remote ? e->host : e->gw->cfg.host_id; }
+
+void fl_entity_rec_of(const fl_entity *e, fl_entity_rec *r) {
+  memset(r, 0, sizeof *r);
+  fl_copy(r->gid, sizeof r->gid, e->gid);
+  fl_copy(r->name, sizeof r->name, e->name);
+  fl_copy(r->role, sizeof r->role, e->role);
+  if (e->remote)
+    fl_copy(r->host, sizeof r->host, e->host);
+  size_t off = 0;
+  for (size_t i = 0; i < e->ngroups; i++) {
+    int w = snprintf(r->groups + off, sizeof r->groups - off, "%s%s", i ? "," : "", e->groups[i]);
+    if (w < 0 || (size_t)w >= sizeof r->groups - off)
+      break;
+    off += (size_t)w;
+  }
+}
+
+int fl_entity_persist(fl_gw *gw, const fl_entity *e) {
+  fl_entity_rec r;
+  fl_entity_rec_of(e, &r);
+  int rc = fl_store_entity_put(gw->store, &r);
+  if (rc)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+  return rc;
+}
+
+json_t *fl_entity_ref_json(const fl_entity *e) {
+  return json_pack("{s:s, s:s}", "gid", e->gid, "name", e->name);
+}
+
+static void fl_entity_load_cb(void *ctx, const fl_entity_rec *r) {
+  fl_gw *gw = ctx;
+  fl_entity *e = fl_entity_new(gw, r->gid, r->name);
+  if (!e)
+    return;
+  fl_copy(e->role, sizeof e->role, r->role);
+  fl_entity_set_groups(e, r->groups);
+}
+
+int fl_roster_load(fl_gw *gw, char *err, size_t errlen) {
+  int rc = fl_store_entity_each(gw->store, fl_entity_load_cb, gw);
+  if (rc)
+    fl_errf(err, errlen, "cannot read the roster from %s/holds.db: %s", gw->cfg.state_dir,
+            fl_strerror(rc));
+  return rc;
+}
+
+int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (fl_is_uuid(to)) {
+    fl_entity *e = fl_entity_by_gid(gw, to);
+    if (e) {
+      *out = e;
+      return 0;
+    }
+  }
+  char name[FL_MAX_NAME + 1];
+  const char *at = strchr(to, '@');
+  const char *host = at ? at + 1 : NULL;
+  size_t nlen = at ? (size_t)(at - to) : strlen(to);
+  if (nlen > FL_MAX_NAME)
+    nlen = FL_MAX_NAME;
+  memcpy(name, to, nlen);
+  name[nlen] = '\0';
+  fl_entity *found = NULL;
+  size_t matches = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (strcmp(e->name, name) != 0)
+      continue;
+    if (host && strcmp(host, fl_entity_host(e)) != 0)
+      continue;
+    found = e;
+    matches++;
+  }
+  if (matches == 1) {
+    *out = found;
+    return 0;
+  }
+  if (matches == 0) {
+    fl_errf(err, errlen,
+            "no entity '%s' %s: give a gid, a name or name@host; list the roster to see who "
+            "is there",
+            to, fl_remote_on(gw) ? "in the roster" : "on this host");
+    return FL_ENOTFOUND;
+  }
+  /* Candidates as name@host, as many as fit: the caller picks one. */
+  char list[1024] = "";
+  size_t off = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (strcmp(e->name, name) != 0)
+      continue;
+    int w = snprintf(list + off, sizeof list - off, " %s@%s", e->name, fl_entity_host(e));
+    if (w < 0 || (size_t)w >= sizeof list - off)
+      break;
+    off += (size_t)w;
+  }
+  fl_errf(err, errlen, "the name '%s' is on more than one host; use one of:%s", name, list);
+  return FL_EAMBIGUOUS;
+}
+
+void fl_roster_close(fl_gw *gw) {
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    fl_nudge_close(e);
+}
+
+void fl_roster_free(fl_gw *gw) {
+  while (gw->entities) {
+    fl_entity *n = gw->entities->next;
+    fl_free(gw->entities);
+    gw->entities = n;
+  }
+  gw->nentities = 0;
+}

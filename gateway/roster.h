@@ -1,0 +1,89 @@
+/* roster.h — the entities a gateway knows, and how a name finds one.
+ *
+ * An entity is a gid with a name, a role and groups. Local entities are this
+ * host's: persisted in the hold store, so a name that comes back after a
+ * restart resumes its gid and its held messages, and never freed while the
+ * gateway lives (a name that leaves may come back), so their embedded
+ * handles stay valid until fl_roster_close. Remote entities are other
+ * hosts', written by presence (presence.c) from signed beats; the core reads
+ * them like local ones and routes to them through remote.h.
+ *
+ * Internal to gateway/. Loop thread only; nothing blocks but the local
+ * SQLite commit of fl_entity_persist. */
+#ifndef FL_ROSTER_H
+#define FL_ROSTER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "common/limits.h"
+#include "gateway/gw.h"
+#include "gateway/store.h"
+
+typedef struct fl_entity fl_entity;
+
+struct fl_entity {
+  fl_entity *next;
+  fl_gw *gw;
+  char gid[FL_ID_LEN];
+  char name[FL_MAX_NAME + 1];
+  char role[FL_MAX_ROLE + 1];
+  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
+  size_t ngroups;
+  fl_client *client; /* the live session, or NULL when offline */
+  long long last_seen_ms;
+  /* Where a nudge is typed, as the live session gave it: the terminal
+   * backend (inject.h; NULL = none) and its pane and server socket. */
+  const struct fl_inject_type *inject;
+  char pane[FL_MAX_PANE + 1];
+  char tmux_socket[FL_MAX_PATH + 1];
+  struct {
+    uv_timer_t timer; /* open from fl_entity_new to fl_roster_close */
+    unsigned step;    /* reminders sent since the last drain */
+    int armed;
+  } nudge; /* nudge.c's */
+  /* Remote entities (from another gateway's presence) live only here. */
+  int remote;
+  char host[64];
+  struct {
+    int online;           /* as its last beat said */
+    long long expires_ms; /* the beat's TTL runs out then */
+    long long ts_ms;      /* ts of the newest beat taken: older ones are replays */
+  } presence;             /* presence.c's */
+};
+
+/* Adds a new entity (not persisted) to gw's roster and opens its handles.
+ * The roster owns it until fl_roster_free; NULL when out of memory. */
+fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name);
+/* Finds an entity by gid (any case), local or remote; NULL if none. */
+fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid);
+/* Finds this host's entity called name; NULL if none. */
+fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name);
+/* Replaces e's groups with the comma list csv (empty or overlong items
+ * dropped, at most FL_MAX_GROUPS). */
+void fl_entity_set_groups(fl_entity *e, const char *csv);
+int fl_entity_in_group(const fl_entity *e, const char *group);
+/* The host e lives on: its own for a remote entity, else this gateway's. */
+const char *fl_entity_host(const fl_entity *e);
+/* e as the store keeps it. */
+void fl_entity_rec_of(const fl_entity *e, fl_entity_rec *r);
+/* Writes local e to the store. 0 or the store's code (counted). */
+int fl_entity_persist(fl_gw *gw, const fl_entity *e);
+/* {"gid", "name"} of e, as results name a peer: a new reference. */
+json_t *fl_entity_ref_json(const fl_entity *e);
+
+/* Loads the local entities the store holds into gw's roster. 0 or the
+ * store's code, with err saying what failed. */
+int fl_roster_load(fl_gw *gw, char *err, size_t errlen);
+/* Resolves `to` — a gid, a name, or name@host — across the roster. 0 with
+ * *out set; FL_ENOTFOUND, or FL_EAMBIGUOUS when the name is on more than
+ * one host (err then lists the candidates as name@host so the caller can
+ * pick one). */
+int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, size_t errlen);
+/* Closes every entity's handles (shutdown); run the loop before free. */
+void fl_roster_close(fl_gw *gw);
+/* Frees every entity. */
+void fl_roster_free(fl_gw *gw);
+
+#endif

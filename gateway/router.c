@@ -1,0 +1,466 @@
+/* router.c — local delivery and the verbs: send, reply, poll, broadcast,
+ * list.
+ *
+ * Every message goes one way: it is committed to the hold store first
+ * (fl_router_accept), then the recipient is woken (fl_router_wake). Waking
+ * hands the message to a waiting call of the recipient if one matches (a
+ * send waiting for this reply, else a long poll), taking it out of the
+ * store in the same step; otherwise it stays held and the recipient's nudge
+ * is armed. So a message the gateway accepted is either in the store or in
+ * a result on its way to the client, never only in memory.
+ *
+ * The routing fork: a recipient on another host is handed to the cross-host
+ * backend (remote.h) instead, and the sender's call waits for it to be
+ * confirmed. A reply without inReplyTo answers the oldest send still waiting
+ * on the replier, else the newest message the recipient sent it; a small
+ * ring of recent messages lets it join that flow's trace. */
+#include "gateway/router.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "gateway/gw_internal.h"
+#include "gateway/nudge.h"
+#include "gateway/remote.h"
+
+/* ---- trace ring ---------------------------------------------------------------- */
+
+static void fl_trace_remember(fl_gw *gw, const fl_msg *m) {
+  size_t i = gw->traces.next;
+  fl_copy(gw->traces.at[i].msg_id, FL_ID_LEN, m->msg_id);
+  fl_copy(gw->traces.at[i].trace_id, FL_ID_LEN, m->trace_id);
+  fl_copy(gw->traces.at[i].from_gid, FL_ID_LEN, m->from_gid);
+  fl_copy(gw->traces.at[i].to_gid, FL_ID_LEN, m->to_gid);
+  gw->traces.at[i].is_send = strcmp(m->kind, "SEND") == 0;
+  gw->traces.next = (i + 1) % FL_TRACE_RING;
+}
+
+static const char *fl_trace_lookup(fl_gw *gw, const char *msg_id) {
+  for (size_t i = 0; i < FL_TRACE_RING; i++)
+    if (gw->traces.at[i].msg_id[0] && strcmp(gw->traces.at[i].msg_id, msg_id) == 0)
+      return gw->traces.at[i].trace_id;
+  return NULL;
+}
+
+/* The newest SEND from from_gid to to_gid this gateway saw, or -1. */
+static long fl_trace_last_send(fl_gw *gw, const char *from_gid, const char *to_gid) {
+  for (size_t k = 1; k <= FL_TRACE_RING; k++) {
+    size_t i = (gw->traces.next + FL_TRACE_RING - k) % FL_TRACE_RING;
+    if (!gw->traces.at[i].msg_id[0])
+      return -1;
+    if (gw->traces.at[i].is_send && strcmp(gw->traces.at[i].from_gid, from_gid) == 0 &&
+        strcmp(gw->traces.at[i].to_gid, to_gid) == 0)
+      return (long)i;
+  }
+  return -1;
+}
+
+/* ---- delivery ------------------------------------------------------------------ */
+
+static json_t *fl_msg_json(const fl_msg *m) {
+  char ts[32];
+  fl_rfc3339(m->ts_ms, ts);
+  json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "msgId", m->msg_id, "kind",
+                        m->kind, "from", "gid", m->from_gid, "name", m->from_name, "to", m->to_gid,
+                        "content", m->content ? m->content : "", m->content_len, "ts", ts,
+                        "traceId", m->trace_id);
+  if (o && m->in_reply_to[0])
+    json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
+  return o;
+}
+
+static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t max) {
+  fl_msg *msgs = NULL;
+  size_t n = 0, remaining = 0;
+  long long now = fl_now_ms();
+  if (fl_store_take(gw->store, e->gid, from, max, now, &msgs, &n) != 0) {
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+    n = 0;
+  }
+  json_t *arr = json_array();
+  for (size_t i = 0; i < n; i++) {
+    json_array_append_new(arr, fl_msg_json(&msgs[i]));
+    fl_remote_drained(gw, e->gid, msgs[i].msg_id);
+    fl_debug(msgs[i].trace_id, "drained %s for '%s'", msgs[i].msg_id, e->name);
+  }
+  gw->counters[FL_C_MSGS_DRAINED] += n;
+  fl_msgs_free(msgs, n);
+  fl_store_count(gw->store, e->gid, now, &remaining);
+  if (remaining == 0)
+    fl_nudge_stop(e);
+  return json_pack("{s:o, s:I}", "messages", arr, "remaining", (json_int_t)remaining);
+}
+
+static json_t *fl_send_pending(fl_gw *gw, fl_wait *w) {
+  fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
+  return json_pack("{s:s, s:s, s:o, s:s}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
+                   peer ? fl_entity_ref_json(peer)
+                        : json_pack("{s:s,s:s}", "gid", w->peer_gid, "name", ""),
+                   "status", "pending");
+}
+
+/* A send's time is up: it reads pending, and the reply waits for a poll. */
+static void fl_send_timeout(fl_wait *w) {
+  fl_info(w->trace_id, "send %s: no reply in time; the reply will be held for a poll", w->msg_id);
+  fl_wait_complete(w, fl_send_pending(w->gw, w), NULL);
+}
+
+/* A long poll's time is up: it returns what is held (likely nothing). */
+static void fl_poll_timeout(fl_wait *w) {
+  fl_wait_complete(
+      w, fl_poll_result(w->gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL, w->max),
+      NULL);
+}
+
+static const fl_wait_ops fl_send_wait_ops = {.timeout = fl_send_timeout};
+static const fl_wait_ops fl_poll_wait_ops = {.timeout = fl_poll_timeout};
+
+void fl_router_expect_reply(fl_wait *w, double wait_s) {
+  fl_wait_restart(w, FL_WAIT_SEND, &fl_send_wait_ops, wait_s);
+}
+
+int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
+  fl_client *c = to->client;
+  if (!c)
+    return 0;
+  for (fl_wait *w = c->waits; w; w = w->next) {
+    /* A send still waiting for the broker's confirm can already get its
+     * reply: the confirm and the reply race on separate channels. */
+    int wants_reply = w->kind == FL_WAIT_SEND || (w->kind == FL_WAIT_CONFIRM && w->wants_reply);
+    if (!wants_reply || strcmp(m->kind, "REPLY") != 0 || strcmp(w->peer_gid, m->from_gid) != 0 ||
+        (m->in_reply_to[0] && strcmp(m->in_reply_to, w->msg_id) != 0))
+      continue;
+    fl_msg got;
+    if (fl_store_take_id(gw->store, to->gid, m->msg_id, &got) != 0)
+      break;
+    gw->counters[FL_C_MSGS_DRAINED]++;
+    fl_remote_drained(gw, to->gid, got.msg_id);
+    json_t *reply = fl_msg_json(&got);
+    fl_free(got.content);
+    fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
+    json_t *res =
+        json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
+                  fl_entity_ref_json(peer ? peer : to), "status", "replied", "reply", reply);
+    fl_info(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id, w->msg_id,
+            to->name);
+    fl_wait_complete(w, res, NULL);
+    return 1;
+  }
+  for (fl_wait *w = c->waits; w; w = w->next) {
+    if (w->kind != FL_WAIT_POLL || (w->peer_gid[0] && strcmp(w->peer_gid, m->from_gid) != 0))
+      continue;
+    json_t *res = fl_poll_result(gw, to, w->peer_gid[0] ? w->peer_gid : NULL, w->max);
+    fl_wait_complete(w, res, NULL);
+    return 1;
+  }
+  fl_nudge_arm(to);
+  return 0;
+}
+
+int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
+  int rc = fl_store_put(gw->store, m);
+  if (rc == FL_EDUP) {
+    fl_gw_count(gw, FL_C_MSGS_DUPLICATE);
+    fl_errf(err, errlen, "message %s was already delivered to '%s'", m->msg_id, to->name);
+    return rc;
+  }
+  if (rc == FL_EFULL) {
+    fl_gw_count(gw, FL_C_MSGS_REFUSED_FULL);
+    fl_warn(m->trace_id, "'%s' holds %d messages; refused %s", to->name, FL_MAX_HELD_PER_ENTITY,
+            m->msg_id);
+    fl_errf(err, errlen,
+            "'%s' already has %d messages waiting and takes no more until it polls; try "
+            "again later",
+            to->name, FL_MAX_HELD_PER_ENTITY);
+    return rc;
+  }
+  if (rc) {
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+    fl_errf(err, errlen, "could not store the message (%s); see fleetd's log", fl_strerror(rc));
+    return rc;
+  }
+  fl_gw_count(gw, FL_C_MSGS_ACCEPTED);
+  fl_trace_remember(gw, m);
+  fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name, to->name);
+  return 0;
+}
+
+/* ---- verbs --------------------------------------------------------------------- */
+
+static void fl_msg_init(fl_msg *m, const char *kind, const fl_entity *from, const fl_entity *to,
+                        const char *content) {
+  memset(m, 0, sizeof *m);
+  fl_uuid(m->msg_id);
+  fl_copy(m->kind, sizeof m->kind, kind);
+  fl_copy(m->from_gid, sizeof m->from_gid, from->gid);
+  fl_copy(m->from_name, sizeof m->from_name, from->name);
+  fl_copy(m->to_gid, sizeof m->to_gid, to->gid);
+  m->ts_ms = fl_now_ms();
+  m->content = (char *)content;
+  m->content_len = strlen(content);
+}
+
+static int fl_need_entity(fl_client *c, char *err, size_t errlen) {
+  if (c && c->entity)
+    return 0;
+  fl_errf(err, errlen,
+          "this session has no identity (it attached without a name): only a named session "
+          "can send and receive");
+  return FL_EINVAL;
+}
+
+static int fl_check_content(const char *content, char *err, size_t errlen) {
+  if (strlen(content) > FL_MAX_CONTENT) {
+    fl_errf(err, errlen, "content is %zu bytes; the limit is %u: split it or send a path",
+            strlen(content), FL_MAX_CONTENT);
+    return FL_ETOOBIG;
+  }
+  return 0;
+}
+
+static double fl_clamp_wait(double wait_s) {
+  if (!(wait_s > 0)) /* also catches NaN */
+    return 0;
+  return wait_s > FL_MAX_WAIT_S ? FL_MAX_WAIT_S : wait_s;
+}
+
+int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
+  int rc;
+  *result = NULL;
+  *wait = NULL;
+  if ((rc = fl_need_entity(c, err, errlen)) || (rc = fl_check_content(content, err, errlen)))
+    return rc;
+  fl_entity *dst;
+  if ((rc = fl_roster_resolve(gw, to, &dst, err, errlen)))
+    return rc;
+  wait_s = fl_clamp_wait(wait_s);
+  /* Checked before the message is committed: a waiter must be possible. */
+  if ((wait_s > 0 || dst->remote) && (rc = fl_wait_room(c, err, errlen)))
+    return rc;
+  fl_msg m;
+  fl_msg_init(&m, "SEND", c->entity, dst, content);
+  fl_uuid(m.trace_id);
+  if (dst->remote) {
+    /* Routing fork: another host's entity goes through the broker. */
+    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
+                             fl_entity_ref_json(dst), "status", "sent");
+    rc = fl_remote_publish(gw, c, dst, &m, wait_s, sent, cb, ctx, wait, err, errlen);
+    if (rc == 0)
+      fl_trace_remember(gw, &m);
+    return rc;
+  }
+  if ((rc = fl_router_accept(gw, dst, &m, err, errlen)))
+    return rc;
+  if (wait_s > 0) {
+    fl_wait *w;
+    rc = fl_wait_new(gw, c, FL_WAIT_SEND, &fl_send_wait_ops, wait_s, cb, ctx, &w, err, errlen);
+    if (rc == 0) {
+      fl_copy(w->msg_id, sizeof w->msg_id, m.msg_id);
+      fl_copy(w->trace_id, sizeof w->trace_id, m.trace_id);
+      fl_copy(w->peer_gid, sizeof w->peer_gid, dst->gid);
+      fl_router_wake(gw, dst, &m);
+      *wait = w;
+      return 0;
+    }
+    /* The message is committed: report it as sent rather than fail. */
+  }
+  fl_router_wake(gw, dst, &m);
+  *result = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
+                      fl_entity_ref_json(dst), "status", "sent");
+  return 0;
+}
+
+int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
+                const char *in_reply_to, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
+                char *err, size_t errlen) {
+  int rc;
+  *result = NULL;
+  *wait = NULL;
+  if ((rc = fl_need_entity(c, err, errlen)) || (rc = fl_check_content(content, err, errlen)))
+    return rc;
+  fl_entity *dst;
+  if ((rc = fl_roster_resolve(gw, to, &dst, err, errlen)))
+    return rc;
+  fl_msg m;
+  fl_msg_init(&m, "REPLY", c->entity, dst, content);
+  /* Without inReplyTo, answer the oldest send of dst still waiting on us. */
+  const char *answered = (in_reply_to && *in_reply_to) ? in_reply_to : NULL;
+  const char *trace = NULL;
+  if (dst->client) {
+    for (fl_wait *w = dst->client->waits; w; w = w->next) {
+      if (w->kind == FL_WAIT_SEND && strcmp(w->peer_gid, c->entity->gid) == 0 &&
+          (!answered || strcmp(answered, w->msg_id) == 0)) {
+        answered = w->msg_id;
+        trace = w->trace_id;
+        break;
+      }
+    }
+  }
+  if (!answered) {
+    /* Else the newest message dst sent us: the reply joins its flow. */
+    long i = fl_trace_last_send(gw, dst->gid, c->entity->gid);
+    if (i >= 0) {
+      answered = gw->traces.at[i].msg_id;
+      trace = gw->traces.at[i].trace_id;
+    }
+  }
+  if (answered) {
+    fl_copy(m.in_reply_to, sizeof m.in_reply_to, answered);
+    if (!trace)
+      trace = fl_trace_lookup(gw, answered);
+  }
+  if (trace)
+    fl_copy(m.trace_id, sizeof m.trace_id, trace);
+  else
+    fl_uuid(m.trace_id);
+  if (dst->remote) {
+    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
+                             fl_entity_ref_json(dst), "status", "sent");
+    return fl_remote_publish(gw, c, dst, &m, 0, sent, cb, ctx, wait, err, errlen);
+  }
+  if ((rc = fl_router_accept(gw, dst, &m, err, errlen)))
+    return rc;
+  int taken = fl_router_wake(gw, dst, &m);
+  *result = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
+                      fl_entity_ref_json(dst), "status", taken ? "delivered" : "held");
+  return 0;
+}
+
+int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max, fl_gw_cb cb,
+               void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
+  int rc;
+  *result = NULL;
+  *wait = NULL;
+  if ((rc = fl_need_entity(c, err, errlen)))
+    return rc;
+  const char *from_gid = NULL;
+  if (from && *from) {
+    fl_entity *src;
+    if ((rc = fl_roster_resolve(gw, from, &src, err, errlen)))
+      return rc;
+    from_gid = src->gid;
+  }
+  if (max == 0)
+    max = FL_DEFAULT_POLL;
+  if (max > FL_MAX_POLL)
+    max = FL_MAX_POLL;
+  wait_s = fl_clamp_wait(wait_s);
+  json_t *res = fl_poll_result(gw, c->entity, from_gid, max);
+  if (!res) {
+    fl_errf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  if (wait_s > 0 && json_array_size(json_object_get(res, "messages")) == 0) {
+    /* Nothing yet: park the call until a message for it arrives. */
+    json_decref(res);
+    fl_wait *w;
+    if ((rc =
+             fl_wait_new(gw, c, FL_WAIT_POLL, &fl_poll_wait_ops, wait_s, cb, ctx, &w, err, errlen)))
+      return rc;
+    w->max = max;
+    if (from_gid)
+      fl_copy(w->peer_gid, sizeof w->peer_gid, from_gid);
+    *wait = w;
+    return 0;
+  }
+  *result = res;
+  return 0;
+}
+
+int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content, fl_gw_cb cb,
+                    void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
+  int rc;
+  *result = NULL;
+  *wait = NULL;
+  if ((rc = fl_need_entity(c, err, errlen)) || (rc = fl_check_content(content, err, errlen)))
+    return rc;
+  if (group && !*group)
+    group = NULL;
+  char msg_id[FL_ID_LEN], trace_id[FL_ID_LEN];
+  fl_uuid(msg_id);
+  fl_uuid(trace_id);
+  size_t recipients = 0, failed = 0;
+  fl_msg m;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    /* Remote members get their copy from the broker, bound to the key. */
+    if (e == c->entity || e->remote || (group && !fl_entity_in_group(e, group)))
+      continue;
+    fl_msg_init(&m, "BROADCAST", c->entity, e, content);
+    fl_copy(m.msg_id, sizeof m.msg_id, msg_id);
+    fl_copy(m.trace_id, sizeof m.trace_id, trace_id);
+    char why[256];
+    if (fl_router_accept(gw, e, &m, why, sizeof why) != 0) {
+      failed++;
+      continue;
+    }
+    recipients++;
+    fl_router_wake(gw, e, &m);
+  }
+  fl_info(trace_id, "broadcast %s from '%s' to %s: %zu local recipient(s), %zu refused", msg_id,
+          c->entity->name, group ? group : "everyone", recipients, failed);
+  json_t *res =
+      json_pack("{s:s, s:s, s:s?, s:I, s:I}", "msgId", msg_id, "traceId", trace_id, "group", group,
+                "recipients", (json_int_t)recipients, "refused", (json_int_t)failed);
+  if (!fl_remote_on(gw)) {
+    *result = res;
+    return 0;
+  }
+  /* One publish reaches every other host's members; the broker copies it. */
+  fl_msg_init(&m, "BROADCAST", c->entity, c->entity, content);
+  fl_copy(m.msg_id, sizeof m.msg_id, msg_id);
+  fl_copy(m.trace_id, sizeof m.trace_id, trace_id);
+  m.to_gid[0] = '\0';
+  json_object_set_new(res, "remote", json_string("published"));
+  rc = fl_remote_broadcast(gw, c, &m, group, res, cb, ctx, wait, err, errlen);
+  if (rc != 0 && recipients > 0) {
+    /* The local copies are committed: say so, loudly, rather than fail. */
+    res = json_pack("{s:s, s:s, s:s?, s:I, s:I, s:s}", "msgId", msg_id, "traceId", trace_id,
+                    "group", group, "recipients", (json_int_t)recipients, "refused",
+                    (json_int_t)failed, "remote", err);
+    *result = res;
+    return 0;
+  }
+  return rc;
+}
+
+int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
+  json_t *arr = json_array();
+  long long now = fl_now_ms();
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    size_t held = 0;
+    fl_store_count(gw->store, e->gid, now, &held);
+    json_t *groups = json_array();
+    for (size_t i = 0; i < e->ngroups; i++)
+      json_array_append_new(groups, json_string(e->groups[i]));
+    const char *status = e->remote ? fl_remote_status(gw, e) : e->client ? "online" : "offline";
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name",
+                          e->name, "role", e->role, "host", fl_entity_host(e), "groups", groups,
+                          "status", status, "self", c && c->entity == e, "held", (json_int_t)held);
+    long long seen = e->client ? now : e->last_seen_ms;
+    if (o && seen) {
+      char ts[32];
+      fl_rfc3339(seen, ts);
+      json_object_set_new(o, "lastSeen", json_string(ts));
+    }
+    json_array_append_new(arr, o);
+  }
+  /* Sorted by name so tables read the same every time. */
+  size_t n = json_array_size(arr);
+  for (size_t i = 1; i < n; i++) {
+    for (size_t j = i; j > 0; j--) {
+      json_t *a = json_array_get(arr, j - 1), *b = json_array_get(arr, j);
+      if (strcmp(json_string_value(json_object_get(a, "name")),
+                 json_string_value(json_object_get(b, "name"))) <= 0)
+        break;
+      json_incref(a);
+      json_array_set(arr, j - 1, b);
+      json_array_set_new(arr, j, a);
+    }
+  }
+  *result = json_pack("{s:s, s:s?, s:o}", "host", gw->cfg.host_id, "self",
+                      (c && c->entity) ? c->entity->gid : NULL, "entities", arr);
+  return *result ? 0 : FL_ENOMEM;
+}

@@ -1,0 +1,49 @@
+/* router.h — local delivery: accepting a message and waking its recipient.
+ *
+ * Every message goes one way: fl_router_accept commits it to the hold store,
+ * then fl_router_wake hands it to a waiting call of the recipient that
+ * matches (a send waiting for this reply, else a long poll), taking it out
+ * of the store in the same step, or arms the recipient's nudge. So a
+ * message the gateway accepted is either in the store or in a result on its
+ * way to the client, never only in memory. The verbs of gw.h (send, reply,
+ * poll, broadcast, list) live in router.c on top of these; so does the trace
+ * ring that lets a reply join its flow's trace.
+ *
+ * Internal to gateway/: the cross-host side calls these for what it
+ * receives. Loop thread only; nothing blocks but local store commits. */
+#ifndef FL_ROUTER_H
+#define FL_ROUTER_H
+
+#include <stddef.h>
+
+#include "gateway/gw.h"
+#include "gateway/store.h"
+
+typedef struct fl_entity fl_entity;
+
+/* Recent messages kept so a reply carries its flow's trace. */
+#define FL_TRACE_RING 1024
+
+typedef struct fl_trace_ring {
+  struct {
+    char msg_id[FL_ID_LEN];
+    char trace_id[FL_ID_LEN];
+    char from_gid[FL_ID_LEN];
+    char to_gid[FL_ID_LEN];
+    int is_send;
+  } at[FL_TRACE_RING];
+  size_t next;
+} fl_trace_ring;
+
+/* Commits m (content copied) for its recipient to. 0; FL_EDUP (seen
+ * before), FL_EFULL (to holds its cap) or the store's code, counted, with
+ * err saying what happened and what to do. */
+int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen);
+/* Hands the just-accepted m to a waiting call of to if one matches, else
+ * arms to's nudge. Returns 1 if a call took it. */
+int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m);
+/* Turns a confirmed CONFIRM waiter into a SEND waiter for the reply, for
+ * wait_s seconds. The caller has already let go of w->ext. */
+void fl_router_expect_reply(fl_wait *w, double wait_s);
+
+#endif

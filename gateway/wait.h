@@ -1,0 +1,76 @@
+/* wait.h — waiting calls: a verb whose answer comes later.
+ *
+ * A waiter belongs to one client (session), holds a timer, and ends exactly
+ * once: completed with a result or an error (its callback runs), or released
+ * without a word (cancelled, or its session ended: the callback never runs).
+ * What the waiter waits for is its creator's business: the creator gives
+ * the operations that run when the time is up and when the waiter goes
+ * away, and may hang its own state on ext. A client has at most
+ * FL_MAX_WAITERS_PER_CLIENT waiters.
+ *
+ * Internal to gateway/. Loop thread only; nothing blocks. */
+#ifndef FL_WAIT_H
+#define FL_WAIT_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "common/limits.h"
+#include "gateway/gw.h"
+
+enum fl_wait_kind {
+  FL_WAIT_SEND,   /* a send waiting for its reply */
+  FL_WAIT_POLL,   /* a long poll */
+  FL_WAIT_CONFIRM /* a message handed on, waiting for the next hop to take it */
+};
+
+/* What a waiter does when its time is up, and what its owner must drop when
+ * it goes away. Set by whoever creates the waiter; borrowed for its life. */
+typedef struct fl_wait_ops {
+  /* The timer ran out, or the gateway is shutting down: must end w with
+   * fl_wait_complete (or re-arm it with fl_wait_restart). */
+  void (*timeout)(fl_wait *w);
+  /* w is being released (completed, cancelled, or its session ended): drop
+   * every pointer to it. NULL = nothing to drop. */
+  void (*forget)(fl_wait *w);
+} fl_wait_ops;
+
+struct fl_wait {
+  fl_gw *gw;
+  fl_client *client;
+  fl_wait *next; /* in the client's list, oldest first */
+  enum fl_wait_kind kind;
+  const fl_wait_ops *ops;
+  void *ext;       /* the creator's state for ops (a CONFIRM: its publish), or NULL */
+  int wants_reply; /* a CONFIRM of a send that then waits for its reply */
+  uv_timer_t timer;
+  fl_gw_cb cb;
+  void *ctx;
+  /* SEND, CONFIRM: the message sent, and to whom; POLL: the from filter and max. */
+  char msg_id[FL_ID_LEN];
+  char trace_id[FL_ID_LEN];
+  char peer_gid[FL_ID_LEN];
+  size_t max;
+};
+
+/* 0 when c may start one more waiting call, else FL_EFULL with err saying so. */
+int fl_wait_room(const fl_client *c, char *err, size_t errlen);
+/* Starts a waiter of c that times out after wait_s seconds. On success *out
+ * is owned by c's list until it ends. FL_EFULL (the per-client cap) or
+ * FL_ENOMEM, with err filled; then no callback ever runs. */
+int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, const fl_wait_ops *ops,
+                double wait_s, fl_gw_cb cb, void *ctx, fl_wait **out, char *err, size_t errlen);
+/* Ends w: releases it, then runs its callback with result (stolen) or err.
+ * result NULL and err NULL reads as out of memory. Afterwards, a nudge is
+ * armed again if the client's entity still holds messages. */
+void fl_wait_complete(fl_wait *w, json_t *result, const char *err);
+/* Ends w without a callback: unlinks it, runs ops->forget, and frees it once
+ * its timer is closed. */
+void fl_wait_release(fl_wait *w);
+/* Gives w a new kind and ops (ext is cleared: the old owner let go) and
+ * restarts its timer for wait_s seconds. */
+void fl_wait_restart(fl_wait *w, enum fl_wait_kind kind, const fl_wait_ops *ops, double wait_s);
+/* Runs w's timeout now (shutdown). */
+void fl_wait_expire(fl_wait *w);
+
+#endif

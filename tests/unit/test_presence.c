@@ -1,0 +1,335 @@
+/* test_presence.c — unit tests for gateway/presence.c.
+ *
+ * The pure parts first: parsing a beat's body (valid; missing fields; bad
+ * names, roles and groups; the group cap; not JSON at all) and the
+ * freshness check (stamps that do not parse, an expired beat, a replay
+ * older than the newest beat taken). Then taking beats into a real
+ * single-host gateway's roster (no broker: presence is driven by hand):
+ * a new remote entity, its status over its TTL, a gid that lives on
+ * another host or on this one, the roster cap, and the store remembering
+ * who lives where across a restart. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* After the four above: cmocka.h uses them without including them. */
+#include <cmocka.h>
+
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "gateway/gw_internal.h"
+#include "gateway/presence.h"
+#include "tests/support/test_util.h"
+
+#define GID_A "0b7e3c1a-2f4d-4c8e-9a1b-3d5f7e9a1c2b"
+#define GID_B "5c9d1e2f-3a4b-4c6d-8e7f-9a0b1c2d3e4f"
+
+static int parse(const char *body, fl_beat *b) { return fl_presence_parse(body, strlen(body), b); }
+
+/* ---- parsing -------------------------------------------------------------------- */
+
+static void test_parse_valid(void **state) {
+  fl_beat b;
+  assert_int_equal(parse("{\"name\":\"alice\",\"role\":\"worker\",\"groups\":[\"backend\","
+                         "\"ops\"],\"status\":\"online\"}",
+                         &b),
+                   0);
+  assert_string_equal(b.name, "alice");
+  assert_string_equal(b.role, "worker");
+  assert_int_equal(b.ngroups, 2);
+  assert_string_equal(b.groups[0], "backend");
+  assert_string_equal(b.groups[1], "ops");
+  assert_true(b.online);
+
+  /* Only "online" is online; role and groups are optional. */
+  assert_int_equal(parse("{\"name\":\"bob\",\"status\":\"offline\"}", &b), 0);
+  assert_string_equal(b.name, "bob");
+  assert_string_equal(b.role, "agent");
+  assert_int_equal(b.ngroups, 0);
+  assert_false(b.online);
+  assert_int_equal(parse("{\"name\":\"bob\",\"status\":\"ONLINE\"}", &b), 0);
+  assert_false(b.online);
+}
+
+static void test_parse_missing_fields(void **state) {
+  fl_beat b;
+  assert_int_equal(parse("{\"status\":\"online\"}", &b), FL_EINVAL);
+  assert_string_equal(b.name, ""); /* a refusal leaves nothing behind */
+  assert_int_equal(parse("{\"name\":\"alice\"}", &b), FL_EINVAL);
+  assert_int_equal(parse("{\"name\":\"alice\",\"status\":1}", &b), FL_EINVAL);
+  assert_int_equal(parse("{\"name\":7,\"status\":\"online\"}", &b), FL_EINVAL);
+  assert_int_equal(parse("{}", &b), FL_EINVAL);
+  assert_int_equal(parse("[\"alice\",\"online\"]", &b), FL_EINVAL);
+  assert_int_equal(parse("not json", &b), FL_EINVAL);
+  assert_int_equal(parse("", &b), FL_EINVAL);
+  assert_int_equal(fl_presence_parse(NULL, 0, &b), FL_EINVAL);
+  /* A body cut short of its closing brace is no body. */
+  assert_int_equal(fl_presence_parse("{\"name\":\"a\",\"status\":\"online\"}", 20, &b), FL_EINVAL);
+}
+
+static void test_parse_bad_names(void **state) {
+  fl_beat b;
+  const char *bad[] = {"a.b", "a b", "a@host", "", "caf\\u00e9", "x\\u0000y"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char body[256];
+    snprintf(body, sizeof body, "{\"name\":\"%s\",\"status\":\"online\"}", bad[i]);
+    assert_int_equal(parse(body, &b), FL_EINVAL);
+  }
+  char longname[FL_MAX_NAME + 2];
+  memset(longname, 'n', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  char body[256];
+  snprintf(body, sizeof body, "{\"name\":\"%s\",\"status\":\"online\"}", longname);
+  assert_int_equal(parse(body, &b), FL_EINVAL);
+  longname[FL_MAX_NAME] = '\0'; /* exactly the limit is fine */
+  snprintf(body, sizeof body, "{\"name\":\"%s\",\"status\":\"online\"}", longname);
+  assert_int_equal(parse(body, &b), 0);
+
+  /* A bad role reads as "agent"; bad groups are dropped, good ones kept. */
+  assert_int_equal(parse("{\"name\":\"c\",\"role\":\"no such role!\",\"groups\":[\"ok\",\"not ok\","
+                         "5,\"a.b\",\"fine-2\"],\"status\":\"online\"}",
+                         &b),
+                   0);
+  assert_string_equal(b.role, "agent");
+  assert_int_equal(b.ngroups, 2);
+  assert_string_equal(b.groups[0], "ok");
+  assert_string_equal(b.groups[1], "fine-2");
+}
+
+static void test_parse_group_cap(void **state) {
+  char body[2048] = "{\"name\":\"many\",\"status\":\"online\",\"groups\":[";
+  for (int i = 0; i < FL_MAX_GROUPS * 2; i++) {
+    size_t n = strlen(body);
+    snprintf(body + n, sizeof body - n, "%s\"g%d\"", i ? "," : "", i);
+  }
+  strcat(body, "]}");
+  fl_beat b;
+  assert_int_equal(parse(body, &b), 0);
+  assert_int_equal(b.ngroups, FL_MAX_GROUPS);
+  assert_string_equal(b.groups[FL_MAX_GROUPS - 1], "g15");
+}
+
+/* ---- freshness ------------------------------------------------------------------- */
+
+static void test_fresh(void **state) {
+  long long now = fl_now_ms();
+  char ts[FL_TS_LEN], exp[FL_TS_LEN], old[FL_TS_LEN], past[FL_TS_LEN];
+  fl_rfc3339(now, ts);
+  fl_rfc3339(now + 15000, exp);
+  fl_rfc3339(now - 60000, old);
+  fl_rfc3339(now - 1, past);
+  long long got = 0;
+  assert_int_equal(fl_presence_fresh(ts, exp, now, NULL, &got), 0);
+  assert_int_equal(got, now);
+
+  /* Stamps that do not parse, or are missing. */
+  assert_int_equal(fl_presence_fresh("yesterday", exp, now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_presence_fresh(ts, "2026-13-01T00:00:00Z", now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_presence_fresh("", exp, now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_presence_fresh(ts, "", now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_presence_fresh(NULL, NULL, now, NULL, &got), FL_EINVAL);
+
+  /* Expired: its TTL ran out, even though it is otherwise well formed. */
+  assert_int_equal(fl_presence_fresh(old, past, now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_presence_fresh(ts, ts, now, NULL, &got), FL_EINVAL);
+
+  /* A replay: older than the newest beat taken. The same ts is not older. */
+  long long newest = now;
+  assert_int_equal(fl_presence_fresh(old, exp, now, &newest, &got), FL_EDUP);
+  assert_int_equal(fl_presence_fresh(ts, exp, now, &newest, &got), 0);
+  newest = now - 120000;
+  assert_int_equal(fl_presence_fresh(old, exp, now, &newest, &got), 0);
+  assert_int_equal(got, now - 60000);
+}
+
+/* ---- taking beats into a roster ---------------------------------------------------- */
+
+typedef struct fixture {
+  char dir[64];
+  uv_loop_t loop;
+  fl_gw_config cfg;
+  fl_gw *gw;
+  fl_presence *p;
+} fixture;
+
+static int gw_open(fixture *f, unsigned ttl_ms) {
+  char err[512];
+  int rc = fl_gw_new(&f->loop, &f->cfg, &f->gw, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "fl_gw_new: %s\n", err);
+    return rc;
+  }
+  /* No broker: presence is not started, and is told by hand the link is up. */
+  if ((rc = fl_presence_new(f->gw, NULL, 1000, ttl_ms, &f->p)))
+    return rc;
+  fl_presence_load(f->p);
+  fl_presence_link(f->p, 1);
+  return 0;
+}
+
+static void gw_close(fixture *f) {
+  fl_presence_free(&f->p);
+  fl_gw_shutdown(f->gw);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  fl_gw_free(&f->gw);
+}
+
+static int setup(void **state) {
+  fl_alloc_init();
+  fl_log_set_level(FL_LOG_ERROR);
+  if (sodium_init() < 0)
+    return -1;
+  fixture *f = calloc(1, sizeof *f);
+  if (!f || fl_test_tmpdir("presence", f->dir, sizeof f->dir) != 0) {
+    free(f);
+    return -1;
+  }
+  uv_loop_init(&f->loop);
+  snprintf(f->cfg.host_id, sizeof f->cfg.host_id, "hostA");
+  snprintf(f->cfg.state_dir, sizeof f->cfg.state_dir, "%s", f->dir);
+  if (gw_open(f, 60) != 0) {
+    uv_loop_close(&f->loop);
+    fl_test_rmtree(f->dir);
+    free(f);
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  gw_close(f);
+  int rc = uv_loop_close(&f->loop);
+  fl_test_rmtree(f->dir);
+  free(f);
+  return rc == 0 ? 0 : -1;
+}
+
+static void beat_of(fl_beat *b, const char *name, int online) {
+  char body[256];
+  snprintf(body, sizeof body,
+           "{\"name\":\"%s\",\"role\":\"worker\",\"groups\":[\"ops\"],\"status\":\"%s\"}", name,
+           online ? "online" : "offline");
+  assert_int_equal(parse(body, b), 0);
+}
+
+static void test_take_and_ttl(void **state) {
+  fixture *f = *state;
+  fl_beat b;
+  beat_of(&b, "rob", 1);
+  size_t before = f->gw->nentities;
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  assert_int_equal(f->gw->nentities, before + 1);
+  fl_entity *e = fl_entity_by_gid(f->gw, GID_B);
+  assert_non_null(e);
+  assert_true(e->remote);
+  assert_string_equal(e->name, "rob");
+  assert_string_equal(e->host, "hostB");
+  assert_string_equal(e->role, "worker");
+  assert_int_equal(e->ngroups, 1);
+  assert_string_equal(fl_presence_status(f->p, e), "online");
+
+  /* The link down: nobody can tell. */
+  fl_presence_link(f->p, 0);
+  assert_string_equal(fl_presence_status(f->p, e), "unknown");
+  fl_presence_link(f->p, 1);
+
+  /* Its TTL (60 ms here) runs out without another beat: offline. */
+  usleep(100 * 1000);
+  assert_string_equal(fl_presence_status(f->p, e), "offline");
+
+  /* A new beat revives it and may rename it; one saying offline is offline. */
+  beat_of(&b, "robert", 0);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  assert_int_equal(f->gw->nentities, before + 1);
+  assert_string_equal(e->name, "robert");
+  assert_string_equal(fl_presence_status(f->p, e), "offline");
+  beat_of(&b, "robert", 1);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  assert_string_equal(fl_presence_status(f->p, e), "online");
+}
+
+static void test_take_refuses_claims(void **state) {
+  fixture *f = *state;
+  fl_beat b;
+  beat_of(&b, "rob", 1);
+  /* A gid that lives on this host cannot be claimed by another. */
+  fl_entity *local = fl_entity_new(f->gw, GID_A, "alice");
+  assert_non_null(local);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_A, &b, fl_now_ms()), FL_EINVAL);
+  assert_false(local->remote);
+  assert_string_equal(local->name, "alice");
+
+  /* A gid live on hostB cannot move to hostC while hostB's beat holds... */
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  assert_int_equal(fl_presence_take(f->p, "hostC", GID_B, &b, fl_now_ms()), FL_EINVAL);
+  fl_entity *e = fl_entity_by_gid(f->gw, GID_B);
+  assert_string_equal(e->host, "hostB");
+  /* ...but may once that beat has expired. */
+  usleep(100 * 1000);
+  assert_int_equal(fl_presence_take(f->p, "hostC", GID_B, &b, fl_now_ms()), 0);
+  assert_string_equal(e->host, "hostC");
+  assert_int_equal(f->gw->counters[FL_C_PRESENCE_REFUSED], 2);
+}
+
+static void test_take_roster_cap(void **state) {
+  fixture *f = *state;
+  fl_beat b;
+  beat_of(&b, "rob", 1);
+  /* Filling 10000 entities for real costs nothing here but time: pretend. */
+  size_t real = f->gw->nentities;
+  f->gw->nentities = FL_MAX_ENTITIES;
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), FL_EFULL);
+  assert_null(fl_entity_by_gid(f->gw, GID_B));
+  f->gw->nentities = real;
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  /* An entity already known is updated even at the cap. */
+  f->gw->nentities = FL_MAX_ENTITIES;
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  f->gw->nentities = real + 1;
+}
+
+static void test_remembered_across_restart(void **state) {
+  fixture *f = *state;
+  fl_beat b;
+  beat_of(&b, "rob", 1);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  gw_close(f);
+  assert_int_equal(gw_open(f, 60), 0);
+  /* Who lived where comes back, offline until its host beats again. */
+  fl_entity *e = fl_entity_by_gid(f->gw, GID_B);
+  assert_non_null(e);
+  assert_true(e->remote);
+  assert_string_equal(e->name, "rob");
+  assert_string_equal(e->host, "hostB");
+  assert_int_equal(e->ngroups, 1);
+  assert_string_equal(fl_presence_status(f->p, e), "offline");
+  /* A remote entity never becomes a local one. */
+  assert_null(fl_entity_local_by_name(f->gw, "rob"));
+}
+
+int main(void) {
+  fl_alloc_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_parse_valid),
+      cmocka_unit_test(test_parse_missing_fields),
+      cmocka_unit_test(test_parse_bad_names),
+      cmocka_unit_test(test_parse_group_cap),
+      cmocka_unit_test(test_fresh),
+      cmocka_unit_test_setup_teardown(test_take_and_ttl, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_take_refuses_claims, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_take_roster_cap, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_remembered_across_restart, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,297 @@
+/* test_roster.c — unit tests for gateway/roster.c (and the session checks
+ * of session.c that decide which entity a name gets).
+ *
+ * Each test runs a real single-host gateway (fl_gw_new with a fresh state
+ * dir and no broker URI) on its own libuv loop, and shuts it down after.
+ * Covered: creating entities and finding them by gid (any case) and by
+ * local name, groups from a comma list, the store record of an entity,
+ * name resolution by gid, name and name@host, an unknown name, a name on
+ * two hosts (ambiguous, with every candidate listed), and the persistence
+ * round trip (a name that comes back after a restart resumes its gid, role
+ * and groups). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* After the four above: cmocka.h uses them without including them. */
+#include <cmocka.h>
+
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "gateway/gw_internal.h"
+#include "gateway/roster.h"
+#include "tests/support/test_util.h"
+
+#define GID_A "0b7e3c1a-2f4d-4c8e-9a1b-3d5f7e9a1c2b"
+#define GID_B "5c9d1e2f-3a4b-4c6d-8e7f-9a0b1c2d3e4f"
+
+typedef struct fixture {
+  char dir[64];
+  uv_loop_t loop;
+  fl_gw_config cfg;
+  fl_gw *gw;
+} fixture;
+
+static int gw_open(fixture *f) {
+  char err[512];
+  int rc = fl_gw_new(&f->loop, &f->cfg, &f->gw, err, sizeof err);
+  if (rc)
+    fprintf(stderr, "fl_gw_new: %s\n", err);
+  return rc;
+}
+
+static void gw_close(fixture *f) {
+  fl_gw_shutdown(f->gw);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  fl_gw_free(&f->gw);
+}
+
+static int setup(void **state) {
+  fl_alloc_init();
+  fl_log_set_level(FL_LOG_ERROR);
+  if (sodium_init() < 0)
+    return -1;
+  fixture *f = calloc(1, sizeof *f);
+  if (!f || fl_test_tmpdir("roster", f->dir, sizeof f->dir) != 0) {
+    free(f);
+    return -1;
+  }
+  uv_loop_init(&f->loop);
+  snprintf(f->cfg.host_id, sizeof f->cfg.host_id, "hostA");
+  snprintf(f->cfg.state_dir, sizeof f->cfg.state_dir, "%s", f->dir);
+  if (gw_open(f) != 0) {
+    uv_loop_close(&f->loop);
+    fl_test_rmtree(f->dir);
+    free(f);
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  gw_close(f);
+  int rc = uv_loop_close(&f->loop);
+  fl_test_rmtree(f->dir);
+  free(f);
+  return rc == 0 ? 0 : -1;
+}
+
+/* A remote entity as presence would leave it. */
+static fl_entity *remote_new(fl_gw *gw, const char *gid, const char *name, const char *host) {
+  fl_entity *e = fl_entity_new(gw, gid, name);
+  assert_non_null(e);
+  e->remote = 1;
+  fl_copy(e->host, sizeof e->host, host);
+  return e;
+}
+
+static void test_entity_new_and_lookup(void **state) {
+  fixture *f = *state;
+  size_t before = f->gw->nentities;
+  fl_entity *a = fl_entity_new(f->gw, GID_A, "alice");
+  assert_non_null(a);
+  assert_int_equal(f->gw->nentities, before + 1);
+  assert_ptr_equal(fl_entity_by_gid(f->gw, GID_A), a);
+  /* gids compare in any case: a UUID typed in capitals is the same one. */
+  assert_ptr_equal(fl_entity_by_gid(f->gw, "0B7E3C1A-2F4D-4C8E-9A1B-3D5F7E9A1C2B"), a);
+  assert_ptr_equal(fl_entity_local_by_name(f->gw, "alice"), a);
+  assert_null(fl_entity_by_gid(f->gw, GID_B));
+  assert_null(fl_entity_local_by_name(f->gw, "nobody"));
+  assert_string_equal(fl_entity_host(a), "hostA");
+
+  /* A remote entity is no local name. */
+  fl_entity *r = remote_new(f->gw, GID_B, "rob", "hostB");
+  assert_null(fl_entity_local_by_name(f->gw, "rob"));
+  assert_ptr_equal(fl_entity_by_gid(f->gw, GID_B), r);
+  assert_string_equal(fl_entity_host(r), "hostB");
+
+  json_t *ref = fl_entity_ref_json(a);
+  assert_string_equal(json_string_value(json_object_get(ref, "gid")), GID_A);
+  assert_string_equal(json_string_value(json_object_get(ref, "name")), "alice");
+  json_decref(ref);
+}
+
+static void test_groups_and_record(void **state) {
+  fixture *f = *state;
+  fl_entity *e = fl_entity_new(f->gw, GID_A, "alice");
+  assert_non_null(e);
+  char long_group[FL_MAX_GROUP_NAME + 8];
+  memset(long_group, 'g', sizeof long_group - 1);
+  long_group[sizeof long_group - 1] = '\0';
+  char csv[256];
+  snprintf(csv, sizeof csv, "backend,,reviewers,%s,ops", long_group);
+  fl_entity_set_groups(e, csv);
+  /* Empty and overlong items are dropped. */
+  assert_int_equal(e->ngroups, 3);
+  assert_string_equal(e->groups[0], "backend");
+  assert_string_equal(e->groups[1], "reviewers");
+  assert_string_equal(e->groups[2], "ops");
+  assert_true(fl_entity_in_group(e, "ops"));
+  assert_false(fl_entity_in_group(e, "op"));
+
+  /* At most FL_MAX_GROUPS. */
+  char many[1024] = "";
+  for (int i = 0; i < FL_MAX_GROUPS + 4; i++) {
+    size_t n = strlen(many);
+    snprintf(many + n, sizeof many - n, "%sg%d", i ? "," : "", i);
+  }
+  fl_entity_set_groups(e, many);
+  assert_int_equal(e->ngroups, FL_MAX_GROUPS);
+
+  fl_entity_set_groups(e, "x,y");
+  fl_copy(e->role, sizeof e->role, "worker");
+  fl_entity_rec r;
+  fl_entity_rec_of(e, &r);
+  assert_string_equal(r.gid, GID_A);
+  assert_string_equal(r.name, "alice");
+  assert_string_equal(r.role, "worker");
+  assert_string_equal(r.groups, "x,y");
+  assert_string_equal(r.host, ""); /* local: no host recorded */
+}
+
+static void test_resolve_gid_name_host(void **state) {
+  fixture *f = *state;
+  fl_entity *a = fl_entity_new(f->gw, GID_A, "alice");
+  fl_entity *r = remote_new(f->gw, GID_B, "rob", "hostB");
+  fl_entity *got = NULL;
+  char err[512] = "";
+  assert_int_equal(fl_roster_resolve(f->gw, GID_A, &got, err, sizeof err), 0);
+  assert_ptr_equal(got, a);
+  assert_int_equal(fl_roster_resolve(f->gw, "alice", &got, err, sizeof err), 0);
+  assert_ptr_equal(got, a);
+  assert_int_equal(fl_roster_resolve(f->gw, "alice@hostA", &got, err, sizeof err), 0);
+  assert_ptr_equal(got, a);
+  assert_int_equal(fl_roster_resolve(f->gw, "rob", &got, err, sizeof err), 0);
+  assert_ptr_equal(got, r);
+  assert_int_equal(fl_roster_resolve(f->gw, "rob@hostB", &got, err, sizeof err), 0);
+  assert_ptr_equal(got, r);
+  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), 0);
+  assert_ptr_equal(got, r);
+}
+
+static void test_resolve_unknown(void **state) {
+  fixture *f = *state;
+  fl_entity_new(f->gw, GID_A, "alice");
+  fl_entity *got = (fl_entity *)1;
+  char err[512] = "";
+  assert_int_equal(fl_roster_resolve(f->gw, "bob", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_null(got);
+  /* Single-host mode: the error says where it looked and how to find out. */
+  assert_non_null(strstr(err, "no entity 'bob' on this host"));
+  assert_non_null(strstr(err, "list the roster"));
+  /* The right name on the wrong host is unknown too. */
+  assert_int_equal(fl_roster_resolve(f->gw, "alice@hostZ", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_non_null(strstr(err, "alice@hostZ"));
+  /* A gid nobody has. */
+  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), FL_ENOTFOUND);
+  /* The error fits any buffer, even none. */
+  char tiny[8];
+  assert_int_equal(fl_roster_resolve(f->gw, "bob", &got, tiny, sizeof tiny), FL_ENOTFOUND);
+  assert_int_equal(strlen(tiny), sizeof tiny - 1);
+  assert_int_equal(fl_roster_resolve(f->gw, "bob", &got, NULL, 0), FL_ENOTFOUND);
+}
+
+static void test_resolve_ambiguous(void **state) {
+  fixture *f = *state;
+  fl_entity *a = fl_entity_new(f->gw, GID_A, "dup");
+  fl_entity *r = remote_new(f->gw, GID_B, "dup", "hostB");
+  fl_entity *got = (fl_entity *)1;
+  char err[512] = "";
+  assert_int_equal(fl_roster_resolve(f->gw, "dup", &got, err, sizeof err), FL_EAMBIGUOUS);
+  assert_null(got);
+  assert_non_null(strstr(err, "more than one host"));
+  assert_non_null(strstr(err, "dup@hostA"));
+  assert_non_null(strstr(err, "dup@hostB"));
+  /* Each candidate, as listed, resolves to one entity. */
+  assert_int_equal(fl_roster_resolve(f->gw, "dup@hostA", &got, err, sizeof err), 0);
+  assert_ptr_equal(got, a);
+  assert_int_equal(fl_roster_resolve(f->gw, "dup@hostB", &got, err, sizeof err), 0);
+  assert_ptr_equal(got, r);
+  /* So does the gid. */
+  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), 0);
+  assert_ptr_equal(got, r);
+}
+
+static void test_persist_round_trip(void **state) {
+  fixture *f = *state;
+  const char *groups[] = {"backend", "reviewers"};
+  fl_ident id = {.name = "carol", .role = "worker", .ngroups = 2, .groups_given = 1};
+  id.groups[0] = groups[0];
+  id.groups[1] = groups[1];
+  fl_client *c = NULL;
+  char err[512] = "";
+  assert_int_equal(fl_gw_attach(f->gw, &id, NULL, NULL, &c, err, sizeof err), 0);
+  char gid[FL_ID_LEN];
+  snprintf(gid, sizeof gid, "%s", fl_client_gid(c));
+  assert_true(fl_is_uuid(gid));
+  assert_string_equal(fl_client_name(c), "carol");
+
+  /* A live name cannot be taken; the error names it and says it is in use. */
+  fl_client *c2 = NULL;
+  assert_int_equal(fl_gw_attach(f->gw, &id, NULL, NULL, &c2, err, sizeof err), FL_ENAMETAKEN);
+  assert_null(c2);
+  assert_non_null(strstr(err, "carol"));
+  assert_non_null(strstr(err, "in use"));
+  fl_gw_detach(f->gw, &c);
+  assert_null(c);
+
+  /* Restart: the name resumes its gid, role and groups from the store. */
+  gw_close(f);
+  assert_int_equal(gw_open(f), 0);
+  fl_entity *e = fl_entity_local_by_name(f->gw, "carol");
+  assert_non_null(e);
+  assert_string_equal(e->gid, gid);
+  assert_string_equal(e->role, "worker");
+  assert_int_equal(e->ngroups, 2);
+  assert_string_equal(e->groups[0], "backend");
+  assert_string_equal(e->groups[1], "reviewers");
+  assert_null(e->client);
+
+  /* Attaching again without groups keeps them, and keeps the gid. */
+  fl_ident again = {.name = "carol"};
+  assert_int_equal(fl_gw_attach(f->gw, &again, NULL, NULL, &c, err, sizeof err), 0);
+  assert_string_equal(fl_client_gid(c), gid);
+  assert_int_equal(e->ngroups, 2);
+  fl_gw_detach(f->gw, &c);
+}
+
+static void test_attach_refusals(void **state) {
+  fixture *f = *state;
+  fl_client *c = (fl_client *)1;
+  char err[512] = "";
+  fl_ident bad_name = {.name = "no spaces"};
+  assert_int_equal(fl_gw_attach(f->gw, &bad_name, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
+  assert_null(c);
+  assert_non_null(strstr(err, "no spaces"));
+  fl_ident uuid_name = {.name = GID_A};
+  assert_int_equal(fl_gw_attach(f->gw, &uuid_name, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
+  fl_ident bad_gid = {.name = "dan", .gid = "not-a-uuid"};
+  assert_int_equal(fl_gw_attach(f->gw, &bad_gid, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
+  assert_non_null(strstr(err, "not-a-uuid"));
+  /* None of the refusals left an entity behind. */
+  assert_null(fl_entity_local_by_name(f->gw, "dan"));
+  /* The gateway's own words name no frontend setting. */
+  assert_null(strstr(err, "FLEET_"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_entity_new_and_lookup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_groups_and_record, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resolve_gid_name_host, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resolve_unknown, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resolve_ambiguous, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_persist_round_trip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_attach_refusals, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
