@@ -31,6 +31,7 @@
 #include "gateway/inbound.h"
 #include "gateway/presence.h"
 #include "gateway/sign.h"
+#include "gateway/topology.h"
 
 /* How long a remote send may wait for the broker's confirm before the
  * sender is told it is unknown whether the message arrived. Confirms take
@@ -234,7 +235,7 @@ static void fl_on_state(void *ctx, int up, const char *why) {
       fl_gw_count(gw, FL_C_BROKER_DISCONNECTS);
     fl_warn(NULL, "broker link is down: %s; remote sends fail until it is back", why);
     char control[160];
-    snprintf(control, sizeof control, "control.%s", gw->cfg.host_id);
+    fl_topology_control_queue(control, sizeof control, gw->cfg.host_id);
     if (strstr(why, control) && strstr(why, "exclusive")) {
       fl_error(NULL, "another gateway with host id '%s' is connected to this broker: each "
                "gateway needs its own --host-id; this one retries until the other leaves",
@@ -382,7 +383,7 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
   fl_envelope env;
   fl_env_from_msg(gw, m, &env);
   if ((rc = fl_sign_envelope(&env, m->content, m->content_len, gw->id.sk)) == 0)
-    rc = fl_broker_publish(f->broker, "fleet.msg", key, mandatory, &env, m->content,
+    rc = fl_broker_publish(f->broker, FL_EX_MSG, key, mandatory, &env, m->content,
                            m->content_len, pub);
   if (rc) {
     fl_gw_cancel(gw, &w); /* forgets pub, freeing on_confirm */
@@ -413,7 +414,12 @@ static int fl_fabric_broadcast(void *ctx, fl_client *c, const fl_msg *m, const c
                                json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait,
                                char *err, size_t errlen) {
   char key[FL_MAX_GROUP_NAME + 16];
-  snprintf(key, sizeof key, "broadcast.%s", group ? group : "all");
+  int rc = fl_topology_broadcast_key(key, sizeof key, group);
+  if (rc) {
+    fl_errf(err, errlen, "group '%s' cannot be a broadcast key: %s", group ? group : "",
+            fl_strerror(rc));
+    return rc;
+  }
   /* Not mandatory: a group with no member anywhere is legal silence. */
   return fl_publish(ctx, c, key, 0, m, "", 0, on_confirm, cb, cb_ctx, wait, err, errlen);
 }

@@ -24,41 +24,9 @@
 /* How often held messages past their expiry are swept. */
 #define FL_SWEEP_MS 30000
 
-static const char *const fl_counter_names[FL_C_COUNT] = {
-    [FL_C_RPC_PARSE_ERRORS] = "rpc_parse_errors",
-    [FL_C_RPC_INVALID] = "rpc_invalid_requests",
-    [FL_C_RPC_UNKNOWN_METHOD] = "rpc_unknown_methods",
-    [FL_C_RPC_OVERSIZE] = "rpc_oversize_lines",
-    [FL_C_TOOL_UNKNOWN] = "tool_unknown",
-    [FL_C_TOOL_BAD_ARGS] = "tool_bad_arguments",
-    [FL_C_TOOL_CALLS] = "tool_calls",
-    [FL_C_CLIENTS_REFUSED] = "clients_refused",
-    [FL_C_CLIENTS_ACCEPTED] = "clients_accepted",
-    [FL_C_CLIENTS_SLOW] = "clients_dropped_slow",
-    [FL_C_MSGS_ACCEPTED] = "messages_accepted",
-    [FL_C_MSGS_DRAINED] = "messages_drained",
-    [FL_C_MSGS_DUPLICATE] = "messages_duplicate",
-    [FL_C_MSGS_REFUSED_FULL] = "messages_refused_full",
-    [FL_C_MSGS_EXPIRED] = "messages_expired",
-    [FL_C_NUDGES] = "nudges",
-    [FL_C_NUDGE_FAILURES] = "nudge_failures",
-    [FL_C_STORE_ERRORS] = "store_errors",
-    [FL_C_REMOTE_PUBLISHED] = "remote_published",
-    [FL_C_REMOTE_PUBLISH_FAILED] = "remote_publish_failed",
-    [FL_C_REMOTE_RECEIVED] = "remote_received",
-    [FL_C_REMOTE_DEAD_LETTERED] = "remote_dead_lettered",
-    [FL_C_PRESENCE_RECEIVED] = "presence_received",
-    [FL_C_PRESENCE_REFUSED] = "presence_refused",
-    [FL_C_BROKER_DISCONNECTS] = "broker_disconnects",
-    [FL_C_VERIFY_BAD_SIGNATURE] = "verify_bad_signature",
-    [FL_C_VERIFY_UNPINNED] = "verify_unpinned",
-    [FL_C_VERIFY_MISATTRIBUTED] = "verify_misattributed",
-    [FL_C_VERIFY_WRONG_RECIPIENT] = "verify_wrong_recipient",
-    [FL_C_VERIFY_EXPIRED] = "verify_expired",
-    [FL_C_VERIFY_DUPLICATE] = "verify_duplicate",
-    [FL_C_VERIFY_NEWER_MAJOR] = "verify_newer_major",
-    [FL_C_VERIFY_MALFORMED] = "verify_malformed",
-};
+#define FL_COUNTER_NAME(name, text) [FL_C_##name] = text,
+static const char *const fl_counter_names[FL_C_COUNT] = {FL_COUNTERS(FL_COUNTER_NAME)};
+#undef FL_COUNTER_NAME
 
 /* ---- counters and status -------------------------------------------------- */
 

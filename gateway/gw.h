@@ -71,44 +71,6 @@ typedef struct fl_client_ops {
   void (*notify)(void *ctx, json_t *data);
 } fl_client_ops;
 
-/* Counters shown by fleetctl status. */
-enum fl_counter {
-  FL_C_RPC_PARSE_ERRORS,
-  FL_C_RPC_INVALID,
-  FL_C_RPC_UNKNOWN_METHOD,
-  FL_C_RPC_OVERSIZE,
-  FL_C_TOOL_UNKNOWN,
-  FL_C_TOOL_BAD_ARGS,
-  FL_C_TOOL_CALLS,
-  FL_C_CLIENTS_REFUSED,
-  FL_C_CLIENTS_ACCEPTED,
-  FL_C_CLIENTS_SLOW,
-  FL_C_MSGS_ACCEPTED,
-  FL_C_MSGS_DRAINED,
-  FL_C_MSGS_DUPLICATE,
-  FL_C_MSGS_REFUSED_FULL,
-  FL_C_MSGS_EXPIRED,
-  FL_C_NUDGES,
-  FL_C_NUDGE_FAILURES,
-  FL_C_STORE_ERRORS,
-  FL_C_REMOTE_PUBLISHED,
-  FL_C_REMOTE_PUBLISH_FAILED,
-  FL_C_REMOTE_RECEIVED,
-  FL_C_REMOTE_DEAD_LETTERED,
-  FL_C_PRESENCE_RECEIVED,
-  FL_C_PRESENCE_REFUSED,
-  FL_C_BROKER_DISCONNECTS,
-  FL_C_VERIFY_BAD_SIGNATURE,
-  FL_C_VERIFY_UNPINNED,
-  FL_C_VERIFY_MISATTRIBUTED,
-  FL_C_VERIFY_WRONG_RECIPIENT,
-  FL_C_VERIFY_EXPIRED,
-  FL_C_VERIFY_DUPLICATE,
-  FL_C_VERIFY_NEWER_MAJOR,
-  FL_C_VERIFY_MALFORMED,
-  FL_C_COUNT
-};
-
 /* Creates the gateway on loop: loads (or creates) the node identity and the
  * pinned peers, opens <state_dir>/holds.db, loads the roster and, with a
  * broker configured, starts the broker link. cfg is copied. On failure err
@@ -121,7 +83,6 @@ void fl_gw_shutdown(fl_gw *gw);
 /* Frees everything. NULL-safe; sets *gw to NULL. */
 void fl_gw_free(fl_gw **gw);
 
-void fl_gw_count(fl_gw *gw, enum fl_counter c);
 
 /* Registers a session. On success *out is the client (owned by the gateway
  * until fl_gw_detach). FL_ENAMETAKEN when a live session holds the name,

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "gateway/gw_internal.h"
 #include "gateway/sign.h"
+#include "gateway/topology.h"
 
 struct fl_inbound {
   fl_gw *gw;
@@ -76,14 +77,14 @@ static int fl_utf8_ok(const char *s, size_t n) {
 
 int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, const char **why) {
   const fl_envelope *env = d->env;
-  int major = fl_envelope_major(env);
-  if (major < 0) {
-    *why = "envelope version is not MAJOR.MINOR";
-    return FL_C_VERIFY_MALFORMED;
-  }
-  if (major > FL_ENVELOPE_MAJOR) {
+  int vrc = fl_envelope_check_version(env);
+  if (vrc == FL_EVERSION) {
     *why = "envelope major version is newer than this fleetd understands";
     return FL_C_VERIFY_NEWER_MAJOR;
+  }
+  if (vrc) {
+    *why = "envelope version is not MAJOR.MINOR";
+    return FL_C_VERIFY_MALFORMED;
   }
   unsigned char pk[FL_SIGN_PK_BYTES];
   if (strcmp(env->host, gw->cfg.host_id) == 0) {
@@ -110,12 +111,13 @@ void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int cou
 
 /* Is e's inbox bound to key (broadcast.all, or broadcast.<one of its groups>)? */
 static int fl_bound_to(const fl_entity *e, const char *key) {
-  if (strcmp(key, "broadcast.all") == 0)
+  if (strcmp(key, FL_KEY_BROADCAST_ALL) == 0)
     return 1;
-  if (strncmp(key, "broadcast.", 10) != 0)
+  const char *group = fl_topology_broadcast_key_group(key);
+  if (!group)
     return 0;
   for (size_t i = 0; i < e->ngroups; i++)
-    if (strcmp(e->groups[i], key + 10) == 0)
+    if (strcmp(e->groups[i], group) == 0)
       return 1;
   return 0;
 }
@@ -202,8 +204,9 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
     fl_inbound_dead_letter(in, d, bad, why);
     return;
   }
-  int broadcast = strcmp(env->kind, "BROADCAST") == 0;
-  if (!broadcast && strcmp(env->kind, "SEND") != 0 && strcmp(env->kind, "REPLY") != 0) {
+  int broadcast = fl_envelope_is_kind(env->kind, FL_KIND_BROADCAST);
+  if (!broadcast && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
+      !fl_envelope_is_kind(env->kind, FL_KIND_REPLY)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
                            "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST)");
     return;

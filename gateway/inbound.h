@@ -18,10 +18,6 @@
 #include "gateway/broker.h"
 #include "gateway/gw.h"
 
-/* Envelope version this gateway writes and the major it accepts. */
-#define FL_ENVELOPE_VERSION "1.0"
-#define FL_ENVELOPE_MAJOR 1
-
 typedef struct fl_inbound fl_inbound;
 
 /* How a delivery is settled; all on the loop thread, every member set. */

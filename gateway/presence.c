@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "gateway/gw_internal.h"
 #include "gateway/sign.h"
+#include "gateway/topology.h"
 
 /* How often parked deliveries are checked for their time being up. */
 #define FL_PARK_TICK_MS 250
@@ -183,7 +184,7 @@ static void fl_presence_send(fl_presence *p, const char *key, const char *from, 
   fl_envelope env;
   memset(&env, 0, sizeof env);
   fl_copy(env.v, sizeof env.v, FL_ENVELOPE_VERSION);
-  fl_copy(env.kind, sizeof env.kind, "PRESENCE");
+  fl_copy(env.kind, sizeof env.kind, fl_envelope_kind_name(FL_KIND_PRESENCE));
   fl_uuid(env.msg_id);
   fl_copy(env.from, sizeof env.from, from);
   fl_copy(env.from_name, sizeof env.from_name, name);
@@ -195,7 +196,7 @@ static void fl_presence_send(fl_presence *p, const char *key, const char *from, 
     fl_free(text);
     return;
   }
-  int rc = fl_broker_publish(p->broker, "fleet.roster", key, 0, &env, text, strlen(text), NULL);
+  int rc = fl_broker_publish(p->broker, FL_EX_ROSTER, key, 0, &env, text, strlen(text), NULL);
   if (rc)
     fl_debug(NULL, "presence for %s not sent: %s", key, fl_strerror(rc));
   fl_free(text);
@@ -211,7 +212,10 @@ void fl_presence_entity(fl_presence *p, fl_entity *e) {
   json_t *body = json_pack("{s:s, s:s, s:o, s:s}", "name", e->name, "role", e->role, "groups",
                            groups, "status", e->client ? "online" : "offline");
   char key[256];
-  snprintf(key, sizeof key, "roster.%s.%s", gw->cfg.host_id, e->gid);
+  if (fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, e->gid) != 0) {
+    json_decref(body);
+    return;
+  }
   fl_presence_send(p, key, e->gid, e->name, body);
 }
 
@@ -227,8 +231,9 @@ static void fl_presence_all(fl_presence *p) {
     }
   }
   char key[256];
-  snprintf(key, sizeof key, "roster.%s._gateway", gw->cfg.host_id);
-  fl_presence_send(p, key, "", "_gateway",
+  if (fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, FL_GID_GATEWAY) != 0)
+    return;
+  fl_presence_send(p, key, "", FL_GID_GATEWAY,
                    json_pack("{s:s, s:s, s:I}", "host", gw->cfg.host_id, "version", FLEET_VERSION,
                              "entities", (json_int_t)local));
 }
@@ -311,16 +316,13 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
   const fl_envelope *env = d->env;
   if (strcmp(env->host, gw->cfg.host_id) == 0)
     return; /* our own beat, back from roster.# */
-  char prefix[128];
-  snprintf(prefix, sizeof prefix, "roster.%s.", env->host);
   const char *key = d->routing_key;
-  if (!env->host[0] || strcmp(env->kind, "PRESENCE") != 0 ||
-      strncmp(key, prefix, strlen(prefix)) != 0) {
+  const char *gid = env->host[0] ? fl_topology_roster_key_gid(key, env->host) : NULL;
+  if (!gid || !fl_envelope_is_kind(env->kind, FL_KIND_PRESENCE)) {
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
     fl_warn(NULL, "presence on key %s claims host '%s': ignored", key, env->host);
     return;
   }
-  const char *gid = key + strlen(prefix);
   const char *why = NULL;
   int bad = fl_inbound_verify_origin(gw, d, &why);
   if (bad) {
@@ -329,7 +331,7 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
     fl_warn(NULL, "presence from host '%s' on key %s ignored: %s", env->host, key, why);
     return;
   }
-  if (strcmp(gid, "_gateway") == 0)
+  if (strcmp(gid, FL_GID_GATEWAY) == 0)
     return;
   fl_gw_count(gw, FL_C_PRESENCE_RECEIVED);
   if (!fl_is_uuid(gid) || strcmp(gid, env->from) != 0) {
@@ -366,7 +368,7 @@ static void fl_parked_delivery(const fl_parked *pk, fl_broker_delivery *d) {
   d->tag = pk->tag;
   d->source = FL_BROKER_INBOX;
   d->gid = pk->gid;
-  d->exchange = "fleet.msg";
+  d->exchange = FL_EX_MSG;
   d->routing_key = pk->key;
   d->redelivered = pk->redelivered;
   d->env = &pk->env;

@@ -21,6 +21,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/envelope.h"
 #include "gateway/gw_internal.h"
 #include "gateway/nudge.h"
 #include "gateway/remote.h"
@@ -33,7 +34,7 @@ static void fl_trace_remember(fl_gw *gw, const fl_msg *m) {
   fl_copy(gw->traces.at[i].trace_id, FL_ID_LEN, m->trace_id);
   fl_copy(gw->traces.at[i].from_gid, FL_ID_LEN, m->from_gid);
   fl_copy(gw->traces.at[i].to_gid, FL_ID_LEN, m->to_gid);
-  gw->traces.at[i].is_send = strcmp(m->kind, "SEND") == 0;
+  gw->traces.at[i].is_send = fl_envelope_is_kind(m->kind, FL_KIND_SEND);
   gw->traces.next = (i + 1) % FL_TRACE_RING;
 }
 
@@ -129,7 +130,7 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     /* A send still waiting for the broker's confirm can already get its
      * reply: the confirm and the reply race on separate channels. */
     int wants_reply = w->kind == FL_WAIT_SEND || (w->kind == FL_WAIT_CONFIRM && w->wants_reply);
-    if (!wants_reply || strcmp(m->kind, "REPLY") != 0 || strcmp(w->peer_gid, m->from_gid) != 0 ||
+    if (!wants_reply || !fl_envelope_is_kind(m->kind, FL_KIND_REPLY) || strcmp(w->peer_gid, m->from_gid) != 0 ||
         (m->in_reply_to[0] && strcmp(m->in_reply_to, w->msg_id) != 0))
       continue;
     fl_msg got;
@@ -189,11 +190,11 @@ int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errl
 
 /* ---- verbs --------------------------------------------------------------------- */
 
-static void fl_msg_init(fl_msg *m, const char *kind, const fl_entity *from, const fl_entity *to,
+static void fl_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from, const fl_entity *to,
                         const char *content) {
   memset(m, 0, sizeof *m);
   fl_uuid(m->msg_id);
-  fl_copy(m->kind, sizeof m->kind, kind);
+  fl_copy(m->kind, sizeof m->kind, fl_envelope_kind_name(kind));
   fl_copy(m->from_gid, sizeof m->from_gid, from->gid);
   fl_copy(m->from_name, sizeof m->from_name, from->name);
   fl_copy(m->to_gid, sizeof m->to_gid, to->gid);
@@ -241,7 +242,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   if ((wait_s > 0 || dst->remote) && (rc = fl_wait_room(c, err, errlen)))
     return rc;
   fl_msg m;
-  fl_msg_init(&m, "SEND", c->entity, dst, content);
+  fl_msg_init(&m, FL_KIND_SEND, c->entity, dst, content);
   fl_uuid(m.trace_id);
   if (dst->remote) {
     /* Routing fork: another host's entity goes through the broker. */
@@ -285,7 +286,7 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
   if ((rc = fl_roster_resolve(gw, to, &dst, err, errlen)))
     return rc;
   fl_msg m;
-  fl_msg_init(&m, "REPLY", c->entity, dst, content);
+  fl_msg_init(&m, FL_KIND_REPLY, c->entity, dst, content);
   /* Without inReplyTo, answer the oldest send of dst still waiting on us. */
   const char *answered = (in_reply_to && *in_reply_to) ? in_reply_to : NULL;
   const char *trace = NULL;
@@ -388,7 +389,7 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
     /* Remote members get their copy from the broker, bound to the key. */
     if (e == c->entity || e->remote || (group && !fl_entity_in_group(e, group)))
       continue;
-    fl_msg_init(&m, "BROADCAST", c->entity, e, content);
+    fl_msg_init(&m, FL_KIND_BROADCAST, c->entity, e, content);
     fl_copy(m.msg_id, sizeof m.msg_id, msg_id);
     fl_copy(m.trace_id, sizeof m.trace_id, trace_id);
     char why[256];
@@ -409,7 +410,7 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
     return 0;
   }
   /* One publish reaches every other host's members; the broker copies it. */
-  fl_msg_init(&m, "BROADCAST", c->entity, c->entity, content);
+  fl_msg_init(&m, FL_KIND_BROADCAST, c->entity, c->entity, content);
   fl_copy(m.msg_id, sizeof m.msg_id, msg_id);
   fl_copy(m.trace_id, sizeof m.trace_id, trace_id);
   m.to_gid[0] = '\0';
