@@ -50,30 +50,29 @@
 #define FL_MCP_READ_CHUNK 65536
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: fleet-mcp [--socket PATH]\n"
-          "\n"
-          "The stdio MCP server that an MCP client (Claude Code, opencode) launches.\n"
-          "It relays MCP between stdin/stdout and fleetd's Unix socket and tells\n"
-          "fleetd who this session is (from the environment below).\n"
-          "\n"
-          "options:\n"
-          "  --socket PATH   fleetd's socket (default: $FLEET_SOCKET, else\n"
-          "                  $XDG_RUNTIME_DIR/fleet/fleetd.sock, else\n"
-          "                  <state dir>/fleetd.sock)\n"
-          "  -h, --help      print this text\n"
-          "\n"
-          "environment:\n"
-          "  FLEET_SOCKET    fleetd's socket path (the --socket flag beats it)\n"
-          "  FLEET_NAME      this agent's name in the roster, e.g. arch-sonnet\n"
-          "  FLEET_ROLE      lead | architect | orchestrator | worker (default: agent)\n"
-          "  FLEET_GROUPS    comma-separated groups, e.g. backend,reviewers\n"
-          "  FLEET_GID       pre-minted global id (set for spawned workers)\n"
-          "  TMUX_PANE       tmux pane to nudge (set by tmux; $TMUX gives its server)\n"
-          "  HERDR_PANE_ID   herdr pane to nudge (set by herdr)\n"
-          "\n"
-          "Exits 0 when stdin closes; 1 when fleetd closes the connection or is not\n"
-          "running; 2 on a usage error.\n");
+  fprintf(f, "usage: fleet-mcp [--socket PATH]\n"
+             "\n"
+             "The stdio MCP server that an MCP client (Claude Code, opencode) launches.\n"
+             "It relays MCP between stdin/stdout and fleetd's Unix socket and tells\n"
+             "fleetd who this session is (from the environment below).\n"
+             "\n"
+             "options:\n"
+             "  --socket PATH   fleetd's socket (default: $FLEET_SOCKET, else\n"
+             "                  $XDG_RUNTIME_DIR/fleet/fleetd.sock, else\n"
+             "                  <state dir>/fleetd.sock)\n"
+             "  -h, --help      print this text\n"
+             "\n"
+             "environment:\n"
+             "  FLEET_SOCKET    fleetd's socket path (the --socket flag beats it)\n"
+             "  FLEET_NAME      this agent's name in the roster, e.g. arch-sonnet\n"
+             "  FLEET_ROLE      lead | architect | orchestrator | worker (default: agent)\n"
+             "  FLEET_GROUPS    comma-separated groups, e.g. backend,reviewers\n"
+             "  FLEET_GID       pre-minted global id (set for spawned workers)\n"
+             "  TMUX_PANE       tmux pane to nudge (set by tmux; $TMUX gives its server)\n"
+             "  HERDR_PANE_ID   herdr pane to nudge (set by herdr)\n"
+             "\n"
+             "Exits 0 when stdin closes; 1 when fleetd closes the connection or is not\n"
+             "running; 2 on a usage error.\n");
 }
 
 /* poll(2)'s "no timeout": wait until a descriptor is ready. */
@@ -366,7 +365,8 @@ static int relay_pump_in(relay *r, char *buf, size_t bufsize) {
   else if (r->in.len > 0)
     rc = fl_linebuf_feed(&r->in, "\n", 1);
   if (rc == FL_ETOOBIG) {
-    fprintf(stderr, "fleet-mcp: a line from the MCP client is over %u bytes (FL_MAX_LINE); closing\n",
+    fprintf(stderr,
+            "fleet-mcp: a line from the MCP client is over %u bytes (FL_MAX_LINE); closing\n",
             FL_MAX_LINE);
     return FL_PUMP_FAIL;
   }

@@ -97,12 +97,12 @@ static const ctl_cmd fl_ctl_cmds[] = {
     {"roster", 0, 0, cmd_roster, "roster",
      "every entity fleetd knows: name, role, host,\nstatus, held messages, groups, gid", 0},
     {"send", 2, 2, cmd_send, "send TO CONTENT [--wait S]",
-     "send CONTENT to TO (a name or gid); with --wait,\nwait up to S seconds (max "
-     FL_CTL_STR(FL_MAX_WAIT_S) ") for the reply",
+     "send CONTENT to TO (a name or gid); with --wait,\nwait up to S seconds (max " FL_CTL_STR(
+         FL_MAX_WAIT_S) ") for the reply",
      CTL_TAKES_WAIT},
     {"poll", 0, 0, cmd_poll, "poll [--wait S] [--max N] [--from TO]",
-     "fetch messages held for you (max N, up to " FL_CTL_STR(FL_MAX_POLL)
-     "),\nwaiting up to S seconds for the first one",
+     "fetch messages held for you (max N, up to " FL_CTL_STR(
+         FL_MAX_POLL) "),\nwaiting up to S seconds for the first one",
      CTL_TAKES_WAIT | CTL_TAKES_POLL},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
      "print an MCP client config for fleet-mcp", 0},
@@ -112,8 +112,8 @@ static const ctl_cmd fl_ctl_cmds[] = {
      0},
     {"peer list", 0, 0, cmd_peer_list, "peer list", "the pinned peers", 0},
     {"peer remove", 1, 1, cmd_peer_remove, "peer remove HOST", "drop HOST's pin", 0},
-    {"trace", 1, 1, cmd_trace, "trace ID",
-     "what this fleetd logged for trace ID (recent lines)", 0},
+    {"trace", 1, 1, cmd_trace, "trace ID", "what this fleetd logged for trace ID (recent lines)",
+     0},
     {"help", 0, FL_CTL_MAX_ARGS, NULL, "help", "print this text", 0},
 };
 #define FL_CTL_NCMDS (sizeof fl_ctl_cmds / sizeof fl_ctl_cmds[0])
@@ -382,9 +382,9 @@ static int print_peers(ctl *c, json_t *res) {
   if (json_array_size(peers) == 0)
     printf("no pinned peers\n");
   else
-    json_array_foreach(peers, i, p) printf("%-20s %s  %s  pinned %s\n", str_of(p, "host", "-"),
-                                           str_of(p, "publicKey", "-"), str_of(p, "url", "-"),
-                                           str_of(p, "pinnedAt", "-"));
+    json_array_foreach(peers, i, p)
+        printf("%-20s %s  %s  pinned %s\n", str_of(p, "host", "-"), str_of(p, "publicKey", "-"),
+               str_of(p, "url", "-"), str_of(p, "pinnedAt", "-"));
   return FL_EXIT_OK;
 }
 
@@ -401,7 +401,7 @@ enum { COL_NAME, COL_ROLE, COL_HOST, COL_STATUS, COL_HELD, COL_GROUPS, COL_GID, 
 
 /* fleet_list's entities as a table with aligned columns. */
 static int print_roster(ctl *c, json_t *sc) {
-  static const char *const heads[NCOLS] = {"NAME", "ROLE", "HOST", "STATUS",
+  static const char *const heads[NCOLS] = {"NAME", "ROLE",   "HOST", "STATUS",
                                            "HELD", "GROUPS", "GID"};
   json_t *rows = NULL;
   int st = FL_EXIT_OK;
@@ -429,9 +429,13 @@ static int print_roster(ctl *c, json_t *sc) {
       if (gs && gl < sizeof groups)
         gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%s", gl ? "," : "", gs);
     }
-    const char *cells[NCOLS] = {
-        str_of(e, "name", NULL), str_of(e, "role", NULL), str_of(e, "host", NULL),
-        str_of(e, "status", NULL), held, groups, str_of(e, "gid", NULL)};
+    const char *cells[NCOLS] = {str_of(e, "name", NULL),
+                                str_of(e, "role", NULL),
+                                str_of(e, "host", NULL),
+                                str_of(e, "status", NULL),
+                                held,
+                                groups,
+                                str_of(e, "gid", NULL)};
     json_t *row = json_array();
     for (int k = 0; k < NCOLS; k++) {
       const char *cell = cells[k] && *cells[k] ? cells[k] : "-";
@@ -481,8 +485,8 @@ static int print_sent(ctl *c, json_t *sc) {
   const char *status = str_of(sc, "status", NULL);
   if (status && strcmp(status, "replied") == 0) {
     json_t *reply = json_object_get(sc, "reply");
-    const char *text = json_is_string(reply) ? json_string_value(reply)
-                                             : str_of(reply, "content", NULL);
+    const char *text =
+        json_is_string(reply) ? json_string_value(reply) : str_of(reply, "content", NULL);
     if (text)
       printf("%s%s", text, *text && text[strlen(text) - 1] == '\n' ? "" : "\n");
   } else if (status && strcmp(status, "pending") == 0) {
@@ -536,8 +540,8 @@ static int cmd_roster(ctl *c) {
 static int cmd_peer_add(ctl *c) {
   static const ctl_call call = {"fleet/peer.add", NULL, print_kv_result};
   return ctl_run(c, &call, NULL,
-                 json_pack("{s:s, s:s, s:s?}", "host", c->args[0], "publicKey", c->args[1],
-                           "url", c->nargs > 2 ? c->args[2] : NULL));
+                 json_pack("{s:s, s:s, s:s?}", "host", c->args[0], "publicKey", c->args[1], "url",
+                           c->nargs > 2 ? c->args[2] : NULL));
 }
 
 static int cmd_peer_list(ctl *c) {
@@ -560,8 +564,8 @@ static int cmd_send(ctl *c) {
   const ctl_opts *o = c->o;
   const char *to = c->args[0], *content = c->args[1];
   if (strlen(content) > FL_MAX_CONTENT)
-    return fl_ctl_fail("CONTENT is %zu bytes; the limit is %u (FL_MAX_CONTENT)",
-                       strlen(content), FL_MAX_CONTENT);
+    return fl_ctl_fail("CONTENT is %zu bytes; the limit is %u (FL_MAX_CONTENT)", strlen(content),
+                       FL_MAX_CONTENT);
   json_t *ident = operator_identity(o);
   if (!ident)
     return fl_ctl_fail("out of memory");
@@ -668,8 +672,8 @@ static void cmds_taking(unsigned takes, char *out, size_t n) {
     if (!(fl_ctl_cmds[i].takes & takes))
       continue;
     k++;
-    len += (size_t)snprintf(out + len, n - len, "%s%s",
-                            k == 1 ? "" : (k == total ? " and " : ", "), fl_ctl_cmds[i].name);
+    len += (size_t)snprintf(out + len, n - len, "%s%s", k == 1 ? "" : (k == total ? " and " : ", "),
+                            fl_ctl_cmds[i].name);
   }
 }
 

@@ -85,10 +85,8 @@ int fl_ctl_mcp_config(int claude, const char *as, const char *socket_opt) {
     }
   }
 
-  json_t *envv = json_pack("{s:s, s:s}", "FLEET_NAME", as ? as : "lead", "FLEET_ROLE",
-                           "lead");
-  if (envv && sockpath &&
-      json_object_set_new(envv, "FLEET_SOCKET", json_string(sockpath)) != 0) {
+  json_t *envv = json_pack("{s:s, s:s}", "FLEET_NAME", as ? as : "lead", "FLEET_ROLE", "lead");
+  if (envv && sockpath && json_object_set_new(envv, "FLEET_SOCKET", json_string(sockpath)) != 0) {
     json_decref(envv);
     envv = NULL;
   }
@@ -97,8 +95,8 @@ int fl_ctl_mcp_config(int claude, const char *as, const char *socket_opt) {
 
   json_t *entry, *doc;
   if (claude) {
-    entry = json_pack("{s:s, s:s, s:[], s:o}", "type", "stdio", "command", exe, "args", "env",
-                      envv);
+    entry =
+        json_pack("{s:s, s:s, s:[], s:o}", "type", "stdio", "command", exe, "args", "env", envv);
     doc = entry ? json_pack("{s:{s:O}}", "mcpServers", "fleet", entry) : NULL;
   } else {
     entry = json_pack("{s:s, s:[s], s:b, s:o}", "type", "local", "command", exe, "enabled", 1,

@@ -199,9 +199,9 @@ int fl_ctl_open(fl_ctl_conn *c, json_t *identity) {
     json_decref(identity);
     return st;
   }
-  json_t *params = json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", FL_CTL_PROTOCOL,
-                             "capabilities", "clientInfo", "name", "fleetctl", "version",
-                             FL_CTL_VERSION);
+  json_t *params =
+      json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", FL_CTL_PROTOCOL, "capabilities",
+                "clientInfo", "name", "fleetctl", "version", FL_CTL_VERSION);
   if (params && identity) {
     json_t *meta = json_pack("{s:o}", "fleet/identity", identity); /* steals identity */
     identity = NULL;

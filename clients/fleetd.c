@@ -7,22 +7,22 @@
  * "pending", its reply will be held), flushes what each client is owed,
  * closes everything and exits 0. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/alloc.h"
-#include "gateway/config.h"
 #include "common/error.h"
-#include "mcp/server.h"
-#include "gateway/gw.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "gateway/config.h"
+#include "gateway/gw.h"
+#include "mcp/server.h"
 
 typedef struct fl_daemon {
   uv_loop_t loop;
@@ -76,8 +76,8 @@ int main(int argc, char **argv) {
   }
   fl_log_set_level(fl_level_of(cfg.log_level));
   if ((rc = fl_paths_mkdir_p(cfg.gw.state_dir, 0700))) {
-    fprintf(stderr, "fleetd: cannot create state dir %s: %s (set --state-dir)\n",
-            cfg.gw.state_dir, strerror(-rc));
+    fprintf(stderr, "fleetd: cannot create state dir %s: %s (set --state-dir)\n", cfg.gw.state_dir,
+            strerror(-rc));
     return 1;
   }
   /* One fleetd per state dir: two would hold the same entities and disagree. */
@@ -85,8 +85,10 @@ int main(int argc, char **argv) {
   snprintf(lockpath, sizeof lockpath, "%s/fleetd.lock", cfg.gw.state_dir);
   int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
-    fprintf(stderr, "fleetd: another fleetd is using the state dir %s (stop it, or give this "
-            "one its own --state-dir)\n", cfg.gw.state_dir);
+    fprintf(stderr,
+            "fleetd: another fleetd is using the state dir %s (stop it, or give this "
+            "one its own --state-dir)\n",
+            cfg.gw.state_dir);
     if (lockfd >= 0)
       close(lockfd);
     return 1;

@@ -11,25 +11,25 @@
 
 /* The codes and their messages, in one list: a code cannot be added without
  * its message. Each message is what a user reads after "failed: ". */
-#define FL_ERRORS(X)                                                                \
-  X(ENOTFOUND, "no such entity")                /* no entity by that gid or name */ \
-  X(EAMBIGUOUS, "name matches more than one entity")                                \
-  X(EDUP, "duplicate message id")               /* a msgId already stored */        \
-  X(EFULL, "limit reached")                     /* held messages, waiters, queues */ \
-  X(ETOOBIG, "input too large")                 /* input over its size cap */       \
-  X(EINVAL, "invalid argument")                 /* an argument of the wrong shape */ \
-  X(ENAMETAKEN, "name is held by a live session")                                   \
-  X(EOFFLINE, "recipient is offline")                                               \
-  X(ESTORE, "hold store failed")                                                    \
-  X(ECONFIG, "configuration error")                                                 \
-  X(ECANCELLED, "cancelled")                    /* a waiting call was cancelled */  \
-  X(ETIMEDOUT, "timed out")                     /* a bounded wait ran out */        \
-  X(ENOMEM, "out of memory")                                                        \
-  X(EPROTO, "protocol error")                   /* a peer broke the protocol */     \
-  X(EVERSION, "made by a newer, incompatible fleet version") /* envelope major */   \
-  X(EBROKER, "broker unreachable")                                                  \
-  X(EREFUSED, "refused by the broker")          /* the broker closed a channel */   \
-  X(EBADSIG, "signature does not verify")                                           \
+#define FL_ERRORS(X)                                                                               \
+  X(ENOTFOUND, "no such entity") /* no entity by that gid or name */                               \
+  X(EAMBIGUOUS, "name matches more than one entity")                                               \
+  X(EDUP, "duplicate message id") /* a msgId already stored */                                     \
+  X(EFULL, "limit reached")       /* held messages, waiters, queues */                             \
+  X(ETOOBIG, "input too large")   /* input over its size cap */                                    \
+  X(EINVAL, "invalid argument")   /* an argument of the wrong shape */                             \
+  X(ENAMETAKEN, "name is held by a live session")                                                  \
+  X(EOFFLINE, "recipient is offline")                                                              \
+  X(ESTORE, "hold store failed")                                                                   \
+  X(ECONFIG, "configuration error")                                                                \
+  X(ECANCELLED, "cancelled") /* a waiting call was cancelled */                                    \
+  X(ETIMEDOUT, "timed out")  /* a bounded wait ran out */                                          \
+  X(ENOMEM, "out of memory")                                                                       \
+  X(EPROTO, "protocol error")                                /* a peer broke the protocol */       \
+  X(EVERSION, "made by a newer, incompatible fleet version") /* envelope major */                  \
+  X(EBROKER, "broker unreachable")                                                                 \
+  X(EREFUSED, "refused by the broker") /* the broker closed a channel */                           \
+  X(EBADSIG, "signature does not verify")                                                          \
   X(EPINNED, "host is pinned to a different key")
 
 #define FL_ERROR_ENUM(name, msg) FL_##name,
@@ -39,7 +39,6 @@ enum {
   FL_ERRORS(FL_ERROR_ENUM) FL_ELAST /* not a code: one past the last */
 };
 #undef FL_ERROR_ENUM
-
 
 /* A static, human-readable message for err (a fleet code or -errno). Never
  * NULL. */

@@ -28,7 +28,9 @@ int fl_name_valid(const char *s, size_t max) {
 int fl_name_check_host(const char *s, const char *what, char *err, size_t errlen) {
   if (fl_name_valid(s, FL_MAX_NAME))
     return 0;
-  fl_errf(err, errlen, "%s '%.80s' is not a valid host id: use %s (it becomes part of broker "
-          "routing keys)", what, s ? s : "", fl_name_rule);
+  fl_errf(err, errlen,
+          "%s '%.80s' is not a valid host id: use %s (it becomes part of broker "
+          "routing keys)",
+          what, s ? s : "", fl_name_rule);
   return FL_EINVAL;
 }

@@ -110,8 +110,10 @@ static void fl_on_batch(void *ctx, int begin) {
   if (fl_store_batch_end(gw->store) != 0) {
     /* Nothing of the burst is durable: ack none of it. */
     fl_gw_count(gw, FL_C_STORE_ERRORS);
-    fl_error(NULL, "store: a burst of %zu broker deliveries could not be committed; they stay "
-             "unacked and come again after a reconnect", f->nacks_later);
+    fl_error(NULL,
+             "store: a burst of %zu broker deliveries could not be committed; they stay "
+             "unacked and come again after a reconnect",
+             f->nacks_later);
     f->nacks_later = 0;
     return;
   }
@@ -215,8 +217,10 @@ static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
     fl_presence_receive(f->presence, d);
     break;
   case FL_BROKER_CONTROL:
-    fl_warn(d->env->trace_id, "control message %s (%s) ignored: spawn and stop are not served "
-            "by this fleetd", d->env->msg_id, d->env->kind);
+    fl_warn(d->env->trace_id,
+            "control message %s (%s) ignored: spawn and stop are not served "
+            "by this fleetd",
+            d->env->msg_id, d->env->kind);
     break;
   }
   fl_ack(f, d->tag);
@@ -237,7 +241,8 @@ static void fl_on_state(void *ctx, int up, const char *why) {
     char control[160];
     fl_topology_control_queue(control, sizeof control, gw->cfg.host_id);
     if (strstr(why, control) && strstr(why, "exclusive")) {
-      fl_error(NULL, "another gateway with host id '%s' is connected to this broker: each "
+      fl_error(NULL,
+               "another gateway with host id '%s' is connected to this broker: each "
                "gateway needs its own --host-id; this one retries until the other leaves",
                gw->cfg.host_id);
       snprintf(f->why, sizeof f->why, "another gateway with host id '%s' holds this host's queues",
@@ -358,8 +363,8 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
     return FL_EBROKER;
   }
   fl_wait *w;
-  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, &fl_confirm_ops, FL_CONFIRM_TIMEOUT_S, cb, ctx,
-                       &w, err, errlen);
+  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, &fl_confirm_ops, FL_CONFIRM_TIMEOUT_S, cb, ctx, &w,
+                       err, errlen);
   if (rc) {
     json_decref(on_confirm);
     return rc;
@@ -383,15 +388,15 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
   fl_envelope env;
   fl_env_from_msg(gw, m, &env);
   if ((rc = fl_sign_envelope(&env, m->content, m->content_len, gw->id.sk)) == 0)
-    rc = fl_broker_publish(f->broker, FL_EX_MSG, key, mandatory, &env, m->content,
-                           m->content_len, pub);
+    rc = fl_broker_publish(f->broker, FL_EX_MSG, key, mandatory, &env, m->content, m->content_len,
+                           pub);
   if (rc) {
     fl_gw_cancel(gw, &w); /* forgets pub, freeing on_confirm */
     fl_free(pub);
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
     fl_errf(err, errlen, "%s",
-            rc == FL_EFULL ? "too many messages are on their way to the broker; try again "
-                             "in a moment"
+            rc == FL_EFULL     ? "too many messages are on their way to the broker; try again "
+                                 "in a moment"
             : rc == FL_EBROKER ? "the broker is unreachable: messages to other hosts fail "
                                  "until it is back"
                                : fl_strerror(rc));
@@ -482,8 +487,8 @@ static const fl_remote_ops fl_fabric_ops = {
 
 static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
   const fl_gw_config *cfg = &gw->cfg;
-  unsigned interval = cfg->presence_interval_ms ? cfg->presence_interval_ms
-                                                : FL_PRESENCE_INTERVAL_MS;
+  unsigned interval =
+      cfg->presence_interval_ms ? cfg->presence_interval_ms : FL_PRESENCE_INTERVAL_MS;
   unsigned ttl = cfg->presence_ttl_ms ? cfg->presence_ttl_ms : FL_PRESENCE_TTL_BEATS * interval;
   fl_fabric *f = fl_calloc(1, sizeof *f);
   int rc = FL_ENOMEM;
@@ -509,8 +514,10 @@ static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
   if ((rc = fl_broker_start(gw->loop, &bc, &ev, f, &f->broker))) {
     fl_error(NULL, "cannot start the broker link: %s (check the broker URI and host id)",
              fl_strerror(rc));
-    fl_errf(err, errlen, "cannot start the broker link: %s (check the broker URI and the "
-            "host id: letters, digits, '-' and '_')", fl_strerror(rc));
+    fl_errf(err, errlen,
+            "cannot start the broker link: %s (check the broker URI and the "
+            "host id: letters, digits, '-' and '_')",
+            fl_strerror(rc));
     goto fail;
   }
   fl_copy(f->why, sizeof f->why, "connecting");

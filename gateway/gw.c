@@ -123,8 +123,8 @@ json_t *fl_gw_peers(fl_gw *gw) {
   for (size_t i = 0; i < fl_peers_count(gw->peers); i++) {
     const fl_peer *p = fl_peers_at(gw->peers, i);
     json_array_append_new(arr, json_pack("{s:s, s:s, s:s?, s:s}", "host", p->host, "publicKey",
-                                         p->pk_b64, "url", p->url[0] ? p->url : NULL,
-                                         "pinnedAt", p->pinned_at));
+                                         p->pk_b64, "url", p->url[0] ? p->url : NULL, "pinnedAt",
+                                         p->pinned_at));
   }
   return json_pack("{s:o}", "peers", arr);
 }

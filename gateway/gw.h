@@ -41,11 +41,11 @@ typedef struct fl_gw_config {
   char socket[1024];
   char broker_uri[1024];
   char broker_ca_file[1024];
-  char broker_queue_type[16];     /* "classic" (default) or "quorum" */
-  unsigned broker_prefetch;       /* 0 = the broker link's default */
-  unsigned broker_heartbeat_s;    /* 0 = the broker link's default */
-  unsigned presence_interval_ms;  /* presence beat period */
-  unsigned presence_ttl_ms;       /* a remote entry unheard this long reads offline */
+  char broker_queue_type[16];    /* "classic" (default) or "quorum" */
+  unsigned broker_prefetch;      /* 0 = the broker link's default */
+  unsigned broker_heartbeat_s;   /* 0 = the broker link's default */
+  unsigned presence_interval_ms; /* presence beat period */
+  unsigned presence_ttl_ms;      /* a remote entry unheard this long reads offline */
   fl_nudge_config nudge;
 } fl_gw_config;
 
@@ -83,7 +83,6 @@ void fl_gw_shutdown(fl_gw *gw);
 /* Frees everything. NULL-safe; sets *gw to NULL. */
 void fl_gw_free(fl_gw **gw);
 
-
 /* Registers a session. On success *out is the client (owned by the gateway
  * until fl_gw_detach). FL_ENAMETAKEN when a live session holds the name,
  * FL_EINVAL for a malformed identity; err says which and what to do. */
@@ -109,17 +108,14 @@ typedef void (*fl_gw_cb)(void *ctx, json_t *result, const char *err);
 int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
 json_t *fl_gw_status(fl_gw *gw);
 int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
-               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
-               size_t errlen);
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
 int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
-                const char *in_reply_to, fl_gw_cb cb, void *ctx, json_t **result,
-                fl_wait **wait, char *err, size_t errlen);
-int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max,
-               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
-               size_t errlen);
-int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content,
-                    fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
-                    size_t errlen);
+                const char *in_reply_to, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
+                char *err, size_t errlen);
+int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max, fl_gw_cb cb,
+               void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content, fl_gw_cb cb,
+                    void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
 
 /* Node identity and pinned peers (fleetctl identity / peer). */
 json_t *fl_gw_identity(fl_gw *gw);

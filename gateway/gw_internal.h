@@ -24,29 +24,29 @@
 /* What the gateway counts, shown by fleetctl status under these names: one
  * list, so a counter cannot be added without its name. (Requests, tool calls
  * and sessions are counted by the MCP layer, which owns them.) */
-#define FL_COUNTERS(X) \
-  X(MSGS_ACCEPTED, "messages_accepted") \
-  X(MSGS_DRAINED, "messages_drained") \
-  X(MSGS_DUPLICATE, "messages_duplicate") \
-  X(MSGS_REFUSED_FULL, "messages_refused_full") \
-  X(MSGS_EXPIRED, "messages_expired") \
-  X(NUDGES, "nudges") \
-  X(NUDGE_FAILURES, "nudge_failures") \
-  X(STORE_ERRORS, "store_errors") \
-  X(REMOTE_PUBLISHED, "remote_published") \
-  X(REMOTE_PUBLISH_FAILED, "remote_publish_failed") \
-  X(REMOTE_RECEIVED, "remote_received") \
-  X(REMOTE_DEAD_LETTERED, "remote_dead_lettered") \
-  X(PRESENCE_RECEIVED, "presence_received") \
-  X(PRESENCE_REFUSED, "presence_refused") \
-  X(BROKER_DISCONNECTS, "broker_disconnects") \
-  X(VERIFY_BAD_SIGNATURE, "verify_bad_signature") \
-  X(VERIFY_UNPINNED, "verify_unpinned") \
-  X(VERIFY_MISATTRIBUTED, "verify_misattributed") \
-  X(VERIFY_WRONG_RECIPIENT, "verify_wrong_recipient") \
-  X(VERIFY_EXPIRED, "verify_expired") \
-  X(VERIFY_DUPLICATE, "verify_duplicate") \
-  X(VERIFY_NEWER_MAJOR, "verify_newer_major") \
+#define FL_COUNTERS(X)                                                                             \
+  X(MSGS_ACCEPTED, "messages_accepted")                                                            \
+  X(MSGS_DRAINED, "messages_drained")                                                              \
+  X(MSGS_DUPLICATE, "messages_duplicate")                                                          \
+  X(MSGS_REFUSED_FULL, "messages_refused_full")                                                    \
+  X(MSGS_EXPIRED, "messages_expired")                                                              \
+  X(NUDGES, "nudges")                                                                              \
+  X(NUDGE_FAILURES, "nudge_failures")                                                              \
+  X(STORE_ERRORS, "store_errors")                                                                  \
+  X(REMOTE_PUBLISHED, "remote_published")                                                          \
+  X(REMOTE_PUBLISH_FAILED, "remote_publish_failed")                                                \
+  X(REMOTE_RECEIVED, "remote_received")                                                            \
+  X(REMOTE_DEAD_LETTERED, "remote_dead_lettered")                                                  \
+  X(PRESENCE_RECEIVED, "presence_received")                                                        \
+  X(PRESENCE_REFUSED, "presence_refused")                                                          \
+  X(BROKER_DISCONNECTS, "broker_disconnects")                                                      \
+  X(VERIFY_BAD_SIGNATURE, "verify_bad_signature")                                                  \
+  X(VERIFY_UNPINNED, "verify_unpinned")                                                            \
+  X(VERIFY_MISATTRIBUTED, "verify_misattributed")                                                  \
+  X(VERIFY_WRONG_RECIPIENT, "verify_wrong_recipient")                                              \
+  X(VERIFY_EXPIRED, "verify_expired")                                                              \
+  X(VERIFY_DUPLICATE, "verify_duplicate")                                                          \
+  X(VERIFY_NEWER_MAJOR, "verify_newer_major")                                                      \
   X(VERIFY_MALFORMED, "verify_malformed")
 
 #define FL_COUNTER_ENUM(name, text) FL_C_##name,

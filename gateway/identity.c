@@ -29,7 +29,6 @@
 #define ID_MAX_FILE 4096
 #define ID_VERSION 1
 
-
 void fl_identity_clear(fl_identity *id) {
   if (id)
     sodium_memzero(id, sizeof *id);
@@ -115,10 +114,10 @@ static int id_key_bytes(json_t *root, const char *key, unsigned char *out, size_
   if (!s || fl_b64_decode(s, out, n, &got) != 0 || got != n) {
     sodium_memzero(out, n);
     fl_errf(err, errlen,
-           "%s: key \"%s\" must be standard padded base64 of %s (%zu bytes); restore the file "
-           "from a backup, or move it away to make a new identity (every peer must then re-pin "
-           "this host)",
-           path, key, what, n);
+            "%s: key \"%s\" must be standard padded base64 of %s (%zu bytes); restore the file "
+            "from a backup, or move it away to make a new identity (every peer must then re-pin "
+            "this host)",
+            path, key, what, n);
     return FL_ECONFIG;
   }
   return 0;
@@ -143,7 +142,7 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
   json_t *ver = json_object_get(root, "version");
   if (json_is_integer(ver) && json_integer_value(ver) > ID_VERSION) {
     fl_errf(err, errlen, "%s: \"version\" is %lld, written by a newer fleet; upgrade fleetd", path,
-           (long long)json_integer_value(ver));
+            (long long)json_integer_value(ver));
     goto out;
   }
   if (!json_is_integer(ver) || json_integer_value(ver) != ID_VERSION) {
@@ -153,7 +152,7 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
   const char *file_host = json_string_value(json_object_get(root, "hostId"));
   if (!file_host || !fl_name_valid(file_host, FL_MAX_NAME)) {
     fl_errf(err, errlen, "%s: key \"hostId\" must be a host id (1-63 of A-Z a-z 0-9 . _ -); %s",
-           path, redo);
+            path, redo);
     goto out;
   }
   const char *created = json_string_value(json_object_get(root, "created"));
@@ -168,10 +167,10 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
     goto out;
   if (strcmp(file_host, host_id) != 0) {
     fl_errf(err, errlen,
-           "%s belongs to host id \"%s\", but this gateway runs as \"%s\": start it with "
-           "--host-id %s (peers pinned this key under that id), or move the file away to make a "
-           "new identity for \"%s\" and pin it on every peer",
-           path, file_host, host_id, file_host, host_id);
+            "%s belongs to host id \"%s\", but this gateway runs as \"%s\": start it with "
+            "--host-id %s (peers pinned this key under that id), or move the file away to make a "
+            "new identity for \"%s\" and pin it on every peer",
+            path, file_host, host_id, file_host, host_id);
     goto out;
   }
   /* The secret key's first half is the seed: rebuild the pair from it, and
@@ -183,9 +182,9 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
   sodium_memzero(sk2, sizeof sk2);
   if (!same) {
     fl_errf(err, errlen,
-           "%s: \"publicKey\" is not the public half of \"secretKey\" (the file was edited or "
-           "damaged); %s",
-           path, redo);
+            "%s: \"publicKey\" is not the public half of \"secretKey\" (the file was edited or "
+            "damaged); %s",
+            path, redo);
     goto out;
   }
   snprintf(out->host_id, sizeof out->host_id, "%s", file_host);
@@ -227,8 +226,8 @@ static long id_read(const char *path, char *buf, size_t n, char *err, size_t err
   }
   if (st.st_mode & 077) {
     rc = FL_ECONFIG;
-    fl_errf(err, errlen, "%s is mode %04o: it holds this host's secret key; run: chmod 600 %s", path,
-           (unsigned)(st.st_mode & 07777), path);
+    fl_errf(err, errlen, "%s is mode %04o: it holds this host's secret key; run: chmod 600 %s",
+            path, (unsigned)(st.st_mode & 07777), path);
     goto out;
   }
   size_t got = 0;
@@ -247,7 +246,7 @@ static long id_read(const char *path, char *buf, size_t n, char *err, size_t err
     if (got == n) {
       rc = FL_ECONFIG;
       fl_errf(err, errlen, "%s is larger than an identity file can be (%d bytes); %s", path,
-             ID_MAX_FILE, "move it away to make a new identity");
+              ID_MAX_FILE, "move it away to make a new identity");
       goto out;
     }
   }
@@ -295,7 +294,7 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
   }
   if (!fl_name_valid(host_id, FL_MAX_NAME)) {
     fl_errf(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
-           host_id ? host_id : "");
+            host_id ? host_id : "");
     return FL_EINVAL;
   }
   if (sodium_init() < 0) {
@@ -320,9 +319,9 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
     n = id_read(path, buf, sizeof buf, err, errlen);
     if (n == -ENOENT)
       fl_errf(err, errlen,
-             "%s vanished right after it was created; is another program "
-             "cleaning the state directory?",
-             path);
+              "%s vanished right after it was created; is another program "
+              "cleaning the state directory?",
+              path);
   }
   int rc = n < 0 ? (int)n : id_parse(path, buf, (size_t)n, host_id, out, err, errlen);
   sodium_memzero(buf, sizeof buf);

@@ -59,5 +59,4 @@ void fl_identity_clear(fl_identity *id);
  * pinned-peer file. Returns 0 or -errno. */
 int fl_identity_write_file(const char *path, const void *data, size_t len, int replace);
 
-
 #endif

@@ -34,7 +34,6 @@ struct fl_peers {
   size_t n, cap;
 };
 
-
 /* Index of host, or of where it would go (with *found = 0). */
 static size_t peers_find(const fl_peers *p, const char *host, int *found) {
   size_t i = 0;
@@ -100,21 +99,21 @@ int fl_peers_add(fl_peers *p, const char *host, const char *pk_b64, const char *
     return FL_EINVAL;
   if (!fl_name_valid(host, FL_MAX_NAME)) {
     fl_errf(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
-              host ? host : "");
+            host ? host : "");
     return FL_EINVAL;
   }
   fl_peer pin;
   memset(&pin, 0, sizeof pin);
   if (!peers_key(pk_b64, pin.pk)) {
     fl_errf(err, errlen,
-              "\"%s\" is not a public key: give the 44-character base64 publicKey from the "
-              "other host's %s",
-              pk_b64 ? pk_b64 : "", FL_IDENTITY_FILE);
+            "\"%s\" is not a public key: give the 44-character base64 publicKey from the "
+            "other host's %s",
+            pk_b64 ? pk_b64 : "", FL_IDENTITY_FILE);
     return FL_EINVAL;
   }
   if (url && url[0] && !peers_url_valid(url)) {
     fl_errf(err, errlen, "url must be 1-%d printable characters without spaces",
-              FL_PEER_URL_SIZE - 1);
+            FL_PEER_URL_SIZE - 1);
     return FL_EINVAL;
   }
   int found;
@@ -123,9 +122,9 @@ int fl_peers_add(fl_peers *p, const char *host, const char *pk_b64, const char *
     fl_peer *old = &p->v[i];
     if (memcmp(old->pk, pin.pk, sizeof pin.pk) != 0) {
       fl_errf(err, errlen,
-                "host %s is pinned to key %s; remove the pin first (fleetctl peer remove %s) if "
-                "the key really changed",
-                host, old->pk_b64, host);
+              "host %s is pinned to key %s; remove the pin first (fleetctl peer remove %s) if "
+              "the key really changed",
+              host, old->pk_b64, host);
       return FL_EPINNED;
     }
     if (url && url[0])
@@ -178,9 +177,9 @@ static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *er
   const char *fix = "fix the entry by hand, or delete it and pin again";
   if (!fl_name_valid(host, FL_MAX_NAME)) {
     fl_errf(err, errlen,
-              "%s: \"peers\" has a key \"%s\" that is not a host id (1-63 of A-Z "
-              "a-z 0-9 . _ -); %s",
-              p->path, host, fix);
+            "%s: \"peers\" has a key \"%s\" that is not a host id (1-63 of A-Z "
+            "a-z 0-9 . _ -); %s",
+            p->path, host, fix);
     return FL_ECONFIG;
   }
   if (!json_is_object(ent)) {
@@ -192,24 +191,24 @@ static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *er
   const char *pk_b64 = json_string_value(json_object_get(ent, "publicKey"));
   if (!peers_key(pk_b64, pin.pk)) {
     fl_errf(err, errlen,
-              "%s: key \"peers.%s.publicKey\" must be standard padded base64 of a "
-              "32-byte Ed25519 public key; %s",
-              p->path, host, fix);
+            "%s: key \"peers.%s.publicKey\" must be standard padded base64 of a "
+            "32-byte Ed25519 public key; %s",
+            p->path, host, fix);
     return FL_ECONFIG;
   }
   json_t *url = json_object_get(ent, "url");
   if (url && !json_is_null(url) &&
       (!json_is_string(url) || !peers_url_valid(json_string_value(url)))) {
     fl_errf(err, errlen,
-              "%s: key \"peers.%s.url\" must be null or a URL of 1-%d printable "
-              "characters; %s",
-              p->path, host, FL_PEER_URL_SIZE - 1, fix);
+            "%s: key \"peers.%s.url\" must be null or a URL of 1-%d printable "
+            "characters; %s",
+            p->path, host, FL_PEER_URL_SIZE - 1, fix);
     return FL_ECONFIG;
   }
   const char *at = json_string_value(json_object_get(ent, "pinnedAt"));
   if (!at || !at[0] || strlen(at) >= sizeof pin.pinned_at) {
     fl_errf(err, errlen, "%s: key \"peers.%s.pinnedAt\" must be an RFC 3339 time; %s", p->path,
-              host, fix);
+            host, fix);
     return FL_ECONFIG;
   }
   snprintf(pin.host, sizeof pin.host, "%s", host);
@@ -240,14 +239,14 @@ static int peers_load_fd(fl_peers *p, int fd, char *err, size_t errlen) {
   }
   if (st.st_mode & 022) {
     fl_errf(err, errlen,
-              "%s is mode %04o: whoever can write it can change which keys this "
-              "host trusts; run: chmod 600 %s",
-              p->path, (unsigned)(st.st_mode & 07777), p->path);
+            "%s is mode %04o: whoever can write it can change which keys this "
+            "host trusts; run: chmod 600 %s",
+            p->path, (unsigned)(st.st_mode & 07777), p->path);
     return FL_ECONFIG;
   }
   if (st.st_size > PEERS_MAX_FILE) {
     fl_errf(err, errlen, "%s is larger than %ld bytes; it is not a pin list fleet wrote", p->path,
-              PEERS_MAX_FILE);
+            PEERS_MAX_FILE);
     return FL_ECONFIG;
   }
   json_error_t jerr;
@@ -263,7 +262,7 @@ static int peers_load_fd(fl_peers *p, int fd, char *err, size_t errlen) {
     fl_errf(err, errlen, "%s: the file must hold one JSON object", p->path);
   } else if (json_is_integer(ver) && json_integer_value(ver) > PEERS_VERSION) {
     fl_errf(err, errlen, "%s: \"version\" is %lld, written by a newer fleet; upgrade fleetd",
-              p->path, (long long)json_integer_value(ver));
+            p->path, (long long)json_integer_value(ver));
   } else if (!json_is_integer(ver) || json_integer_value(ver) != PEERS_VERSION) {
     fl_errf(err, errlen, "%s: key \"version\" must be %d", p->path, PEERS_VERSION);
   } else if (!json_is_object(peers)) {

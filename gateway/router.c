@@ -130,7 +130,8 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     /* A send still waiting for the broker's confirm can already get its
      * reply: the confirm and the reply race on separate channels. */
     int wants_reply = w->kind == FL_WAIT_SEND || (w->kind == FL_WAIT_CONFIRM && w->wants_reply);
-    if (!wants_reply || !fl_envelope_is_kind(m->kind, FL_KIND_REPLY) || strcmp(w->peer_gid, m->from_gid) != 0 ||
+    if (!wants_reply || !fl_envelope_is_kind(m->kind, FL_KIND_REPLY) ||
+        strcmp(w->peer_gid, m->from_gid) != 0 ||
         (m->in_reply_to[0] && strcmp(m->in_reply_to, w->msg_id) != 0))
       continue;
     fl_msg got;
@@ -190,8 +191,8 @@ int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errl
 
 /* ---- verbs --------------------------------------------------------------------- */
 
-static void fl_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from, const fl_entity *to,
-                        const char *content) {
+static void fl_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from,
+                        const fl_entity *to, const char *content) {
   memset(m, 0, sizeof *m);
   fl_uuid(m->msg_id);
   fl_copy(m->kind, sizeof m->kind, fl_envelope_kind_name(kind));

@@ -22,10 +22,10 @@ typedef struct fl_store fl_store;
 
 /* One held message. Strings are NUL-terminated; optional ones are "". */
 typedef struct fl_msg {
-  int64_t seq;                 /* store order, set by fl_store_put */
+  int64_t seq; /* store order, set by fl_store_put */
   char msg_id[FL_ID_LEN];
   char trace_id[FL_ID_LEN];
-  char kind[16];               /* SEND, REPLY, BROADCAST, ... */
+  char kind[16]; /* SEND, REPLY, BROADCAST, ... */
   char from_gid[FL_ID_LEN];
   char from_name[FL_MAX_NAME + 1];
   char to_gid[FL_ID_LEN];
@@ -67,8 +67,8 @@ int fl_store_put(fl_store *s, fl_msg *m);
  * fl_store_expire). One transaction: a message is returned by exactly one
  * take. *out is a new array of *n messages the caller frees with
  * fl_msgs_free (NULL when *n is 0). Drained msgIds stay in the seen-set. */
-int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t max,
-                  int64_t now_ms, fl_msg **out, size_t *n);
+int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t max, int64_t now_ms,
+                  fl_msg **out, size_t *n);
 
 /* Removes and returns the one held message (to_gid, msg_id) into *out
  * (caller frees out->content with fl_free). FL_ENOTFOUND if not held. Expiry

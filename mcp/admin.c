@@ -20,8 +20,8 @@
 
 void fl_admin_status(fl_session *s, json_t *id, json_t *params) {
   json_t *status = fl_gw_status(fl_session_gw(s));
-  if (status && fl_mcp_counters_to_json(fl_session_counters(s),
-                                        json_object_get(status, "counters")) != 0) {
+  if (status &&
+      fl_mcp_counters_to_json(fl_session_counters(s), json_object_get(status, "counters")) != 0) {
     json_decref(status);
     status = NULL;
   }
@@ -37,8 +37,8 @@ void fl_admin_peers(fl_session *s, json_t *id, json_t *params) {
 }
 
 /* A pin change's answer: {host, <done>: true}, or the gateway's error. */
-static void fl_admin_pin_reply(fl_session *s, json_t *id, int rc, const char *err,
-                               const char *host, const char *done) {
+static void fl_admin_pin_reply(fl_session *s, json_t *id, int rc, const char *err, const char *host,
+                               const char *done) {
   if (rc)
     fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
   else

@@ -13,16 +13,16 @@
 
 /* The counters and their names in fleet/status, in one list: a counter cannot
  * be added without its name. */
-#define FL_MCP_COUNTERS(X)                                                                    \
-  X(REQUESTS_UNPARSABLE, "requests_unparsable")         /* lines that were not JSON */        \
-  X(REQUESTS_INVALID, "requests_invalid")               /* not JSON-RPC, or before init */    \
-  X(REQUESTS_UNKNOWN_METHOD, "requests_unknown_method") /* a method fleetd does not serve */ \
-  X(REQUESTS_OVERSIZE, "requests_oversize")             /* lines over FL_MAX_LINE */          \
-  X(CALLS, "calls")                                     /* every tools/call */                \
-  X(CALLS_UNKNOWN_TOOL, "calls_unknown_tool")           /* a tool not in tools/list */        \
-  X(CALLS_BAD_ARGUMENTS, "calls_bad_arguments")         /* arguments failed the schema */     \
-  X(SESSIONS_REFUSED, "sessions_refused")               /* wrong uid, full, or initialize */  \
-  X(SESSIONS_ACCEPTED, "sessions_accepted")             /* connections accepted */            \
+#define FL_MCP_COUNTERS(X)                                                                         \
+  X(REQUESTS_UNPARSABLE, "requests_unparsable")         /* lines that were not JSON */             \
+  X(REQUESTS_INVALID, "requests_invalid")               /* not JSON-RPC, or before init */         \
+  X(REQUESTS_UNKNOWN_METHOD, "requests_unknown_method") /* a method fleetd does not serve */       \
+  X(REQUESTS_OVERSIZE, "requests_oversize")             /* lines over FL_MAX_LINE */               \
+  X(CALLS, "calls")                                     /* every tools/call */                     \
+  X(CALLS_UNKNOWN_TOOL, "calls_unknown_tool")           /* a tool not in tools/list */             \
+  X(CALLS_BAD_ARGUMENTS, "calls_bad_arguments")         /* arguments failed the schema */          \
+  X(SESSIONS_REFUSED, "sessions_refused")               /* wrong uid, full, or initialize */       \
+  X(SESSIONS_ACCEPTED, "sessions_accepted")             /* connections accepted */                 \
   X(SESSIONS_DROPPED_SLOW, "sessions_dropped_slow")     /* over FL_MAX_OUTQ unread */
 
 #define FL_MCP_COUNTER_ENUM(name, json) FL_MCP_C_##name,

@@ -203,8 +203,7 @@ static int fl_rpc_fail(int code, const char *msg, const char **err_msg) {
  * every client, so those two are all we accept. */
 static int fl_rpc_id_ok(const json_t *id) { return json_is_string(id) || json_is_integer(id); }
 
-int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id,
-                 const char **err_msg) {
+int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id, const char **err_msg) {
   if (err_id)
     *err_id = NULL;
   if (err_msg)

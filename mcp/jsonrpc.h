@@ -40,10 +40,10 @@ int fl_linebuf_next(fl_linebuf *lb, char **line, size_t *len);
 enum fl_rpc_kind { FL_RPC_REQUEST, FL_RPC_NOTIFICATION, FL_RPC_RESPONSE };
 typedef struct fl_rpc {
   enum fl_rpc_kind kind;
-  json_t *msg;          /* the whole object (owned) */
-  json_t *id;           /* borrowed from msg; NULL for notifications */
-  const char *method;   /* borrowed from msg; NULL for responses */
-  json_t *params;       /* borrowed from msg; NULL if absent */
+  json_t *msg;        /* the whole object (owned) */
+  json_t *id;         /* borrowed from msg; NULL for notifications */
+  const char *method; /* borrowed from msg; NULL for responses */
+  json_t *params;     /* borrowed from msg; NULL if absent */
 } fl_rpc;
 
 /* Parses one line. Returns 0 and fills *out (free with fl_rpc_free), or a

@@ -26,7 +26,7 @@
 #define FL_PROTO_LATEST "2025-11-25"
 static const char *const fl_protocols[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
 /* MCP logging levels, lowest first (RFC 5424 names). */
-static const char *const fl_levels[] = {"debug",    "info",  "notice", "warning", "error",
+static const char *const fl_levels[] = {"debug",    "info",  "notice",    "warning", "error",
                                         "critical", "alert", "emergency", NULL};
 /* Indexes into fl_levels: a new session logs from "info"; nudges are
  * "notice", shown unless the client asked for warning or above. */
@@ -82,8 +82,7 @@ static void fl_session_notify(void *ctx, json_t *data) {
     json_decref(data);
     return;
   }
-  json_t *params = json_pack("{s:s, s:s, s:o}", "level", "notice", "logger", "fleet", "data",
-                             data);
+  json_t *params = json_pack("{s:s, s:s, s:o}", "level", "notice", "logger", "fleet", "data", data);
   fl_send_line(s, fl_rpc_notification("notifications/message", params));
 }
 
@@ -159,10 +158,10 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
           "is there; fleet_send messages one (wait_s waits for the reply); fleet_poll reads "
           "what is waiting for you; fleet_reply answers.",
           who ? "; you are " : "", who ? who : "");
-  json_t *result = json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion",
-                             version, "capabilities", "tools", "listChanged", 0, "logging",
-                             "serverInfo", "name", "fleetd", "version", FLEET_VERSION,
-                             "instructions", instructions);
+  json_t *result =
+      json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
+                "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name",
+                "fleetd", "version", FLEET_VERSION, "instructions", instructions);
   fl_session_reply(s, id, result);
 }
 
@@ -197,16 +196,11 @@ typedef struct fl_method {
 } fl_method;
 
 static const fl_method fl_methods[] = {
-    {"initialize", fl_initialize, 0},
-    {"ping", fl_ping, 0},
-    {"tools/list", fl_tools_list, 1},
-    {"tools/call", fl_tools_call, 1},
-    {"logging/setLevel", fl_set_level, 1},
-    {"fleet/status", fl_admin_status, 1},
-    {"fleet/identity", fl_admin_identity, 1},
-    {"fleet/peers", fl_admin_peers, 1},
-    {"fleet/peer.add", fl_admin_peer_add, 1},
-    {"fleet/peer.remove", fl_admin_peer_remove, 1},
+    {"initialize", fl_initialize, 0},         {"ping", fl_ping, 0},
+    {"tools/list", fl_tools_list, 1},         {"tools/call", fl_tools_call, 1},
+    {"logging/setLevel", fl_set_level, 1},    {"fleet/status", fl_admin_status, 1},
+    {"fleet/identity", fl_admin_identity, 1}, {"fleet/peers", fl_admin_peers, 1},
+    {"fleet/peer.add", fl_admin_peer_add, 1}, {"fleet/peer.remove", fl_admin_peer_remove, 1},
     {"fleet/trace", fl_admin_trace, 1},
 };
 
@@ -242,8 +236,8 @@ void fl_session_line(fl_session *s, const char *line, size_t len) {
     return;
   }
   if (rpc.kind == FL_RPC_NOTIFICATION) {
-    const fl_method *n = fl_method_find(fl_notifications, FL_COUNT_OF(fl_notifications),
-                                        rpc.method);
+    const fl_method *n =
+        fl_method_find(fl_notifications, FL_COUNT_OF(fl_notifications), rpc.method);
     if (n)
       n->handler(s, NULL, rpc.params);
     fl_rpc_free(&rpc);

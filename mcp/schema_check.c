@@ -16,7 +16,8 @@ static int fl_type_is(json_t *v, const char *t) {
   if (strcmp(t, "string") == 0)
     return json_is_string(v);
   if (strcmp(t, "integer") == 0)
-    return json_is_integer(v) || (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v));
+    return json_is_integer(v) ||
+           (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v));
   if (strcmp(t, "number") == 0)
     return json_is_number(v);
   if (strcmp(t, "boolean") == 0)

@@ -317,12 +317,14 @@ static int fl_socket_alive(const char *path) {
   return alive;
 }
 
-int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_server **out,
-                      char *err, size_t errlen) {
+int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_server **out, char *err,
+                    size_t errlen) {
   *out = NULL;
   if (strlen(socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-    fl_errf(err, errlen, "socket path %s is too long for a Unix socket (max %zu): use a "
-            "shorter --socket", socket_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    fl_errf(err, errlen,
+            "socket path %s is too long for a Unix socket (max %zu): use a "
+            "shorter --socket",
+            socket_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
     return -ENAMETOOLONG;
   }
   int rc = fl_mcp_init();
@@ -341,8 +343,10 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
     }
   }
   if (fl_socket_alive(socket_path)) {
-    fl_errf(err, errlen, "another fleetd is already listening on %s (stop it, or give this "
-            "one its own --socket and --state-dir)", socket_path);
+    fl_errf(err, errlen,
+            "another fleetd is already listening on %s (stop it, or give this "
+            "one its own --socket and --state-dir)",
+            socket_path);
     return -EADDRINUSE;
   }
   unlink(socket_path);

@@ -15,8 +15,8 @@ typedef struct fl_server fl_server;
 /* Starts listening on socket_path (mode 0600, same uid only). On success
  * *out is the frontend. Fails with -EADDRINUSE when another fleetd answers on
  * that socket; err says what to do. */
-int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_server **out,
-                      char *err, size_t errlen);
+int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_server **out, char *err,
+                    size_t errlen);
 /* Stops accepting, lets every session finish writing what it owes, closes
  * them and removes the socket file. Run the loop afterwards, then free. */
 void fl_server_stop(fl_server *fe);

@@ -86,16 +86,15 @@ static void fl_utf8_trim_tail(char *s) {
 
 /* A tool result with isError: msg is what the agent reads to fix its call. */
 static json_t *fl_tool_err(const char *msg) {
-  json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg,
-                        "isError", 1);
+  json_t *r =
+      json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
   if (r)
     return r;
   /* Not UTF-8: a message cut short by a bounded format. */
   char copy[1024];
   fl_errf(copy, sizeof copy, "%s", msg);
   fl_utf8_trim_tail(copy);
-  return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", copy, "isError",
-                   1);
+  return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", copy, "isError", 1);
 }
 
 /* ---- parked calls ------------------------------------------------------------ */
@@ -182,27 +181,27 @@ static int fl_tool_send(fl_session *s, fl_tool_call *call, json_t *args, json_t 
 static int fl_tool_poll(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                         fl_wait **wait, char *err, size_t errlen) {
   return fl_gw_poll(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "from"),
-                    fl_arg_num(args, "wait_s"), (size_t)fl_arg_num(args, "max"),
-                    fl_tool_call_done, call, result, wait, err, errlen);
+                    fl_arg_num(args, "wait_s"), (size_t)fl_arg_num(args, "max"), fl_tool_call_done,
+                    call, result, wait, err, errlen);
 }
 
 static int fl_tool_reply(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                          fl_wait **wait, char *err, size_t errlen) {
   return fl_gw_reply(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
-                     fl_arg_str(args, "content"), fl_arg_str(args, "inReplyTo"),
-                     fl_tool_call_done, call, result, wait, err, errlen);
+                     fl_arg_str(args, "content"), fl_arg_str(args, "inReplyTo"), fl_tool_call_done,
+                     call, result, wait, err, errlen);
 }
 
 static int fl_tool_broadcast(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                              fl_wait **wait, char *err, size_t errlen) {
   return fl_gw_broadcast(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "group"),
-                         fl_arg_str(args, "content"), fl_tool_call_done, call, result, wait,
-                         err, errlen);
+                         fl_arg_str(args, "content"), fl_tool_call_done, call, result, wait, err,
+                         errlen);
 }
 
 static const fl_tool fl_tool_table[] = {
-    {"fleet_list", fl_tool_list},   {"fleet_send", fl_tool_send},
-    {"fleet_poll", fl_tool_poll},   {"fleet_reply", fl_tool_reply},
+    {"fleet_list", fl_tool_list},           {"fleet_send", fl_tool_send},
+    {"fleet_poll", fl_tool_poll},           {"fleet_reply", fl_tool_reply},
     {"fleet_broadcast", fl_tool_broadcast},
 };
 
@@ -271,8 +270,7 @@ void fl_tools_call(fl_session *s, json_t *id, json_t *params) {
   const char *name = json_string_value(json_object_get(params, "name"));
   if (!name) {
     fl_mcp_counters_bump(counters, FL_MCP_C_CALLS_BAD_ARGUMENTS);
-    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
-                           "tools/call needs params.name (a string)");
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, "tools/call needs params.name (a string)");
     return;
   }
   char msg[700];

@@ -28,8 +28,8 @@ typedef struct fl_tool_call fl_tool_call;
  * 0 with *wait set (the gateway answers later; call is parked), or a
  * negative code with err filled (err may be left empty: then the code's
  * message is used). */
-typedef int (*fl_tool_handler)(fl_session *s, fl_tool_call *call, json_t *args,
-                               json_t **result, fl_wait **wait, char *err, size_t errlen);
+typedef int (*fl_tool_handler)(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                               fl_wait **wait, char *err, size_t errlen);
 
 typedef struct fl_tool {
   const char *name; /* as declared in schema/tools.json */

@@ -55,13 +55,13 @@ static const char fz_init_line[] =
     "\"protocolVersion\":\"2025-11-25\",\"_meta\":{\"fleet/identity\":{\"name\":\"fuzz\","
     "\"role\":\"worker\",\"groups\":[\"fz\"]}}}}";
 
-#define FZ_CHECK(cond, what, line)                                                       \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "fuzz_jsonrpc: invariant broken: %s\n  line: %.300s\n", what,      \
-              (line) ? (line) : "(none)");                                               \
-      abort();                                                                           \
-    }                                                                                    \
+#define FZ_CHECK(cond, what, line)                                                                 \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "fuzz_jsonrpc: invariant broken: %s\n  line: %.300s\n", what,                \
+              (line) ? (line) : "(none)");                                                         \
+      abort();                                                                                     \
+    }                                                                                              \
   } while (0)
 
 /* ---- the one gateway ----------------------------------------------------------- */
@@ -211,8 +211,7 @@ static void fz_check_since(fz_conn *c, size_t from, fz_owed *o, int want_code, j
         (want_id ? json_equal(id, want_id) : json_is_null(id))) {
       got_error = 1;
     } else {
-      FZ_CHECK(fz_owed_take(o, id), "a response answers a request that is owed one",
-               c->lines[i]);
+      FZ_CHECK(fz_owed_take(o, id), "a response answers a request that is owed one", c->lines[i]);
     }
     json_decref(v);
   }
@@ -227,8 +226,7 @@ static void fz_line(fl_session *s, fz_conn *c, fz_owed *o, const char *line, siz
   json_t *cancelled = NULL; /* the requestId of a notifications/cancelled */
   int prc = fl_rpc_parse(line, len, &rpc, &err_id, &err_msg);
   json_t *plain = json_loadb(line, len, JSON_DECODE_ANY, NULL);
-  FZ_CHECK(plain || prc == FL_RPC_PARSE_ERROR, "a line that is not JSON is a parse error",
-           line);
+  FZ_CHECK(plain || prc == FL_RPC_PARSE_ERROR, "a line that is not JSON is a parse error", line);
   json_decref(plain);
   if (prc == 0) {
     if (rpc.kind == FL_RPC_REQUEST) {
@@ -245,8 +243,8 @@ static void fz_line(fl_session *s, fz_conn *c, fz_owed *o, const char *line, siz
     json_t *t;
     char err[256];
     json_array_foreach(fz.tools, i, t) {
-      fl_schema_check(rpc.params ? rpc.params : json_null(), json_object_get(t, "inputSchema"),
-                      "", err, sizeof err);
+      fl_schema_check(rpc.params ? rpc.params : json_null(), json_object_get(t, "inputSchema"), "",
+                      err, sizeof err);
     }
     fl_rpc_free(&rpc);
   }

@@ -32,9 +32,9 @@
 #include <uv.h>
 
 #include "common/alloc.h"
-#include "gateway/broker.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "gateway/broker.h"
 #include "tests/support/test_util.h"
 
 /* A safety net, not a measurement: a healthy local broker answers in
@@ -142,8 +142,7 @@ static void on_batch(void *ctx, int begin) {
   }
 }
 
-static const fl_broker_events events = {on_state, on_delivery, on_publish_done, on_inbox,
-                                        on_batch};
+static const fl_broker_events events = {on_state, on_delivery, on_publish_done, on_inbox, on_batch};
 
 static void on_timer(uv_timer_t *t) {
   struct fx *f = t->data;

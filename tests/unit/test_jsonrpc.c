@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* After the four above: cmocka.h uses them without including them. */
 #include <cmocka.h>
 
 #include <stdio.h>
@@ -284,9 +286,8 @@ static void test_parse_notification(void **state) {
   fl_rpc r;
   json_t *eid = NULL;
   const char *emsg = NULL;
-  assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r,
-                         &eid, &emsg),
-                   0);
+  assert_int_equal(
+      parse("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r, &eid, &emsg), 0);
   assert_int_equal(r.kind, FL_RPC_NOTIFICATION);
   assert_null(r.id);
   assert_string_equal(r.method, "notifications/initialized");
@@ -375,8 +376,9 @@ static void test_parse_errors(void **state) {
   /* Shapes that are neither a call nor a response. */
   expect_error("{\"jsonrpc\":\"2.0\",\"id\":4}", FL_RPC_INVALID_REQUEST, "4");
   expect_error("{\"jsonrpc\":\"2.0\",\"result\":{}}", FL_RPC_INVALID_REQUEST, NULL);
-  expect_error("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}",
-               FL_RPC_INVALID_REQUEST, "5");
+  expect_error(
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}",
+      FL_RPC_INVALID_REQUEST, "5");
   expect_error("{\"jsonrpc\":\"2.0\",\"id\":6,\"error\":\"bad\"}", FL_RPC_INVALID_REQUEST, "6");
 }
 
@@ -424,24 +426,25 @@ static void test_parse_unicode_and_duplicates(void **state) {
   fl_rpc_free(&r);
 
   /* Duplicate keys are accepted; the last one wins. */
-  assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"method\":\"b\"}", &r,
-                         &eid, &emsg),
-                   0);
+  assert_int_equal(
+      parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"method\":\"b\"}", &r, &eid, &emsg),
+      0);
   assert_string_equal(r.method, "b");
   fl_rpc_free(&r);
 
   /* An escaped newline inside a string is content, not a line break. */
-  assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"c\":\"a\\nb\"}}", &r,
-                         &eid, &emsg),
-                   0);
+  assert_int_equal(
+      parse("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"c\":\"a\\nb\"}}", &r, &eid, &emsg),
+      0);
   assert_string_equal(json_string_value(json_object_get(r.params, "c")), "a\nb");
   fl_rpc_free(&r);
 }
 
 static void test_parse_oom(void **state) {
   (void)state;
-  const char *s = "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"tools/call\","
-                  "\"params\":{\"name\":\"fleet_send\",\"arguments\":{\"to\":\"w\",\"content\":\"hi\"}}}";
+  const char *s =
+      "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"tools/call\","
+      "\"params\":{\"name\":\"fleet_send\",\"arguments\":{\"to\":\"w\",\"content\":\"hi\"}}}";
   int ok = 0;
   for (long i = 0; i < 1000 && !ok; i++) {
     fl_rpc r;
@@ -486,8 +489,8 @@ static void test_build_result(void **state) {
   json_t *id = json_integer(5);
   json_t *v = check_line(fl_rpc_result(id, json_pack("{s:s}", "text", "line1\nline2\r\n")));
   assert_int_equal(json_integer_value(json_object_get(v, "id")), 5);
-  assert_string_equal(
-      json_string_value(json_object_get(json_object_get(v, "result"), "text")), "line1\nline2\r\n");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(v, "result"), "text")),
+                      "line1\nline2\r\n");
   json_decref(v);
   /* The id was borrowed: still ours. */
   assert_int_equal(id->refcount, 1);
@@ -510,8 +513,8 @@ static void test_build_result(void **state) {
 static void test_build_error(void **state) {
   (void)state;
   json_t *id = json_string("q");
-  json_t *v = check_line(fl_rpc_error(id, FL_RPC_INVALID_PARAMS, "to is required",
-                                      json_pack("{s:s}", "field", "to")));
+  json_t *v = check_line(
+      fl_rpc_error(id, FL_RPC_INVALID_PARAMS, "to is required", json_pack("{s:s}", "field", "to")));
   json_t *err = json_object_get(v, "error");
   assert_int_equal(json_integer_value(json_object_get(err, "code")), FL_RPC_INVALID_PARAMS);
   assert_string_equal(json_string_value(json_object_get(err, "message")), "to is required");

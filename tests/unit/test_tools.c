@@ -12,6 +12,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* After the four above: cmocka.h uses them without including them. */
 #include <cmocka.h>
 
 #include <sodium.h>
@@ -48,8 +50,8 @@ static void test_every_declared_tool_has_a_handler(void **state) {
     for (size_t k = 0; k < n; k++)
       found += strcmp(table[k].name, name) == 0;
     if (found != 1)
-      fail_msg("schema/tools.json declares %s but the tools table has %d handlers for it",
-               name, found);
+      fail_msg("schema/tools.json declares %s but the tools table has %d handlers for it", name,
+               found);
   }
   json_decref(tools);
 }

@@ -36,9 +36,9 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
-#include "gateway/identity.h"
 #include "common/limits.h"
 #include "common/names.h"
+#include "gateway/identity.h"
 #include "gateway/peers.h"
 #include "gateway/sign.h"
 #include "tests/support/test_util.h"
