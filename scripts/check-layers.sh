@@ -11,6 +11,12 @@
 # includes are system headers and not checked. Since an include can only go
 # down, no two layers can depend on each other in a circle.
 #
+# Inside gateway/, the core (gw, session, roster, router, wait, nudge,
+# inject*) reaches the cross-host side (fabric, presence, inbound, broker*,
+# xqueue) only through remote.h's table of operations, so a core file may
+# not include a cross-host header. remote.c, the seam that starts the
+# backend, is the one exception.
+#
 # Usage: scripts/check-layers.sh [ROOT]   (ROOT defaults to the repository)
 # Prints one line per problem, "file:line: #include "x": why", and exits 1 if
 # there was any, 0 if none, 2 if ROOT is not a directory. Skips build trees
@@ -97,6 +103,12 @@ find . \( -path ./build -o -path './build-*' -o -name node_modules -o -path './.
       } else if (to > from) {
         printf "%s:%d: #include \"%s\": %s may not include %s, a higher layer (common <- gateway <- mcp <- clients: include only your own layer or a lower one)\n", \
           FILENAME, FNR, inc, layer(FILENAME), layer(target)
+        bad++
+      }
+      if (FILENAME ~ /^gateway\/(gw|gw_internal|session|roster|router|wait|nudge|inject[a-z_]*)\.[ch]$/ &&
+          target ~ /^gateway\/(fabric|presence|inbound|broker[a-z_]*|xqueue)\.h$/) {
+        printf "%s:%d: #include \"%s\": the gateway core may not include the cross-host side; reach it through gateway/remote.h\n", \
+          FILENAME, FNR, inc
         bad++
       }
     }

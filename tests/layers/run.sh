@@ -7,7 +7,8 @@
 # wrong include, gateway/x.c including "mcp/y.h"; the check must fail and
 # name exactly that file, line and include. Three more wrong trees are made
 # from good/ in a temporary directory: a missing header, a layer file
-# including a test header, and common/ including gateway/.
+# including a test header, common/ including gateway/, and the gateway core
+# including a cross-host header.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,6 +62,12 @@ cp -r "$here/good" "$tmp/common"
 printf '#include "../gateway/x.h"\n' >>"$tmp/common/common/base.c"
 expect "common including gateway (relative path) fails" "$tmp/common" 1 \
   '^common/base\.c:5: #include "\.\./gateway/x\.h": common/ may not include gateway/'
+
+cp -r "$here/good" "$tmp/core"
+printf '/* fabric.h */\n' >"$tmp/core/gateway/fabric.h"
+printf '#include "gateway/fabric.h"\n' >"$tmp/core/gateway/router.c"
+expect "the gateway core including the cross-host side fails" "$tmp/core" 1 \
+  '^gateway/router\.c:1: #include "gateway/fabric\.h": the gateway core may not include the cross-host side'
 
 expect "a missing root is a usage error" "$tmp/no-such-dir" 2 'no-such-dir is not a directory'
 
