@@ -151,8 +151,7 @@ static int id_parse(const char *path, const char *buf, size_t len, const char *h
   }
   const char *file_host = json_string_value(json_object_get(root, "hostId"));
   if (!file_host || !fl_name_valid(file_host, FL_MAX_NAME)) {
-    fl_errf(err, errlen, "%s: key \"hostId\" must be a host id (1-63 of A-Z a-z 0-9 . _ -); %s",
-            path, redo);
+    fl_errf(err, errlen, "%s: key \"hostId\" must be a host id (%s); %s", path, fl_name_rule, redo);
     goto out;
   }
   const char *created = json_string_value(json_object_get(root, "created"));
@@ -293,8 +292,8 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
     return FL_EINVAL;
   }
   if (!fl_name_valid(host_id, FL_MAX_NAME)) {
-    fl_errf(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
-            host_id ? host_id : "");
+    fl_errf(err, errlen, "host id \"%s\" is not valid: use %s", host_id ? host_id : "",
+            fl_name_rule);
     return FL_EINVAL;
   }
   if (sodium_init() < 0) {

@@ -24,8 +24,8 @@
 #include "gateway/sign.h"
 
 #define FL_IDENTITY_FILE "node-identity.json"
-/* Host ids: 1-63 of [A-Za-z0-9._-] (they appear in routing keys and queue
- * names), plus the NUL. */
+/* A host id (common/names.h: 1-63 letters, digits, '-' or '_'; they
+ * appear in routing keys and queue names), plus the NUL. */
 #define FL_HOST_ID_SIZE 64
 
 /* A loaded identity. It is a plain value the caller embeds; the secret key

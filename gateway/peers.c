@@ -98,8 +98,7 @@ int fl_peers_add(fl_peers *p, const char *host, const char *pk_b64, const char *
   if (!p)
     return FL_EINVAL;
   if (!fl_name_valid(host, FL_MAX_NAME)) {
-    fl_errf(err, errlen, "host id \"%s\" is not valid: use 1-63 of A-Z a-z 0-9 . _ -",
-            host ? host : "");
+    fl_errf(err, errlen, "host id \"%s\" is not valid: use %s", host ? host : "", fl_name_rule);
     return FL_EINVAL;
   }
   fl_peer pin;
@@ -176,10 +175,8 @@ const fl_peer *fl_peers_at(const fl_peers *p, size_t i) {
 static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *err, size_t errlen) {
   const char *fix = "fix the entry by hand, or delete it and pin again";
   if (!fl_name_valid(host, FL_MAX_NAME)) {
-    fl_errf(err, errlen,
-            "%s: \"peers\" has a key \"%s\" that is not a host id (1-63 of A-Z "
-            "a-z 0-9 . _ -); %s",
-            p->path, host, fix);
+    fl_errf(err, errlen, "%s: \"peers\" has a key \"%s\" that is not a host id (%s); %s", p->path,
+            host, fl_name_rule, fix);
     return FL_ECONFIG;
   }
   if (!json_is_object(ent)) {
