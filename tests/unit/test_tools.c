@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "common/alloc.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "gateway/gw.h"
 #include "mcp/counters.h"
@@ -345,6 +346,48 @@ static void test_refused_identity_names_the_fix(void **state) {
   session_end(&s, &o);
 }
 
+/* fleet/trace takes a trace id, or an id a remembered line of the flow
+ * mentions (a msgId): then it answers that flow's lines and its trace id. */
+static void test_trace_by_trace_id_or_msg_id(void **state) {
+  env *e = *state;
+  out o;
+  fl_session *s = session_as(e, &o, NULL);
+  static const char trace[] = "7a0c1e52-0d4b-4c39-9a51-3f0e8d7b2c61";
+  static const char msg[] = "1b9e4f27-6c3d-4a85-b0e2-5d7f9a1c3e48";
+  /* Logged at ERROR so the test's level keeps them. */
+  fl_error(trace, "SEND %s from 'a' held for 'b'", msg);
+  fl_error(trace, "the flow goes on");
+  fl_error("00000000-0000-4000-8000-0000000000ff", "another flow");
+
+  char got[64];
+  assert_int_equal(fl_log_trace_of(msg, got, sizeof got), 0);
+  assert_string_equal(got, trace);
+  assert_int_equal(fl_log_trace_of("no-such-id-anywhere", got, sizeof got), FL_ENOTFOUND);
+  assert_int_equal(fl_log_trace_of(msg, got, 8), FL_ETOOBIG);
+
+  for (int by_msg = 0; by_msg < 2; by_msg++) {
+    char line[256];
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"fleet/trace\",\"params\":"
+             "{\"traceId\":\"%s\"}}",
+             by_msg ? msg : trace);
+    json_t *r = send_line(e, s, &o, line);
+    json_t *res = json_object_get(r, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "traceId")), trace);
+    json_t *lines = json_object_get(res, "lines");
+    assert_int_equal(json_array_size(lines), 2);
+    assert_non_null(strstr(json_string_value(json_array_get(lines, 0)), msg));
+    assert_non_null(strstr(json_string_value(json_array_get(lines, 1)), "the flow goes on"));
+  }
+  json_t *r = send_line(e, s, &o,
+                        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"fleet/trace\",\"params\":"
+                        "{\"traceId\":\"no-such-id-anywhere\"}}");
+  json_t *res = json_object_get(r, "result");
+  assert_int_equal(json_array_size(json_object_get(res, "lines")), 0);
+  assert_string_equal(json_string_value(json_object_get(res, "traceId")), "no-such-id-anywhere");
+  session_end(&s, &o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_declared_tool_has_a_handler),
@@ -354,6 +397,7 @@ int main(void) {
       cmocka_unit_test(test_answered_and_parked_calls),
       cmocka_unit_test(test_dispatch_and_counters_in_status),
       cmocka_unit_test(test_refused_identity_names_the_fix),
+      cmocka_unit_test(test_trace_by_trace_id_or_msg_id),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
