@@ -112,8 +112,8 @@ static const ctl_cmd fl_ctl_cmds[] = {
      0},
     {"peer list", 0, 0, cmd_peer_list, "peer list", "the pinned peers", 0},
     {"peer remove", 1, 1, cmd_peer_remove, "peer remove HOST", "drop HOST's pin", 0},
-    {"trace", 1, 1, cmd_trace, "trace ID", "what this fleetd logged for trace ID (recent lines)",
-     0},
+    {"trace", 1, 1, cmd_trace, "trace ID",
+     "what this fleetd logged for a flow (recent lines);\nID is a trace id or a msgId", 0},
     {"help", 0, FL_CTL_MAX_ARGS, NULL, "help", "print this text", 0},
 };
 #define FL_CTL_NCMDS (sizeof fl_ctl_cmds / sizeof fl_ctl_cmds[0])
@@ -392,7 +392,10 @@ static int print_trace(ctl *c, json_t *res) {
   json_t *lines = json_object_get(res, "lines"), *l;
   size_t i;
   if (json_array_size(lines) == 0)
-    return fl_ctl_fail("nothing logged for trace %s in fleetd's recent log", c->args[0]);
+    return fl_ctl_fail("nothing in fleetd's recent log for %s (a trace id or a msgId)", c->args[0]);
+  const char *trace = str_of(res, "traceId", NULL);
+  if (trace && strcmp(trace, c->args[0]) != 0)
+    printf("trace %s (the flow of %s)\n", trace, c->args[0]);
   json_array_foreach(lines, i, l) printf("%s\n", json_string_value(l));
   return FL_EXIT_OK;
 }
@@ -476,8 +479,9 @@ static int print_sent(ctl *c, json_t *sc) {
     name = str_of(sc, "toName", NULL);
   if (!gid)
     gid = str_of(sc, "toGid", "gid");
-  const char *msg_id = str_of(sc, "msgId", NULL);
-  printf("sent msgId=%s to %s", msg_id ? msg_id : "?", name ? name : c->args[0]);
+  const char *msg_id = str_of(sc, "msgId", NULL), *trace_id = str_of(sc, "traceId", NULL);
+  printf("sent msgId=%s traceId=%s to %s", msg_id ? msg_id : "?", trace_id ? trace_id : "?",
+         name ? name : c->args[0]);
   if (gid && (!name || strcmp(gid, name) != 0))
     printf(" (%s)", gid);
   putchar('\n');
