@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clients/client_paths.h"
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/paths.h"
@@ -74,10 +75,12 @@ static int ctl_connect(fl_ctl_conn *c) {
     rc = connect(c->fd, (struct sockaddr *)&sa, sizeof sa);
   while (rc != 0 && errno == EINTR);
   if (rc != 0) {
-    if (errno == ENOENT || errno == ECONNREFUSED)
-      return fl_ctl_fail("fleetd is not running (nothing listening on %s); start it with: "
-                         "fleetd &",
-                         c->path);
+    if (errno == ENOENT || errno == ECONNREFUSED) {
+      char start[FL_CLIENT_START_CMD_MAX];
+      fl_client_start_cmd(c->path, start, sizeof start);
+      return fl_ctl_fail("fleetd is not running (nothing listening on %s); start it with: %s",
+                         c->path, start);
+    }
     return fl_ctl_fail("cannot connect to fleetd at %s: %s", c->path, strerror(errno));
   }
   /* Bound writes by the same deadline as reads: a wedged fleetd must not

@@ -58,3 +58,29 @@ fleetTest('send prints the traceId; trace takes a msgId and prints its flow', as
   assert.equal(none.code, 1, 'an id nothing mentions is still a failure');
   await f.closeClient(dave);
 });
+
+fleetTest('the start hint names the fleetd binary and the socket that was tried', async (f) => {
+  const fleetd = bin('fleetd');
+  assert.ok(existsSync(fleetd), `${fleetd} exists`);
+  const sock = path.join(f.dir, 'custom.sock');
+  const r = await f.fleetctl(['status'], { socket: sock });
+  assert.equal(r.code, 1, `no daemon: exit ${r.code}; ${r.stderr}`);
+  assert.ok(
+    r.stderr.includes(`start it with: ${fleetd} --socket ${sock} &`),
+    `the hint starts ${fleetd} on ${sock}: ${r.stderr}`
+  );
+  assert.ok(!/start it with: fleetd &/.test(r.stderr), `no bare "fleetd &": ${r.stderr}`);
+  assert.ok(!/pkill|killall/.test(r.stderr), `no kill by name: ${r.stderr}`);
+
+  // The default socket needs no --socket: fleetd finds it by itself.
+  const def = await f.fleetctl(['status'], { noSocket: true });
+  assert.equal(def.code, 1, def.stderr);
+  assert.match(def.stderr, new RegExp(`start it with: ${fleetd.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} &`));
+  assert.ok(!def.stderr.includes('--socket'), `default socket: no --socket in ${def.stderr}`);
+
+  // fleet-mcp says the same on its stderr (and to the MCP client).
+  const mcp = await f.run(bin('fleet-mcp'), ['--socket', sock]);
+  assert.equal(mcp.code, 1, mcp.stderr);
+  assert.ok(mcp.stderr.includes(`${fleetd} --socket ${sock} &`), `fleet-mcp's hint: ${mcp.stderr}`);
+  assert.ok(!/fleetd &\n/.test(mcp.stderr.replace(`${fleetd} --socket ${sock} &`, '')), mcp.stderr);
+});
