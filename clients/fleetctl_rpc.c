@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -27,18 +26,12 @@
 #define FL_CTL_VERSION "0.1.0"
 #define FL_CTL_PROTOCOL "2025-11-25"
 
+/* A tool's error text as fleetctl repeats it: fleetd's messages are one
+ * sentence of at most a few hundred bytes; longer text is cut. */
+#define FL_CTL_TOOL_ERR_MAX 4096
+
 /* One read(2) worth of bytes; lines longer than this span reads. */
 #define FL_CTL_READ_CHUNK 65536
-
-int fl_ctl_fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("fleetctl: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  return FL_EXIT_FAIL;
-}
 
 void fl_ctl_init(fl_ctl_conn *c, const char *socket_opt, long timeout_s) {
   memset(c, 0, sizeof *c);
@@ -141,7 +134,8 @@ static int ctl_wait_response(fl_ctl_conn *c, json_int_t id, json_t **result) {
       json_t *err = json_object_get(msg, "error");
       if (err) {
         const char *m = json_string_value(json_object_get(err, "message"));
-        int st = fl_ctl_fail("%s", m ? m : "fleetd returned an error without a message");
+        int st = fl_ctl_report(FL_EXIT_FAIL, (int)json_integer_value(json_object_get(err, "code")),
+                               NULL, m ? m : "fleetd returned an error without a message");
         json_decref(msg);
         return st;
       }
@@ -238,20 +232,16 @@ int fl_ctl_tool(fl_ctl_conn *c, const char *name, json_t *args, json_t **sc) {
 
   json_t *content = json_object_get(res, "content");
   if (json_is_true(json_object_get(res, "isError"))) {
-    fputs("fleetctl: ", stderr);
-    size_t i;
+    char msg[FL_CTL_TOOL_ERR_MAX] = "";
+    size_t i, len = 0;
     json_t *item;
-    int any = 0;
     json_array_foreach(content, i, item) {
       const char *t = json_string_value(json_object_get(item, "text"));
-      if (t) {
-        fprintf(stderr, "%s%s", any ? "\n" : "", t);
-        any = 1;
-      }
+      if (t && len < sizeof msg)
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s", len ? "\n" : "", t);
     }
-    fputs(any ? "\n" : "the tool failed without saying why\n", stderr);
     json_decref(res);
-    return FL_EXIT_FAIL;
+    return fl_ctl_report(FL_EXIT_FAIL, 0, NULL, len ? msg : "the tool failed without saying why");
   }
 
   json_t *s = json_object_get(res, "structuredContent");

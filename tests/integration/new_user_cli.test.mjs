@@ -84,3 +84,102 @@ fleetTest('the start hint names the fleetd binary and the socket that was tried'
   assert.ok(mcp.stderr.includes(`${fleetd} --socket ${sock} &`), `fleet-mcp's hint: ${mcp.stderr}`);
   assert.ok(!/fleetd &\n/.test(mcp.stderr.replace(`${fleetd} --socket ${sock} &`, '')), mcp.stderr);
 });
+
+fleetTest('a usage error is one line and a hint, never the whole usage text', async (f) => {
+  const cases = [
+    [['peer', 'remove'], /^fleetctl: peer remove needs HOST$/m, /^usage: fleetctl peer remove HOST$/m],
+    [['send', 'bob'], /^fleetctl: send needs CONTENT$/m, /^usage: fleetctl send TO CONTENT/m],
+    [['send'], /^fleetctl: send needs TO and CONTENT$/m, /^usage: fleetctl send TO CONTENT/m],
+    [['status', 'extra'], /^fleetctl: status takes no arguments/m, /^usage: fleetctl status$/m],
+    [['peer'], /^fleetctl: peer needs a subcommand: add HOST PUBKEY \[URL\], list, or remove HOST$/m, /fleetctl help/],
+    [['frobnicate'], /^fleetctl: unknown command 'frobnicate'$/m, /^run 'fleetctl help' for the commands$/m],
+    [['--bogus-flag', 'status'], /^fleetctl: unknown option '--bogus-flag'$/m, /fleetctl help/],
+    [['mcp-config', 'vim'], /not 'vim'/, /^usage: fleetctl mcp-config claude\|opencode$/m],
+    [['trace'], /^fleetctl: trace needs ID$/m, /^usage: fleetctl trace ID$/m],
+    [['send', '', 'hi'], /^fleetctl: TO must not be empty/m, /^usage: fleetctl send/m],
+  ];
+  for (const [args, what, hint] of cases) {
+    const r = await f.fleetctl(args);
+    const shown = `fleetctl ${args.join(' ')}: exit ${r.code}\n${r.stderr}`;
+    assert.equal(r.code, 2, shown);
+    assert.ok(lines(r.stderr).length <= 2, `at most 2 lines on stderr: ${shown}`);
+    assert.match(r.stderr, what, shown);
+    assert.match(r.stderr, hint, shown);
+    assert.equal(r.stdout, '', `nothing on stdout without --json: ${shown}`);
+    assert.ok(!/'peer' takes 2 arguments/.test(r.stderr), shown);
+  }
+  // help still prints the whole text, on stdout, with status 0.
+  const help = await f.fleetctl(['help']);
+  assert.equal(help.code, 0);
+  assert.ok(lines(help.stdout).length > 10, help.stdout);
+  assert.match(help.stdout, /trace ID/);
+});
+
+fleetTest('--json reports errors as a JSON object on stdout with the same exit status', async (f) => {
+  // A usage error, whichever side of the error --json is on.
+  for (const args of [['--json', 'peer', 'remove'], ['peer', 'remove', '--json']]) {
+    const r = await f.fleetctl(args);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    const j = parseJson(r, args.join(' '));
+    assert.equal(j.error.exitCode, 2);
+    assert.equal(j.error.message, 'peer remove needs HOST');
+    assert.equal(j.error.usage, 'fleetctl peer remove HOST');
+    assert.match(r.stderr, /^fleetctl: peer remove needs HOST$/m, 'the text stays on stderr');
+  }
+  const opt = await f.fleetctl(['--wait', 'soon', '--json', 'poll']);
+  assert.equal(opt.code, 2);
+  assert.equal(parseJson(opt, '--wait soon --json').error.exitCode, 2);
+
+  // fleetd not running: exit 1, the same sentence in both places.
+  const down = await f.fleetctl(['--json', 'status']);
+  assert.equal(down.code, 1, `${down.stdout}${down.stderr}`);
+  const jd = parseJson(down, 'status --json with no fleetd');
+  assert.equal(jd.error.exitCode, 1);
+  assert.match(jd.error.message, /fleetd is not running/);
+  assert.ok(down.stderr.includes(jd.error.message), `stderr says the same: ${down.stderr}`);
+  assert.equal(jd.error.code, undefined, 'no fleetd, so no fleetd error code');
+
+  // A JSON-RPC error from fleetd carries its code; a tool error its text.
+  await f.startFleetd();
+  const longId = 'x'.repeat(80);
+  const rpc = await f.fleetctl(['--json', 'trace', longId]);
+  assert.equal(rpc.code, 1, `${rpc.stdout}${rpc.stderr}`);
+  const jr = parseJson(rpc, 'trace --json <80 chars>');
+  assert.equal(jr.error.code, -32602, JSON.stringify(jr));
+  assert.equal(jr.error.exitCode, 1);
+  const tool = await f.fleetctl(['--json', '--as', 'ops', 'send', 'nobody', 'hi']);
+  assert.equal(tool.code, 1, `${tool.stdout}${tool.stderr}`);
+  const jt = parseJson(tool, 'send --json to nobody');
+  assert.match(jt.error.message, /nobody/);
+  assert.equal(jt.error.exitCode, 1);
+  // Success output is unchanged: the result itself.
+  const ok = parseJson(await f.fleetctl(['--json', 'status']), 'status --json');
+  assert.equal(ok.error, undefined);
+});
+
+fleetTest('--as with a name that breaks the name rule is refused before anything runs', async (f) => {
+  // No fleetd is needed to refuse it, and none is asked: exit 2, not 1.
+  for (const args of [
+    ['--as', 'bad name', 'mcp-config', 'claude'],
+    ['--as', 'bad name', 'mcp-config', 'opencode'],
+    ['--as', 'bad name', 'send', 'bob', 'hi'],
+    ['--as', 'a.b', 'poll'],
+    ['--as', '0b6f3c7e-8d1a-4c2b-9e4f-5a6b7c8d9e0f', 'send', 'bob', 'hi'],
+  ]) {
+    const r = await f.fleetctl(args);
+    const shown = `fleetctl ${args.join(' ')}: exit ${r.code}\n${r.stdout}${r.stderr}`;
+    assert.equal(r.code, 2, shown);
+    assert.equal(r.stdout, '', `no config printed: ${shown}`);
+    assert.match(r.stderr, /--as '[^']*' is not a valid name: use 1-63 letters, digits, '-' or '_'/, shown);
+    assert.ok(!/fleetd is not running/.test(r.stderr), `refused before connecting: ${shown}`);
+    assert.ok(lines(r.stderr).length <= 2, shown);
+  }
+  // The same rule for $FLEET_NAME, which send and poll fall back on.
+  const env = await f.fleetctl(['poll'], { env: { FLEET_NAME: 'has space' } });
+  assert.equal(env.code, 2, env.stderr);
+  assert.match(env.stderr, /FLEET_NAME 'has space' is not a valid name/);
+  // A good name still works.
+  const good = await f.fleetctl(['--as', 'good-name_1', 'mcp-config', 'claude']);
+  assert.equal(good.code, 0, good.stderr);
+  assert.equal(JSON.parse(good.stdout).mcpServers.fleet.env.FLEET_NAME, 'good-name_1');
+});
