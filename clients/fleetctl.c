@@ -19,14 +19,13 @@
  * line on stderr (a usage error adds the command's synopsis), and with
  * --json also a JSON error object on stdout (fleetctl_report.h). Names are
  * checked here before anything connects: --as must follow the name rule. */
-#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/fleetctl_args.h"
 #include "clients/fleetctl_mcp_config.h"
 #include "clients/fleetctl_report.h"
 #include "clients/fleetctl_rpc.h"
@@ -40,32 +39,13 @@
  * top of the wait covers a busy daemon and a slow store commit. */
 #define FL_CTL_MARGIN_S 10
 
-/* Command-line arguments after the command word: send's TO CONTENT and peer
- * add's add HOST PUBKEY URL are the most any command takes. */
-#define FL_CTL_MAX_ARGS 4
-
 #define FL_CTL_STR_(x) #x
 #define FL_CTL_STR(x) FL_CTL_STR_(x)
-
-/* ---- options ---------------------------------------------------------- */
-
-typedef struct ctl_opts {
-  const char *socket; /* --socket, or NULL */
-  int json;
-  const char *as;
-  long wait_s; /* -1 = not given */
-  long max;    /* -1 = not given */
-  const char *from;
-  const char *cmd;
-  const char *args[FL_CTL_MAX_ARGS];
-  int nargs;
-  int help;
-} ctl_opts;
 
 /* One running command: its options, its own arguments (after the command's
  * words) and its connection to fleetd. */
 typedef struct ctl {
-  const ctl_opts *o;
+  const fl_ctl_opts *o;
   const struct ctl_cmd *cmd; /* its row of fl_ctl_cmds */
   const char *const *args;
   int nargs;
@@ -161,101 +141,6 @@ static void usage(FILE *f) {
         "exit status: 0 ok, 1 failure (fleetd error, tool error, fleetd not running),\n"
         "2 usage error.\n",
         f);
-}
-
-/* A usage error: one line saying what is wrong, then the synopsis of cmd
- * (NULL: where to find the commands). Returns FL_EXIT_USAGE. */
-static int usage_error(const ctl_cmd *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int usage_error(const ctl_cmd *cmd, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return fl_ctl_report(FL_EXIT_USAGE, 0, cmd ? cmd->synopsis : NULL, msg);
-}
-
-/* Parses a whole decimal in [lo, hi]. Returns 0 or FL_EINVAL. */
-static int parse_long(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi)
-    return FL_EINVAL;
-  *out = v;
-  return 0;
-}
-
-enum ctl_opt_match { CTL_OPT_OTHER, CTL_OPT_FOUND, CTL_OPT_NO_VALUE };
-
-/* Matches "--name VALUE" or "--name=VALUE": CTL_OPT_FOUND with *val set,
- * CTL_OPT_OTHER when arg is not this option, CTL_OPT_NO_VALUE when the value
- * is missing. */
-static enum ctl_opt_match opt_value(const char *name, int argc, char **argv, int *i,
-                                    const char **val) {
-  size_t n = strlen(name);
-  const char *a = argv[*i];
-  if (strncmp(a, name, n) != 0)
-    return CTL_OPT_OTHER;
-  if (a[n] == '=') {
-    *val = a + n + 1;
-    return CTL_OPT_FOUND;
-  }
-  if (a[n] != '\0')
-    return CTL_OPT_OTHER;
-  if (*i + 1 >= argc)
-    return CTL_OPT_NO_VALUE;
-  *val = argv[++*i];
-  return CTL_OPT_FOUND;
-}
-
-/* Options may come before or after the command. Returns 0 or an exit code. */
-static int parse_args(int argc, char **argv, ctl_opts *o) {
-  int end_opts = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!end_opts && a[0] == '-' && a[1] != '\0') {
-      const char *v = NULL;
-      enum ctl_opt_match m;
-      if (strcmp(a, "--") == 0) {
-        end_opts = 1;
-      } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-        o->help = 1;
-      } else if (strcmp(a, "--json") == 0) {
-        o->json = 1;
-      } else if ((m = opt_value("--socket", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || !*v)
-          return usage_error(NULL, "--socket needs a PATH");
-        o->socket = v;
-      } else if ((m = opt_value("--as", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || !*v)
-          return usage_error(NULL, "--as needs a NAME");
-        o->as = v;
-      } else if ((m = opt_value("--wait", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || parse_long(v, 0, FL_MAX_WAIT_S, &o->wait_s) != 0)
-          return usage_error(NULL, "--wait needs whole SECONDS from 0 to %d", FL_MAX_WAIT_S);
-      } else if ((m = opt_value("--max", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || parse_long(v, 1, FL_MAX_POLL, &o->max) != 0)
-          return usage_error(NULL, "--max needs a count from 1 to %d", FL_MAX_POLL);
-      } else if ((m = opt_value("--from", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || !*v)
-          return usage_error(NULL, "--from needs a name or gid");
-        o->from = v;
-      } else {
-        return usage_error(NULL, "unknown option '%s'", a);
-      }
-    } else if (!o->cmd) {
-      o->cmd = a;
-    } else {
-      /* Counted past the cap too, so the command's own check can say how
-       * many it takes; only the first FL_CTL_MAX_ARGS are kept. */
-      if (o->nargs < FL_CTL_MAX_ARGS)
-        o->args[o->nargs] = a;
-      o->nargs++;
-    }
-  }
-  return 0;
 }
 
 /* ---- output ----------------------------------------------------------- */
@@ -369,7 +254,7 @@ static int ctl_run(ctl *c, const ctl_call *call, json_t *identity, json_t *param
 }
 
 /* The identity send and poll act as: only entities can send and receive. */
-static json_t *operator_identity(const ctl_opts *o) {
+static json_t *operator_identity(const fl_ctl_opts *o) {
   const char *name = o->as;
   if (!name) {
     name = getenv("FLEET_NAME");
@@ -484,7 +369,7 @@ done:
 }
 
 static int print_sent(ctl *c, json_t *sc) {
-  const ctl_opts *o = c->o;
+  const fl_ctl_opts *o = c->o;
   const char *name = NULL, *gid = NULL;
   party(json_object_get(sc, "to"), &name, &gid);
   if (!name)
@@ -577,12 +462,13 @@ static int cmd_trace(ctl *c) {
 
 static int cmd_send(ctl *c) {
   static const ctl_call call = {NULL, "fleet_send", print_sent};
-  const ctl_opts *o = c->o;
+  const fl_ctl_opts *o = c->o;
   const char *to = c->args[0], *content = c->args[1];
   if (!*to)
-    return usage_error(c->cmd, "TO must not be empty: give a name, name@host or gid");
+    return fl_ctl_usage_fail(c->cmd->synopsis,
+                             "TO must not be empty: give a name, name@host or gid");
   if (!*content)
-    return usage_error(c->cmd, "CONTENT must not be empty");
+    return fl_ctl_usage_fail(c->cmd->synopsis, "CONTENT must not be empty");
   if (strlen(content) > FL_MAX_CONTENT)
     return fl_ctl_fail("CONTENT is %zu bytes; the limit is %u (FL_MAX_CONTENT)", strlen(content),
                        FL_MAX_CONTENT);
@@ -604,7 +490,7 @@ static int cmd_send(ctl *c) {
 
 static int cmd_poll(ctl *c) {
   static const ctl_call call = {NULL, "fleet_poll", print_messages};
-  const ctl_opts *o = c->o;
+  const fl_ctl_opts *o = c->o;
   json_t *ident = operator_identity(o);
   if (!ident)
     return fl_ctl_fail("out of memory");
@@ -628,7 +514,8 @@ static int cmd_mcp_config(ctl *c) {
   const char *kind = c->args[0];
   int claude = strcmp(kind, "claude") == 0;
   if (!claude && strcmp(kind, "opencode") != 0)
-    return usage_error(c->cmd, "mcp-config takes 'claude' or 'opencode', not '%s'", kind);
+    return fl_ctl_usage_fail(c->cmd->synopsis, "mcp-config takes 'claude' or 'opencode', not '%s'",
+                             kind);
   return fl_ctl_mcp_config(claude, c->o->as, c->o->socket);
 }
 
@@ -646,7 +533,7 @@ static int cmd_word_is(const char *name, const char *w, const char **sub) {
 
 /* The table row for o's command and, for a command with subcommands, its
  * first argument. NULL after reporting the usage error (*st set). */
-static const ctl_cmd *cmd_find(const ctl_opts *o, int *st) {
+static const ctl_cmd *cmd_find(const fl_ctl_opts *o, int *st) {
   int has_subs = 0;
   for (size_t i = 0; i < FL_CTL_NCMDS; i++) {
     const char *sub;
@@ -659,7 +546,7 @@ static const ctl_cmd *cmd_find(const ctl_opts *o, int *st) {
       return &fl_ctl_cmds[i];
   }
   if (!has_subs) {
-    *st = usage_error(NULL, "unknown command '%s'", o->cmd);
+    *st = fl_ctl_usage_fail(NULL, "unknown command '%s'", o->cmd);
     return NULL;
   }
   /* "add HOST PUBKEY [URL], list, or remove HOST" */
@@ -679,9 +566,9 @@ static const ctl_cmd *cmd_find(const ctl_opts *o, int *st) {
                             k > 1 && k == nsubs ? "or " : "", syn);
   }
   if (o->nargs == 0)
-    *st = usage_error(NULL, "%s needs a subcommand: %s", o->cmd, subs);
+    *st = fl_ctl_usage_fail(NULL, "%s needs a subcommand: %s", o->cmd, subs);
   else
-    *st = usage_error(NULL, "%s has no subcommand '%s': use %s", o->cmd, o->args[0], subs);
+    *st = fl_ctl_usage_fail(NULL, "%s has no subcommand '%s': use %s", o->cmd, o->args[0], subs);
   return NULL;
 }
 
@@ -723,27 +610,28 @@ static void args_missing(const ctl_cmd *cmd, int from, char *out, size_t n) {
 
 /* Whether cmd has the right number of arguments (nargs, after its own
  * words); else the usage error. */
-static int check_nargs(const ctl_cmd *cmd, int nargs, const ctl_opts *o) {
+static int check_nargs(const ctl_cmd *cmd, int nargs, const fl_ctl_opts *o) {
   if (nargs >= cmd->min_args && nargs <= cmd->max_args)
     return 0;
   if (nargs < cmd->min_args) {
     char missing[256];
     args_missing(cmd, nargs, missing, sizeof missing);
-    return usage_error(cmd, "%s needs %s", cmd->name, missing);
+    return fl_ctl_usage_fail(cmd->synopsis, "%s needs %s", cmd->name, missing);
   }
   if (cmd->max_args == 0) /* the first argument after the command's words */
-    return usage_error(cmd, "%s takes no arguments, not '%s'", cmd->name,
-                       o->args[o->nargs - nargs]);
-  return usage_error(cmd, "%s takes at most %d argument%s, not %d%s", cmd->name, cmd->max_args,
-                     cmd->max_args == 1 ? "" : "s", nargs,
-                     strstr(cmd->synopsis, "CONTENT") ? " (quote CONTENT that has spaces)" : "");
+    return fl_ctl_usage_fail(cmd->synopsis, "%s takes no arguments, not '%s'", cmd->name,
+                             o->args[o->nargs - nargs]);
+  return fl_ctl_usage_fail(cmd->synopsis, "%s takes at most %d argument%s, not %d%s", cmd->name,
+                           cmd->max_args, cmd->max_args == 1 ? "" : "s", nargs,
+                           strstr(cmd->synopsis, "CONTENT") ? " (quote CONTENT that has spaces)"
+                                                            : "");
 }
 
 /* Whether the name a command acts as follows the name rule; else the usage
  * error naming where the name came from (--as, or $FLEET_NAME for send and
  * poll). A bad name is refused here, before anything connects, rather than
  * written into a config or sent to fleetd. */
-static int check_as(const ctl_cmd *cmd, const ctl_opts *o) {
+static int check_as(const ctl_cmd *cmd, const fl_ctl_opts *o) {
   const char *name = o->as, *from = "--as";
   if (!name && (cmd->takes & CTL_AS_OPERATOR)) {
     name = getenv("FLEET_NAME");
@@ -751,8 +639,8 @@ static int check_as(const ctl_cmd *cmd, const ctl_opts *o) {
   }
   if (!name || !*name || (fl_name_valid(name, FL_MAX_NAME) && !fl_is_uuid(name)))
     return 0;
-  return usage_error(cmd, "%s '%.80s' is not a valid name: use %s, and not a UUID", from, name,
-                     fl_name_rule);
+  return fl_ctl_usage_fail(cmd->synopsis, "%s '%.80s' is not a valid name: use %s, and not a UUID",
+                           from, name, fl_name_rule);
 }
 
 /* "send and poll": the commands that take one of the options in takes. */
@@ -771,13 +659,13 @@ static void cmds_taking(unsigned takes, char *out, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  ctl_opts o = {.wait_s = -1, .max = -1};
+  fl_ctl_opts o = {.wait_s = -1, .max = -1};
   /* --json anywhere before "--" also makes a usage error found before it
    * a JSON object. */
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
     if (strcmp(argv[i], "--json") == 0)
       fl_ctl_report_json(1);
-  int st = parse_args(argc, argv, &o);
+  int st = fl_ctl_parse_args(argc, argv, &o);
   if (st != 0)
     return st;
   if (o.help || !o.cmd || strcmp(o.cmd, "help") == 0) {
@@ -806,11 +694,11 @@ int main(int argc, char **argv) {
   char names[128];
   if (o.wait_s >= 0 && !(cmd->takes & CTL_TAKES_WAIT)) {
     cmds_taking(CTL_TAKES_WAIT, names, sizeof names);
-    return usage_error(NULL, "--wait is for %s", names);
+    return fl_ctl_usage_fail(NULL, "--wait is for %s", names);
   }
   if ((o.max >= 0 || o.from) && !(cmd->takes & CTL_TAKES_POLL)) {
     cmds_taking(CTL_TAKES_POLL, names, sizeof names);
-    return usage_error(NULL, "--max and --from are for %s", names);
+    return fl_ctl_usage_fail(NULL, "--max and --from are for %s", names);
   }
   if ((st = check_as(cmd, &o)) != 0)
     return st;

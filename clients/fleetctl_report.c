@@ -67,3 +67,12 @@ int fl_ctl_fail(const char *fmt, ...) {
   va_end(ap);
   return fl_ctl_report(FL_EXIT_FAIL, 0, NULL, msg);
 }
+
+int fl_ctl_usage_fail(const char *usage, const char *fmt, ...) {
+  char msg[FL_CTL_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fl_ctl_report(FL_EXIT_USAGE, 0, usage, msg);
+}

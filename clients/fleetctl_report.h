@@ -28,4 +28,9 @@ int fl_ctl_report(int status, int code, const char *usage, const char *msg);
 /* fl_ctl_report(FL_EXIT_FAIL, 0, NULL, <formatted>): returns FL_EXIT_FAIL. */
 int fl_ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* fl_ctl_report(FL_EXIT_USAGE, 0, usage, <formatted>): returns
+ * FL_EXIT_USAGE. */
+int fl_ctl_usage_fail(const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 #endif
