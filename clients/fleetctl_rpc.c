@@ -2,7 +2,9 @@
  *
  * fleetctl speaks the same MCP that agents speak, so what an operator sees
  * is exactly what an agent would get: connect, initialize (as an entity or
- * anonymously), one request, close. Lines that are not the awaited answer
+ * anonymously), one request, close. initialize names the client
+ * FL_MCP_CLIENT_FLEETCTL, so fleetd words the fixes it suggests for a CLI
+ * user (mcp/hints.h). Lines that are not the awaited answer
  * (nudges, other ids) are skipped. Every read and write is bounded by the
  * command's deadline. */
 #include "clients/fleetctl_rpc.h"
@@ -22,6 +24,7 @@
 #include "common/error.h"
 #include "common/paths.h"
 #include "common/time.h"
+#include "mcp/hints.h"
 
 #define FL_CTL_VERSION "0.1.0"
 #define FL_CTL_PROTOCOL "2025-11-25"
@@ -198,7 +201,7 @@ int fl_ctl_open(fl_ctl_conn *c, json_t *identity) {
   }
   json_t *params =
       json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", FL_CTL_PROTOCOL, "capabilities",
-                "clientInfo", "name", "fleetctl", "version", FL_CTL_VERSION);
+                "clientInfo", "name", FL_MCP_CLIENT_FLEETCTL, "version", FL_CTL_VERSION);
   if (params && identity) {
     json_t *meta = json_pack("{s:o}", "fleet/identity", identity); /* steals identity */
     identity = NULL;

@@ -183,3 +183,53 @@ fleetTest('--as with a name that breaks the name rule is refused before anything
   assert.equal(good.code, 0, good.stderr);
   assert.equal(JSON.parse(good.stdout).mcpServers.fleet.env.FLEET_NAME, 'good-name_1');
 });
+
+fleetTest('hints are worded for the interface: fleet_list and FLEET_NAME for agents, fleetctl roster and --as for fleetctl', async (f) => {
+  await f.startFleetd();
+  const alice = await f.mcpClient('alice');
+
+  // An agent sending to an unknown name is pointed at its tool.
+  const res = await callToolRaw(alice, 'fleet_send', { to: 'nobody', content: 'hi' });
+  assert.equal(res.isError, true, JSON.stringify(res));
+  const agentText = resultText(res);
+  assert.match(agentText, /nobody/);
+  assert.match(agentText, /fleet_list/, `the agent's hint: ${agentText}`);
+  assert.ok(!agentText.includes('fleetctl'), `no CLI words for an agent: ${agentText}`);
+
+  // fleetctl, the same refusal: its own command.
+  const cli = await f.fleetctl(['--as', 'ops', 'send', 'nobody', 'hi']);
+  assert.equal(cli.code, 1, `${cli.stdout}${cli.stderr}`);
+  assert.match(cli.stderr, /nobody/);
+  assert.match(cli.stderr, /fleetctl roster/, `the CLI hint: ${cli.stderr}`);
+  assert.ok(!cli.stderr.includes('fleet_list'), `no tool names for fleetctl: ${cli.stderr}`);
+  assert.ok(lines(cli.stderr).length === 1, `one sentence: ${cli.stderr}`);
+
+  // poll --from an unknown name: about the sender, not a recipient.
+  const from = await f.fleetctl(['--as', 'ops', 'poll', '--from', 'nobody']);
+  assert.equal(from.code, 1, `${from.stdout}${from.stderr}`);
+  assert.match(from.stderr, /nobody/);
+  assert.match(from.stderr, /fleetctl roster/);
+  assert.ok(!/'to'|\bTO\b|recipient|fleet_list/.test(from.stderr), `poll --from error: ${from.stderr}`);
+
+  // A name held by a live agent: fleetctl is told to pick another --as.
+  const taken = await f.fleetctl(['--as', 'alice', 'poll']);
+  assert.equal(taken.code, 1, `${taken.stdout}${taken.stderr}`);
+  assert.match(taken.stderr, /alice/);
+  assert.match(taken.stderr, /--as/, `the fix for fleetctl: ${taken.stderr}`);
+  assert.ok(!taken.stderr.includes('FLEET_NAME'), `no MCP env words for fleetctl: ${taken.stderr}`);
+  const tj = parseJson(await f.fleetctl(['--json', '--as', 'alice', 'poll']), 'poll --json as a taken name');
+  assert.equal(tj.error.code, -32602, JSON.stringify(tj));
+  assert.match(tj.error.message, /--as/);
+
+  // ...and an agent taking it is told FLEET_NAME, as before.
+  let refused;
+  try {
+    await f.mcpClient('alice');
+  } catch (e) {
+    refused = e;
+  }
+  assert.ok(refused, 'a second agent named alice is refused');
+  assert.match(String(refused.message), /FLEET_NAME/, String(refused.message));
+  assert.ok(!String(refused.message).includes('--as'), String(refused.message));
+  await f.closeClient(alice);
+});
