@@ -89,9 +89,9 @@ static const ctl_cmd fl_ctl_cmds[] = {
      "send CONTENT to TO (a name or gid); with --wait,\nwait up to S seconds (max " FL_CTL_STR(
          FL_MAX_WAIT_S) ") for the reply",
      CTL_TAKES_WAIT | CTL_AS_OPERATOR},
-    {"poll", 0, 0, cmd_poll, "poll [--wait S] [--max N] [--from TO]",
-     "fetch messages held for you (max N, up to " FL_CTL_STR(
-         FL_MAX_POLL) "),\nwaiting up to S seconds for the first one",
+    {"poll", 0, 0, cmd_poll, "poll [--wait S] [--max N] [--from WHO]",
+     "fetch messages held for you: at most N (up to " FL_CTL_STR(
+         FL_MAX_POLL) "),\nonly WHO's with --from; waits up to S seconds\nfor the first one",
      CTL_TAKES_WAIT | CTL_TAKES_POLL | CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},

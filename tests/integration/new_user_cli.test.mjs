@@ -113,6 +113,9 @@ fleetTest('a usage error is one line and a hint, never the whole usage text', as
   assert.equal(help.code, 0);
   assert.ok(lines(help.stdout).length > 10, help.stdout);
   assert.match(help.stdout, /trace ID/);
+  // poll's --from names a sender, not a TO.
+  assert.match(help.stdout, /poll \[--wait S\] \[--max N\] \[--from WHO\]/);
+  assert.ok(!/--from TO/.test(help.stdout), help.stdout);
 });
 
 fleetTest('--json reports errors as a JSON object on stdout with the same exit status', async (f) => {
