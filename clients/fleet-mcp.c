@@ -30,6 +30,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clients/client_paths.h"
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
@@ -486,7 +487,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   char path[FL_MAX_PATH];
-  char reason[FL_MAX_PATH + 128];
+  char reason[FL_MAX_PATH + FL_CLIENT_START_CMD_MAX + 128];
   int fd;
   if (socket_opt) {
     if (strlen(socket_opt) >= sizeof path) {
@@ -509,13 +510,16 @@ int main(int argc, char **argv) {
   }
 
   if (fd == -ENOENT || fd == -ECONNREFUSED) {
+    char start[FL_CLIENT_START_CMD_MAX];
+    fl_client_start_cmd(path, start, sizeof start);
     fprintf(stderr,
             "fleet-mcp: fleetd is not running (nothing listening on %s).\n"
-            "Start it with:  fleetd &\n"
-            "(or: systemctl --user start fleetd)\n",
-            path);
+            "Start it with:  %s\n",
+            path, start);
     fl_errf(reason, sizeof reason,
-            "fleetd is not running (nothing listening on %s). Start it with: fleetd", path);
+            "fleetd is not running (nothing listening on %s). Start it with: %s, then restart "
+            "this MCP server",
+            path, start);
     return serve_unavailable(reason);
   }
   if (fd < 0) {

@@ -15,51 +15,38 @@
  * talks to fleetd goes through ctl_run, the one call-and-print path. Output
  * is a human table or key/value lines by default and the raw JSON result
  * with --json. Exit status: 0 ok, 1 failure (fleetd said no, a tool returned
- * isError, fleetd not running or not answering), 2 usage. */
-#include <errno.h>
+ * isError, fleetd not running or not answering), 2 usage. A failure is one
+ * line on stderr (a usage error adds the command's synopsis), and with
+ * --json also a JSON error object on stdout (fleetctl_report.h). Names are
+ * checked here before anything connects: --as must follow the name rule. */
 #include <jansson.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/fleetctl_args.h"
 #include "clients/fleetctl_mcp_config.h"
+#include "clients/fleetctl_report.h"
 #include "clients/fleetctl_rpc.h"
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/ids.h"
 #include "common/limits.h"
+#include "common/names.h"
 
 /* fleetd answers everything but a waiting send/poll at once; this margin on
  * top of the wait covers a busy daemon and a slow store commit. */
 #define FL_CTL_MARGIN_S 10
 
-/* Command-line arguments after the command word: send's TO CONTENT and peer
- * add's add HOST PUBKEY URL are the most any command takes. */
-#define FL_CTL_MAX_ARGS 4
-
 #define FL_CTL_STR_(x) #x
 #define FL_CTL_STR(x) FL_CTL_STR_(x)
-
-/* ---- options ---------------------------------------------------------- */
-
-typedef struct ctl_opts {
-  const char *socket; /* --socket, or NULL */
-  int json;
-  const char *as;
-  long wait_s; /* -1 = not given */
-  long max;    /* -1 = not given */
-  const char *from;
-  const char *cmd;
-  const char *args[FL_CTL_MAX_ARGS];
-  int nargs;
-  int help;
-} ctl_opts;
 
 /* One running command: its options, its own arguments (after the command's
  * words) and its connection to fleetd. */
 typedef struct ctl {
-  const ctl_opts *o;
+  const fl_ctl_opts *o;
+  const struct ctl_cmd *cmd; /* its row of fl_ctl_cmds */
   const char *const *args;
   int nargs;
   fl_ctl_conn conn;
@@ -67,8 +54,10 @@ typedef struct ctl {
 
 /* Which options a command takes besides --socket, --json and --as. */
 enum {
-  CTL_TAKES_WAIT = 1u << 0, /* --wait; without it the call may still wait fleetd's default */
-  CTL_TAKES_POLL = 1u << 1, /* --max and --from */
+  CTL_TAKES_WAIT = 1u << 0,  /* --wait; without it the call may still wait fleetd's default */
+  CTL_TAKES_POLL = 1u << 1,  /* --max and --from */
+  CTL_AS_OPERATOR = 1u << 2, /* acts as --as, else $FLEET_NAME, else "operator" */
+  CTL_AS_AGENT = 1u << 3,    /* --as names the agent it configures */
 };
 
 typedef struct ctl_cmd {
@@ -99,21 +88,21 @@ static const ctl_cmd fl_ctl_cmds[] = {
     {"send", 2, 2, cmd_send, "send TO CONTENT [--wait S]",
      "send CONTENT to TO (a name or gid); with --wait,\nwait up to S seconds (max " FL_CTL_STR(
          FL_MAX_WAIT_S) ") for the reply",
-     CTL_TAKES_WAIT},
-    {"poll", 0, 0, cmd_poll, "poll [--wait S] [--max N] [--from TO]",
-     "fetch messages held for you (max N, up to " FL_CTL_STR(
-         FL_MAX_POLL) "),\nwaiting up to S seconds for the first one",
-     CTL_TAKES_WAIT | CTL_TAKES_POLL},
+     CTL_TAKES_WAIT | CTL_AS_OPERATOR},
+    {"poll", 0, 0, cmd_poll, "poll [--wait S] [--max N] [--from WHO]",
+     "fetch messages held for you: at most N (up to " FL_CTL_STR(
+         FL_MAX_POLL) "),\nonly WHO's with --from; waits up to S seconds\nfor the first one",
+     CTL_TAKES_WAIT | CTL_TAKES_POLL | CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
-     "print an MCP client config for fleet-mcp", 0},
+     "print an MCP client config for fleet-mcp", CTL_AS_AGENT},
     {"identity", 0, 0, cmd_identity, "identity", "this gateway's host id and public key", 0},
     {"peer add", 2, 3, cmd_peer_add, "peer add HOST PUBKEY [URL]",
      "pin HOST's public key (refused if another key\nis pinned for HOST: remove that pin first)",
      0},
     {"peer list", 0, 0, cmd_peer_list, "peer list", "the pinned peers", 0},
     {"peer remove", 1, 1, cmd_peer_remove, "peer remove HOST", "drop HOST's pin", 0},
-    {"trace", 1, 1, cmd_trace, "trace ID", "what this fleetd logged for trace ID (recent lines)",
-     0},
+    {"trace", 1, 1, cmd_trace, "trace ID",
+     "what this fleetd logged for a flow (recent lines);\nID is a trace id or a msgId", 0},
     {"help", 0, FL_CTL_MAX_ARGS, NULL, "help", "print this text", 0},
 };
 #define FL_CTL_NCMDS (sizeof fl_ctl_cmds / sizeof fl_ctl_cmds[0])
@@ -152,98 +141,6 @@ static void usage(FILE *f) {
         "exit status: 0 ok, 1 failure (fleetd error, tool error, fleetd not running),\n"
         "2 usage error.\n",
         f);
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("fleetctl: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs("\n\n", stderr);
-  va_end(ap);
-  usage(stderr);
-  return FL_EXIT_USAGE;
-}
-
-/* Parses a whole decimal in [lo, hi]. Returns 0 or FL_EINVAL. */
-static int parse_long(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi)
-    return FL_EINVAL;
-  *out = v;
-  return 0;
-}
-
-enum ctl_opt_match { CTL_OPT_OTHER, CTL_OPT_FOUND, CTL_OPT_NO_VALUE };
-
-/* Matches "--name VALUE" or "--name=VALUE": CTL_OPT_FOUND with *val set,
- * CTL_OPT_OTHER when arg is not this option, CTL_OPT_NO_VALUE when the value
- * is missing. */
-static enum ctl_opt_match opt_value(const char *name, int argc, char **argv, int *i,
-                                    const char **val) {
-  size_t n = strlen(name);
-  const char *a = argv[*i];
-  if (strncmp(a, name, n) != 0)
-    return CTL_OPT_OTHER;
-  if (a[n] == '=') {
-    *val = a + n + 1;
-    return CTL_OPT_FOUND;
-  }
-  if (a[n] != '\0')
-    return CTL_OPT_OTHER;
-  if (*i + 1 >= argc)
-    return CTL_OPT_NO_VALUE;
-  *val = argv[++*i];
-  return CTL_OPT_FOUND;
-}
-
-/* Options may come before or after the command. Returns 0 or an exit code. */
-static int parse_args(int argc, char **argv, ctl_opts *o) {
-  int end_opts = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!end_opts && a[0] == '-' && a[1] != '\0') {
-      const char *v = NULL;
-      enum ctl_opt_match m;
-      if (strcmp(a, "--") == 0) {
-        end_opts = 1;
-      } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-        o->help = 1;
-      } else if (strcmp(a, "--json") == 0) {
-        o->json = 1;
-      } else if ((m = opt_value("--socket", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || !*v)
-          return usage_error("--socket needs a PATH");
-        o->socket = v;
-      } else if ((m = opt_value("--as", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || !*v)
-          return usage_error("--as needs a NAME");
-        o->as = v;
-      } else if ((m = opt_value("--wait", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || parse_long(v, 0, FL_MAX_WAIT_S, &o->wait_s) != 0)
-          return usage_error("--wait needs whole SECONDS from 0 to %d", FL_MAX_WAIT_S);
-      } else if ((m = opt_value("--max", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || parse_long(v, 1, FL_MAX_POLL, &o->max) != 0)
-          return usage_error("--max needs a count from 1 to %d", FL_MAX_POLL);
-      } else if ((m = opt_value("--from", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
-        if (m == CTL_OPT_NO_VALUE || !*v)
-          return usage_error("--from needs a name or gid");
-        o->from = v;
-      } else {
-        return usage_error("unknown option '%s'", a);
-      }
-    } else if (!o->cmd) {
-      o->cmd = a;
-    } else if (o->nargs < FL_CTL_MAX_ARGS) {
-      o->args[o->nargs++] = a;
-    } else {
-      return usage_error("too many arguments for '%s' (quote CONTENT that has spaces)", o->cmd);
-    }
-  }
-  return 0;
 }
 
 /* ---- output ----------------------------------------------------------- */
@@ -357,7 +254,7 @@ static int ctl_run(ctl *c, const ctl_call *call, json_t *identity, json_t *param
 }
 
 /* The identity send and poll act as: only entities can send and receive. */
-static json_t *operator_identity(const ctl_opts *o) {
+static json_t *operator_identity(const fl_ctl_opts *o) {
   const char *name = o->as;
   if (!name) {
     name = getenv("FLEET_NAME");
@@ -392,7 +289,10 @@ static int print_trace(ctl *c, json_t *res) {
   json_t *lines = json_object_get(res, "lines"), *l;
   size_t i;
   if (json_array_size(lines) == 0)
-    return fl_ctl_fail("nothing logged for trace %s in fleetd's recent log", c->args[0]);
+    return fl_ctl_fail("nothing in fleetd's recent log for %s (a trace id or a msgId)", c->args[0]);
+  const char *trace = str_of(res, "traceId", NULL);
+  if (trace && strcmp(trace, c->args[0]) != 0)
+    printf("trace %s (the flow of %s)\n", trace, c->args[0]);
   json_array_foreach(lines, i, l) printf("%s\n", json_string_value(l));
   return FL_EXIT_OK;
 }
@@ -469,15 +369,16 @@ done:
 }
 
 static int print_sent(ctl *c, json_t *sc) {
-  const ctl_opts *o = c->o;
+  const fl_ctl_opts *o = c->o;
   const char *name = NULL, *gid = NULL;
   party(json_object_get(sc, "to"), &name, &gid);
   if (!name)
     name = str_of(sc, "toName", NULL);
   if (!gid)
     gid = str_of(sc, "toGid", "gid");
-  const char *msg_id = str_of(sc, "msgId", NULL);
-  printf("sent msgId=%s to %s", msg_id ? msg_id : "?", name ? name : c->args[0]);
+  const char *msg_id = str_of(sc, "msgId", NULL), *trace_id = str_of(sc, "traceId", NULL);
+  printf("sent msgId=%s traceId=%s to %s", msg_id ? msg_id : "?", trace_id ? trace_id : "?",
+         name ? name : c->args[0]);
   if (gid && (!name || strcmp(gid, name) != 0))
     printf(" (%s)", gid);
   putchar('\n');
@@ -561,8 +462,13 @@ static int cmd_trace(ctl *c) {
 
 static int cmd_send(ctl *c) {
   static const ctl_call call = {NULL, "fleet_send", print_sent};
-  const ctl_opts *o = c->o;
+  const fl_ctl_opts *o = c->o;
   const char *to = c->args[0], *content = c->args[1];
+  if (!*to)
+    return fl_ctl_usage_fail(c->cmd->synopsis,
+                             "TO must not be empty: give a name, name@host or gid");
+  if (!*content)
+    return fl_ctl_usage_fail(c->cmd->synopsis, "CONTENT must not be empty");
   if (strlen(content) > FL_MAX_CONTENT)
     return fl_ctl_fail("CONTENT is %zu bytes; the limit is %u (FL_MAX_CONTENT)", strlen(content),
                        FL_MAX_CONTENT);
@@ -584,7 +490,7 @@ static int cmd_send(ctl *c) {
 
 static int cmd_poll(ctl *c) {
   static const ctl_call call = {NULL, "fleet_poll", print_messages};
-  const ctl_opts *o = c->o;
+  const fl_ctl_opts *o = c->o;
   json_t *ident = operator_identity(o);
   if (!ident)
     return fl_ctl_fail("out of memory");
@@ -608,7 +514,8 @@ static int cmd_mcp_config(ctl *c) {
   const char *kind = c->args[0];
   int claude = strcmp(kind, "claude") == 0;
   if (!claude && strcmp(kind, "opencode") != 0)
-    return usage_error("mcp-config takes 'claude' or 'opencode', not '%s'", kind);
+    return fl_ctl_usage_fail(c->cmd->synopsis, "mcp-config takes 'claude' or 'opencode', not '%s'",
+                             kind);
   return fl_ctl_mcp_config(claude, c->o->as, c->o->socket);
 }
 
@@ -625,8 +532,8 @@ static int cmd_word_is(const char *name, const char *w, const char **sub) {
 }
 
 /* The table row for o's command and, for a command with subcommands, its
- * first argument. NULL after printing the usage error (*st set). */
-static const ctl_cmd *cmd_find(const ctl_opts *o, int *st) {
+ * first argument. NULL after reporting the usage error (*st set). */
+static const ctl_cmd *cmd_find(const fl_ctl_opts *o, int *st) {
   int has_subs = 0;
   for (size_t i = 0; i < FL_CTL_NCMDS; i++) {
     const char *sub;
@@ -639,10 +546,10 @@ static const ctl_cmd *cmd_find(const ctl_opts *o, int *st) {
       return &fl_ctl_cmds[i];
   }
   if (!has_subs) {
-    *st = usage_error("unknown command '%s'", o->cmd);
+    *st = fl_ctl_usage_fail(NULL, "unknown command '%s'", o->cmd);
     return NULL;
   }
-  /* "peer takes add HOST PUBKEY [URL], list, or remove HOST" */
+  /* "add HOST PUBKEY [URL], list, or remove HOST" */
   char subs[512] = "";
   size_t len = 0, nsubs = 0, k = 0;
   for (size_t i = 0; i < FL_CTL_NCMDS; i++) {
@@ -658,8 +565,82 @@ static const ctl_cmd *cmd_find(const ctl_opts *o, int *st) {
     len += (size_t)snprintf(subs + len, sizeof subs - len, "%s%s%s", k == 1 ? "" : ", ",
                             k > 1 && k == nsubs ? "or " : "", syn);
   }
-  *st = usage_error("%s takes %s", o->cmd, subs);
+  if (o->nargs == 0)
+    *st = fl_ctl_usage_fail(NULL, "%s needs a subcommand: %s", o->cmd, subs);
+  else
+    *st = fl_ctl_usage_fail(NULL, "%s has no subcommand '%s': use %s", o->cmd, o->args[0], subs);
   return NULL;
+}
+
+/* The required arguments of cmd's synopsis (its upper-case words outside
+ * brackets, after the command's own words) from index from on, as a list
+ * for a sentence: "TO and CONTENT", "claude or opencode". */
+static void args_missing(const ctl_cmd *cmd, int from, char *out, size_t n) {
+  const char *p = cmd->synopsis + strlen(cmd->name);
+  char words[FL_CTL_MAX_ARGS][64];
+  int nwords = 0, depth = 0;
+  while (*p) {
+    p += strspn(p, " ");
+    size_t w = strcspn(p, " ");
+    if (w == 0)
+      break;
+    if (depth == 0 && *p != '[' && nwords < FL_CTL_MAX_ARGS) {
+      /* "claude|opencode" reads "claude or opencode". */
+      size_t o = 0;
+      for (size_t i = 0; i < w && o + 5 < sizeof words[0]; i++) {
+        if (p[i] == '|') {
+          memcpy(words[nwords] + o, " or ", 4);
+          o += 4;
+        } else {
+          words[nwords][o++] = p[i];
+        }
+      }
+      words[nwords++][o] = '\0';
+    }
+    for (size_t i = 0; i < w; i++)
+      depth += p[i] == '[' ? 1 : p[i] == ']' ? -1 : 0;
+    p += w;
+  }
+  size_t len = 0;
+  out[0] = '\0';
+  for (int i = from; i < nwords && len < n; i++)
+    len += (size_t)snprintf(out + len, n - len, "%s%s",
+                            i == from ? "" : (i == nwords - 1 ? " and " : ", "), words[i]);
+}
+
+/* Whether cmd has the right number of arguments (nargs, after its own
+ * words); else the usage error. */
+static int check_nargs(const ctl_cmd *cmd, int nargs, const fl_ctl_opts *o) {
+  if (nargs >= cmd->min_args && nargs <= cmd->max_args)
+    return 0;
+  if (nargs < cmd->min_args) {
+    char missing[256];
+    args_missing(cmd, nargs, missing, sizeof missing);
+    return fl_ctl_usage_fail(cmd->synopsis, "%s needs %s", cmd->name, missing);
+  }
+  if (cmd->max_args == 0) /* the first argument after the command's words */
+    return fl_ctl_usage_fail(cmd->synopsis, "%s takes no arguments, not '%s'", cmd->name,
+                             o->args[o->nargs - nargs]);
+  return fl_ctl_usage_fail(cmd->synopsis, "%s takes at most %d argument%s, not %d%s", cmd->name,
+                           cmd->max_args, cmd->max_args == 1 ? "" : "s", nargs,
+                           strstr(cmd->synopsis, "CONTENT") ? " (quote CONTENT that has spaces)"
+                                                            : "");
+}
+
+/* Whether the name a command acts as follows the name rule; else the usage
+ * error naming where the name came from (--as, or $FLEET_NAME for send and
+ * poll). A bad name is refused here, before anything connects, rather than
+ * written into a config or sent to fleetd. */
+static int check_as(const ctl_cmd *cmd, const fl_ctl_opts *o) {
+  const char *name = o->as, *from = "--as";
+  if (!name && (cmd->takes & CTL_AS_OPERATOR)) {
+    name = getenv("FLEET_NAME");
+    from = "FLEET_NAME";
+  }
+  if (!name || !*name || (fl_name_valid(name, FL_MAX_NAME) && !fl_is_uuid(name)))
+    return 0;
+  return fl_ctl_usage_fail(cmd->synopsis, "%s '%.80s' is not a valid name: use %s, and not a UUID",
+                           from, name, fl_name_rule);
 }
 
 /* "send and poll": the commands that take one of the options in takes. */
@@ -678,13 +659,21 @@ static void cmds_taking(unsigned takes, char *out, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  ctl_opts o = {.wait_s = -1, .max = -1};
-  int st = parse_args(argc, argv, &o);
+  fl_ctl_opts o = {.wait_s = -1, .max = -1};
+  /* --json anywhere before "--" also makes a usage error found before it
+   * a JSON object. */
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--json") == 0)
+      fl_ctl_report_json(1);
+  int st = fl_ctl_parse_args(argc, argv, &o);
   if (st != 0)
     return st;
   if (o.help || !o.cmd || strcmp(o.cmd, "help") == 0) {
     if (!o.help && !o.cmd) {
+      /* Nothing asked for: the whole usage is the answer. */
       usage(stderr);
+      if (o.json)
+        fl_ctl_report(FL_EXIT_USAGE, 0, NULL, "no command given");
       return FL_EXIT_USAGE;
     }
     usage(stdout);
@@ -700,26 +689,24 @@ int main(int argc, char **argv) {
     return st;
   int words = strchr(cmd->name, ' ') ? 2 : 1;
   int nargs = o.nargs - (words - 1);
-  if (nargs < cmd->min_args || nargs > cmd->max_args) {
-    /* Counted as the user typed them: a subcommand is an argument too. */
-    int want = cmd->min_args + words - 1;
-    return usage_error("'%s' takes %d argument%s, not %d", o.cmd, want, want == 1 ? "" : "s",
-                       o.nargs);
-  }
+  if ((st = check_nargs(cmd, nargs, &o)) != 0)
+    return st;
   char names[128];
   if (o.wait_s >= 0 && !(cmd->takes & CTL_TAKES_WAIT)) {
     cmds_taking(CTL_TAKES_WAIT, names, sizeof names);
-    return usage_error("--wait is for %s", names);
+    return fl_ctl_usage_fail(NULL, "--wait is for %s", names);
   }
   if ((o.max >= 0 || o.from) && !(cmd->takes & CTL_TAKES_POLL)) {
     cmds_taking(CTL_TAKES_POLL, names, sizeof names);
-    return usage_error("--max and --from are for %s", names);
+    return fl_ctl_usage_fail(NULL, "--max and --from are for %s", names);
   }
+  if ((st = check_as(cmd, &o)) != 0)
+    return st;
 
   /* A command that may wait and does not say how long may still wait for
    * fleetd's default, so the read timeout allows for that. */
   long wait = o.wait_s >= 0 ? o.wait_s : ((cmd->takes & CTL_TAKES_WAIT) ? FL_DEFAULT_WAIT_S : 0);
-  ctl c = {.o = &o, .args = o.args + (words - 1), .nargs = nargs};
+  ctl c = {.o = &o, .cmd = cmd, .args = o.args + (words - 1), .nargs = nargs};
   fl_ctl_init(&c.conn, o.socket, wait + FL_CTL_MARGIN_S);
   st = cmd->run(&c);
   fl_ctl_close(&c.conn);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clients/client_paths.h"
 #include "clients/fleetctl_rpc.h"
 #include "common/alloc.h"
 #include "common/limits.h"
@@ -22,18 +23,8 @@
 /* The absolute path of the fleet-mcp to put in a config: the one next to
  * this binary, else the first on PATH, else the bare name (with a warning). */
 static void find_fleet_mcp(char *out, size_t n) {
-  char self[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len > 0) {
-    self[len] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) {
-      *slash = '\0';
-      int w = snprintf(out, n, "%s/fleet-mcp", self);
-      if (w > 0 && (size_t)w < n && access(out, X_OK) == 0)
-        return;
-    }
-  }
+  if (fl_client_sibling("fleet-mcp", out, n) == 0)
+    return;
   const char *path = getenv("PATH");
   while (path && *path) {
     size_t dl = strcspn(path, ":");

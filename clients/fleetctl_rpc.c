@@ -2,7 +2,9 @@
  *
  * fleetctl speaks the same MCP that agents speak, so what an operator sees
  * is exactly what an agent would get: connect, initialize (as an entity or
- * anonymously), one request, close. Lines that are not the awaited answer
+ * anonymously), one request, close. initialize names the client
+ * FL_MCP_CLIENT_FLEETCTL, so fleetd words the fixes it suggests for a CLI
+ * user (mcp/hints.h). Lines that are not the awaited answer
  * (nudges, other ids) are skipped. Every read and write is bounded by the
  * command's deadline. */
 #include "clients/fleetctl_rpc.h"
@@ -10,7 +12,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,26 +19,22 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clients/client_paths.h"
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/paths.h"
 #include "common/time.h"
+#include "mcp/hints.h"
 
 #define FL_CTL_VERSION "0.1.0"
 #define FL_CTL_PROTOCOL "2025-11-25"
 
+/* A tool's error text as fleetctl repeats it: fleetd's messages are one
+ * sentence of at most a few hundred bytes; longer text is cut. */
+#define FL_CTL_TOOL_ERR_MAX 4096
+
 /* One read(2) worth of bytes; lines longer than this span reads. */
 #define FL_CTL_READ_CHUNK 65536
-
-int fl_ctl_fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("fleetctl: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  return FL_EXIT_FAIL;
-}
 
 void fl_ctl_init(fl_ctl_conn *c, const char *socket_opt, long timeout_s) {
   memset(c, 0, sizeof *c);
@@ -74,10 +71,12 @@ static int ctl_connect(fl_ctl_conn *c) {
     rc = connect(c->fd, (struct sockaddr *)&sa, sizeof sa);
   while (rc != 0 && errno == EINTR);
   if (rc != 0) {
-    if (errno == ENOENT || errno == ECONNREFUSED)
-      return fl_ctl_fail("fleetd is not running (nothing listening on %s); start it with: "
-                         "fleetd &",
-                         c->path);
+    if (errno == ENOENT || errno == ECONNREFUSED) {
+      char start[FL_CLIENT_START_CMD_MAX];
+      fl_client_start_cmd(c->path, start, sizeof start);
+      return fl_ctl_fail("fleetd is not running (nothing listening on %s); start it with: %s",
+                         c->path, start);
+    }
     return fl_ctl_fail("cannot connect to fleetd at %s: %s", c->path, strerror(errno));
   }
   /* Bound writes by the same deadline as reads: a wedged fleetd must not
@@ -138,7 +137,8 @@ static int ctl_wait_response(fl_ctl_conn *c, json_int_t id, json_t **result) {
       json_t *err = json_object_get(msg, "error");
       if (err) {
         const char *m = json_string_value(json_object_get(err, "message"));
-        int st = fl_ctl_fail("%s", m ? m : "fleetd returned an error without a message");
+        int st = fl_ctl_report(FL_EXIT_FAIL, (int)json_integer_value(json_object_get(err, "code")),
+                               NULL, m ? m : "fleetd returned an error without a message");
         json_decref(msg);
         return st;
       }
@@ -201,7 +201,7 @@ int fl_ctl_open(fl_ctl_conn *c, json_t *identity) {
   }
   json_t *params =
       json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", FL_CTL_PROTOCOL, "capabilities",
-                "clientInfo", "name", "fleetctl", "version", FL_CTL_VERSION);
+                "clientInfo", "name", FL_MCP_CLIENT_FLEETCTL, "version", FL_CTL_VERSION);
   if (params && identity) {
     json_t *meta = json_pack("{s:o}", "fleet/identity", identity); /* steals identity */
     identity = NULL;
@@ -235,20 +235,16 @@ int fl_ctl_tool(fl_ctl_conn *c, const char *name, json_t *args, json_t **sc) {
 
   json_t *content = json_object_get(res, "content");
   if (json_is_true(json_object_get(res, "isError"))) {
-    fputs("fleetctl: ", stderr);
-    size_t i;
+    char msg[FL_CTL_TOOL_ERR_MAX] = "";
+    size_t i, len = 0;
     json_t *item;
-    int any = 0;
     json_array_foreach(content, i, item) {
       const char *t = json_string_value(json_object_get(item, "text"));
-      if (t) {
-        fprintf(stderr, "%s%s", any ? "\n" : "", t);
-        any = 1;
-      }
+      if (t && len < sizeof msg)
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s", len ? "\n" : "", t);
     }
-    fputs(any ? "\n" : "the tool failed without saying why\n", stderr);
     json_decref(res);
-    return FL_EXIT_FAIL;
+    return fl_ctl_report(FL_EXIT_FAIL, 0, NULL, len ? msg : "the tool failed without saying why");
   }
 
   json_t *s = json_object_get(res, "structuredContent");

@@ -3,19 +3,16 @@
  *
  * Blocking I/O bounded by one deadline for the whole command: a wedged fleetd
  * makes fleetctl fail with a message, never hang. Every call returns an exit
- * status (FL_EXIT_OK or FL_EXIT_FAIL) and has already printed why it failed
- * on stderr ("fleetctl: ..."), so a command only passes the status on. */
+ * status (FL_EXIT_OK or FL_EXIT_FAIL) and has already reported why it failed
+ * (fleetctl_report.h), so a command only passes the status on. */
 #ifndef FL_FLEETCTL_RPC_H
 #define FL_FLEETCTL_RPC_H
 
 #include <jansson.h>
 
+#include "clients/fleetctl_report.h"
 #include "common/limits.h"
 #include "mcp/jsonrpc.h"
-
-/* fleetctl's exit statuses: 0 ok, 1 failure (fleetd said no, a tool
- * returned isError, fleetd not running or not answering), 2 usage. */
-enum { FL_EXIT_OK = 0, FL_EXIT_FAIL = 1, FL_EXIT_USAGE = 2 };
 
 typedef struct fl_ctl_conn {
   const char *socket_opt; /* --socket, or NULL for the default path (borrowed) */
@@ -27,9 +24,6 @@ typedef struct fl_ctl_conn {
   json_int_t next_id;
 } fl_ctl_conn;
 
-/* Prints "fleetctl: <message>" on stderr; returns FL_EXIT_FAIL. */
-int fl_ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* Readies c (not connected yet) with a budget of timeout_s seconds from
  * now. socket_opt is borrowed for c's life. */
 void fl_ctl_init(fl_ctl_conn *c, const char *socket_opt, long timeout_s);
@@ -38,7 +32,8 @@ void fl_ctl_init(fl_ctl_conn *c, const char *socket_opt, long timeout_s);
  * session) goes into params._meta["fleet/identity"]. */
 int fl_ctl_open(fl_ctl_conn *c, json_t *identity);
 /* One request/response: params stolen (may be NULL); on success *result is
- * the result (new reference). A JSON-RPC error is printed and fails. */
+ * the result (new reference). A JSON-RPC error is reported with its code
+ * and fails. */
 int fl_ctl_call(fl_ctl_conn *c, const char *method, json_t *params, json_t **result);
 /* tools/call name with args (stolen). On success *sc is the tool's
  * structuredContent (new reference); a result with isError prints the

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/error.h"
 #include "common/limits.h"
 
 /* Traced lines kept for `fleetctl trace`: FL_LOG_TRACE_LINES of at most
@@ -46,6 +47,36 @@ void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...) {
     fl_ring_next = (fl_ring_next + 1) % FL_LOG_TRACE_LINES;
     pthread_mutex_unlock(&fl_ring_lock);
   }
+}
+
+int fl_log_trace_of(const char *text, char *trace_out, size_t n) {
+  static const char tag[] = "[trace=";
+  int rc = FL_ENOTFOUND;
+  if (!text || !*text || !trace_out || n == 0)
+    return FL_EINVAL;
+  trace_out[0] = '\0';
+  pthread_mutex_lock(&fl_ring_lock);
+  /* Newest first: the ring's last written slot is just before fl_ring_next. */
+  for (size_t k = 1; k <= FL_LOG_TRACE_LINES && rc != 0; k++) {
+    const char *l = fl_ring[(fl_ring_next + FL_LOG_TRACE_LINES - k) % FL_LOG_TRACE_LINES];
+    const char *t = l[0] ? strstr(l, tag) : NULL;
+    if (!t)
+      continue;
+    t += sizeof tag - 1;
+    size_t len = strcspn(t, "]");
+    /* The id itself is not a mention: look past the tag. */
+    if (t[len] != ']' || !strstr(t + len, text))
+      continue;
+    if (len >= n) {
+      rc = FL_ETOOBIG;
+      break;
+    }
+    memcpy(trace_out, t, len);
+    trace_out[len] = '\0';
+    rc = 0;
+  }
+  pthread_mutex_unlock(&fl_ring_lock);
+  return rc;
 }
 
 void fl_log_find_trace(const char *trace, void (*cb)(void *ctx, const char *line), void *ctx) {

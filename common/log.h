@@ -6,6 +6,8 @@
 #ifndef FL_LOG_H
 #define FL_LOG_H
 
+#include <stddef.h>
+
 enum fl_log_level { FL_LOG_DEBUG, FL_LOG_INFO, FL_LOG_WARN, FL_LOG_ERROR };
 
 void fl_log_set_level(enum fl_log_level lvl);
@@ -16,6 +18,12 @@ void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...)
 /* Calls cb for each line still remembered that carries trace (the newest
  * FL_LOG_TRACE_LINES traced lines are kept in memory), oldest first. */
 void fl_log_find_trace(const char *trace, void (*cb)(void *ctx, const char *line), void *ctx);
+
+/* The trace id of the newest remembered traced line whose text (after its
+ * "[trace=ID]" tag) contains text, e.g. a msgId, into trace_out (n bytes).
+ * Returns 0, FL_ENOTFOUND when no remembered line mentions text, FL_EINVAL
+ * for an empty text, or FL_ETOOBIG when the id does not fit in n. */
+int fl_log_trace_of(const char *text, char *trace_out, size_t n);
 
 #define fl_debug(trace, ...) fl_log(FL_LOG_DEBUG, trace, __VA_ARGS__)
 #define fl_info(trace, ...) fl_log(FL_LOG_INFO, trace, __VA_ARGS__)

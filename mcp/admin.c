@@ -14,8 +14,8 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
 
-/* A trace id is a UUID (36 characters); 64 leaves room for any id a peer
- * made while still bounding what is searched for. */
+/* A trace id or msgId is a UUID (36 characters); 64 leaves room for any id
+ * a peer made while still bounding what is searched for. */
 #define FL_ADMIN_MAX_TRACE 64
 
 void fl_admin_status(fl_session *s, json_t *id, json_t *params) {
@@ -76,14 +76,32 @@ static void fl_admin_trace_line(void *ctx, const char *line) {
 }
 
 void fl_admin_trace(fl_session *s, json_t *id, json_t *params) {
-  const char *trace = json_string_value(json_object_get(params, "traceId"));
-  if (!trace || !*trace || strlen(trace) > FL_ADMIN_MAX_TRACE) {
+  const char *asked = json_string_value(json_object_get(params, "traceId"));
+  if (!asked || !*asked) {
     fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
-                           "fleet/trace needs params.traceId (a string)");
+                           "fleet/trace needs params.traceId (a trace id or a msgId)");
+    return;
+  }
+  if (strlen(asked) > FL_ADMIN_MAX_TRACE) {
+    char msg[160];
+    fl_errf(msg, sizeof msg, "a trace id or msgId is at most %d characters, not %zu",
+            FL_ADMIN_MAX_TRACE, strlen(asked));
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, msg);
     return;
   }
   json_t *lines = json_array();
-  if (lines)
+  if (!lines) {
+    fl_session_reply(s, id, NULL);
+    return;
+  }
+  /* A trace id first; else an id some remembered line mentions (a msgId):
+   * the flow that line belongs to. */
+  const char *trace = asked;
+  char found[FL_ADMIN_MAX_TRACE + 1];
+  fl_log_find_trace(asked, fl_admin_trace_line, lines);
+  if (json_array_size(lines) == 0 && fl_log_trace_of(asked, found, sizeof found) == 0) {
+    trace = found;
     fl_log_find_trace(trace, fl_admin_trace_line, lines);
-  fl_session_reply(s, id, lines ? json_pack("{s:s, s:o}", "traceId", trace, "lines", lines) : NULL);
+  }
+  fl_session_reply(s, id, json_pack("{s:s, s:o}", "traceId", trace, "lines", lines));
 }

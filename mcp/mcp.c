@@ -7,7 +7,9 @@
  * response: a result, a JSON-RPC error, or, for a tool call the gateway
  * parks, a result later. Notifications get none; notifications/cancelled
  * drops a parked call. Nudges from the gateway go out as
- * notifications/message. What the session sees go wrong (lines that are not
+ * notifications/message. initialize also tells which interface reads the
+ * session's messages (an agent or fleetctl), and refusals are worded for it
+ * (hints.h). What the session sees go wrong (lines that are not
  * JSON-RPC, unknown methods) is counted in its server's counters. */
 #include "mcp/mcp.h"
 
@@ -19,6 +21,7 @@
 #include "common/log.h"
 #include "mcp/admin.h"
 #include "mcp/counters.h"
+#include "mcp/hints.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/tools.h"
@@ -40,7 +43,8 @@ struct fl_session {
   void *conn;
   fl_client *client;
   int initialized;
-  int log_level; /* index into fl_levels; notifications below it are dropped */
+  fl_iface iface; /* who reads its messages: an agent, or fleetctl (hints.h) */
+  int log_level;  /* index into fl_levels; notifications below it are dropped */
   fl_tool_call *parked;
 };
 
@@ -53,6 +57,7 @@ void fl_mcp_cleanup(void) { fl_tools_cleanup(); }
 fl_gw *fl_session_gw(const fl_session *s) { return s->gw; }
 fl_client *fl_session_client(const fl_session *s) { return s->client; }
 fl_mcp_counters *fl_session_counters(const fl_session *s) { return s->counters; }
+fl_iface fl_session_iface(const fl_session *s) { return s->iface; }
 fl_tool_call **fl_session_parked(fl_session *s) { return &s->parked; }
 
 static void fl_send_line(fl_session *s, char *line) {
@@ -95,15 +100,6 @@ static const char *fl_meta_str(json_t *o, const char *key) {
   return (v && *v) ? v : NULL;
 }
 
-/* The gateway's refusal, with the MCP user's fix added where the gateway's
- * wording (which is not MCP-specific) names none. */
-static void fl_refusal_text(int rc, const char *err, char *out, size_t n) {
-  if (rc == FL_ENAMETAKEN && !strstr(err, "FLEET_NAME"))
-    fl_errf(out, n, "%s; set another FLEET_NAME", err);
-  else
-    fl_errf(out, n, "%s", err);
-}
-
 static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
   if (s->initialized) {
     fl_session_reply_error(s, id, FL_RPC_INVALID_REQUEST, "this session is already initialized");
@@ -115,6 +111,8 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
     if (strcmp(asked, fl_protocols[i]) == 0)
       version = fl_protocols[i];
 
+  /* Before anything can be refused: the refusal is worded for its reader. */
+  s->iface = fl_hints_iface(params);
   json_t *ident = json_object_get(json_object_get(params, "_meta"), "fleet/identity");
   fl_ident id_c;
   memset(&id_c, 0, sizeof id_c);
@@ -133,9 +131,9 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
         id_c.groups[id_c.ngroups++] = json_string_value(g);
     }
     if (!id_c.name) {
-      fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
-                             "fleet identity has no name: set FLEET_NAME in the MCP server's "
-                             "environment");
+      char msg[160];
+      fl_errf(msg, sizeof msg, "fleet identity has no name: %s", fl_hints_give_name(s->iface));
+      fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, msg);
       return;
     }
   }
@@ -144,7 +142,7 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
                         sizeof err);
   if (rc) {
     char msg[600];
-    fl_refusal_text(rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
+    fl_hints_refusal(s->iface, rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
     fl_mcp_counters_bump(s->counters, FL_MCP_C_SESSIONS_REFUSED);
     fl_warn(NULL, "session refused: %s", msg);
     fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, msg);

@@ -11,6 +11,7 @@
 
 #include "gateway/gw.h"
 #include "mcp/counters.h"
+#include "mcp/hints.h"
 #include "mcp/mcp.h"
 
 /* A JSON-RPC method: answers request id (borrowed; NULL for a notification,
@@ -27,6 +28,9 @@ typedef struct fl_tool_call fl_tool_call;
 fl_gw *fl_session_gw(const fl_session *s);
 fl_client *fl_session_client(const fl_session *s);
 fl_mcp_counters *fl_session_counters(const fl_session *s);
+/* Who reads the session's messages (hints.h): set by initialize; an agent
+ * before it. */
+fl_iface fl_session_iface(const fl_session *s);
 
 /* Writes the response to request id (borrowed). result is stolen; NULL (a
  * result that could not be built) is answered with an internal error, so a

@@ -14,6 +14,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "mcp/hints.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/schema_check.h"
@@ -252,12 +253,15 @@ static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *ar
     return;
   }
   fl_tool_call_free(&call);
-  if (rc != 0)
-    fl_session_reply(s, id, fl_tool_err(err[0] ? err : fl_strerror(rc)));
-  else if (result)
+  if (rc != 0) {
+    char msg[700];
+    fl_hints_refusal(fl_session_iface(s), rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
+    fl_session_reply(s, id, fl_tool_err(msg));
+  } else if (result) {
     fl_session_reply(s, id, fl_tool_ok(result));
-  else /* a verb that neither answered nor waited: still one answer */
+  } else { /* a verb that neither answered nor waited: still one answer */
     fl_session_reply(s, id, fl_tool_err("fleetd returned no result; see its log"));
+  }
 }
 
 void fl_tools_call(fl_session *s, json_t *id, json_t *params) {

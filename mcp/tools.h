@@ -10,7 +10,9 @@
  * the gateway calls back, and notifications/cancelled or the end of the
  * session drops it without a response. An argument error or a refused verb
  * is a normal tool result with isError, so the agent can read it and fix the
- * call. Loop thread only; nothing here blocks. */
+ * call; a refusal carries the fix in the words of the session's interface
+ * (hints.h: fleet_list for an agent, fleetctl roster for fleetctl). Loop
+ * thread only; nothing here blocks. */
 #ifndef FL_MCP_TOOLS_H
 #define FL_MCP_TOOLS_H
 

@@ -7,7 +7,8 @@
  * the method table through a real session on a real gateway (a temporary
  * state dir, no broker): an unknown tool, bad arguments, a call that is
  * answered at once, a call that is parked and then cancelled, a request
- * before initialize, and the MCP counters in fleet/status. */
+ * before initialize, the MCP counters in fleet/status, fleet/trace by trace
+ * id or msgId, and the hints worded for an agent or for fleetctl. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,7 @@
 #include <uv.h>
 
 #include "common/alloc.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "gateway/gw.h"
 #include "mcp/counters.h"
@@ -150,22 +152,36 @@ static json_t *send_line(env *e, fl_session *s, out *o, const char *line) {
   return after > before ? json_array_get(o->lines, after - 1) : NULL;
 }
 
-static fl_session *session_as(env *e, out *o, const char *name) {
+/* The initialize line of a client called client (its clientInfo.name;
+ * NULL: none) acting as name (NULL: anonymous). */
+static void init_line(char *line, size_t n, const char *name, const char *client) {
+  char info[128] = "", meta[256] = "";
+  if (client)
+    snprintf(info, sizeof info, "\"clientInfo\":{\"name\":\"%s\",\"version\":\"1\"}%s", client,
+             name ? "," : "");
+  if (name)
+    snprintf(meta, sizeof meta, "\"_meta\":{\"fleet/identity\":{\"name\":\"%s\"}}", name);
+  if (!client && !name)
+    snprintf(line, n, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\"}");
+  else
+    snprintf(line, n, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{%s%s}}",
+             info, meta);
+}
+
+static fl_session *session_of(env *e, out *o, const char *name, const char *client) {
   o->lines = json_array();
   fl_session *s = fl_session_new(e->gw, e->counters, &capture_io, o);
   assert_non_null(s);
   char line[512];
-  if (name)
-    snprintf(line, sizeof line,
-             "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"_meta\":"
-             "{\"fleet/identity\":{\"name\":\"%s\"}}}}",
-             name);
-  else
-    snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\"}");
+  init_line(line, sizeof line, name, client);
   json_t *r = send_line(e, s, o, line);
   assert_non_null(r);
   assert_non_null(json_object_get(r, "result"));
   return s;
+}
+
+static fl_session *session_as(env *e, out *o, const char *name) {
+  return session_of(e, o, name, NULL);
 }
 
 static void session_end(fl_session **s, out *o) {
@@ -345,6 +361,96 @@ static void test_refused_identity_names_the_fix(void **state) {
   session_end(&s, &o);
 }
 
+/* fleet/trace takes a trace id, or an id a remembered line of the flow
+ * mentions (a msgId): then it answers that flow's lines and its trace id. */
+static void test_trace_by_trace_id_or_msg_id(void **state) {
+  env *e = *state;
+  out o;
+  fl_session *s = session_as(e, &o, NULL);
+  static const char trace[] = "7a0c1e52-0d4b-4c39-9a51-3f0e8d7b2c61";
+  static const char msg[] = "1b9e4f27-6c3d-4a85-b0e2-5d7f9a1c3e48";
+  /* Logged at ERROR so the test's level keeps them. */
+  fl_error(trace, "SEND %s from 'a' held for 'b'", msg);
+  fl_error(trace, "the flow goes on");
+  fl_error("00000000-0000-4000-8000-0000000000ff", "another flow");
+
+  char got[64];
+  assert_int_equal(fl_log_trace_of(msg, got, sizeof got), 0);
+  assert_string_equal(got, trace);
+  assert_int_equal(fl_log_trace_of("no-such-id-anywhere", got, sizeof got), FL_ENOTFOUND);
+  assert_int_equal(fl_log_trace_of(msg, got, 8), FL_ETOOBIG);
+
+  for (int by_msg = 0; by_msg < 2; by_msg++) {
+    char line[256];
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"fleet/trace\",\"params\":"
+             "{\"traceId\":\"%s\"}}",
+             by_msg ? msg : trace);
+    json_t *r = send_line(e, s, &o, line);
+    json_t *res = json_object_get(r, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "traceId")), trace);
+    json_t *lines = json_object_get(res, "lines");
+    assert_int_equal(json_array_size(lines), 2);
+    assert_non_null(strstr(json_string_value(json_array_get(lines, 0)), msg));
+    assert_non_null(strstr(json_string_value(json_array_get(lines, 1)), "the flow goes on"));
+  }
+  json_t *r = send_line(e, s, &o,
+                        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"fleet/trace\",\"params\":"
+                        "{\"traceId\":\"no-such-id-anywhere\"}}");
+  json_t *res = json_object_get(r, "result");
+  assert_int_equal(json_array_size(json_object_get(res, "lines")), 0);
+  assert_string_equal(json_string_value(json_object_get(res, "traceId")), "no-such-id-anywhere");
+  session_end(&s, &o);
+}
+
+/* The fixes the MCP layer adds are worded for the session's reader: tool
+ * names and FLEET_NAME for an agent, commands and --as for fleetctl (which
+ * says so in clientInfo.name). */
+static void test_hints_follow_the_interface(void **state) {
+  env *e = *state;
+  static const char *const clients[] = {"some-agent", "fleetctl"};
+  for (int cli = 0; cli < 2; cli++) {
+    const char *mine = cli ? "fleetctl roster" : "fleet_list";
+    const char *other = cli ? "fleet_list" : "fleetctl roster";
+    out o;
+    char name[32];
+    snprintf(name, sizeof name, "tt-hint-%d", cli);
+    fl_session *s = session_of(e, &o, name, clients[cli]);
+    json_t *r = send_line(e, s, &o,
+                          "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+                          "\"name\":\"fleet_send\",\"arguments\":{\"to\":\"tt-nobody\","
+                          "\"content\":\"x\"}}}");
+    const char *text = tool_text(r);
+    assert_non_null(text);
+    if (!strstr(text, "tt-nobody") || !strstr(text, mine) || strstr(text, other))
+      fail_msg("%s: unknown recipient reads: %s", clients[cli], text);
+    assert_non_null(strstr(text, mine));
+    /* fleet_poll's from: the same hint, and nothing about a recipient. */
+    r = send_line(e, s, &o,
+                  "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+                  "\"name\":\"fleet_poll\",\"arguments\":{\"from\":\"tt-nobody\"}}}");
+    text = tool_text(r);
+    if (!strstr(text, "tt-nobody") || !strstr(text, mine) || strstr(text, "'to'") ||
+        strstr(text, "recipient"))
+      fail_msg("%s: unknown sender reads: %s", clients[cli], text);
+
+    /* A name held by a live session: pick another, in this reader's words. */
+    out o2;
+    o2.lines = json_array();
+    fl_session *s2 = fl_session_new(e->gw, e->counters, &capture_io, &o2);
+    char line[512];
+    init_line(line, sizeof line, name, clients[cli]);
+    r = send_line(e, s2, &o2, line);
+    const char *msg = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+    assert_non_null(msg);
+    const char *fix = cli ? "use another --as NAME" : "set another FLEET_NAME";
+    if (!strstr(msg, fix) || strstr(msg, cli ? "FLEET_NAME" : "--as"))
+      fail_msg("%s: a taken name reads: %s", clients[cli], msg);
+    session_end(&s2, &o2);
+    session_end(&s, &o);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_declared_tool_has_a_handler),
@@ -354,6 +460,8 @@ int main(void) {
       cmocka_unit_test(test_answered_and_parked_calls),
       cmocka_unit_test(test_dispatch_and_counters_in_status),
       cmocka_unit_test(test_refused_identity_names_the_fix),
+      cmocka_unit_test(test_trace_by_trace_id_or_msg_id),
+      cmocka_unit_test(test_hints_follow_the_interface),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
