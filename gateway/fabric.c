@@ -523,6 +523,11 @@ static json_t *fl_fabric_describe(void *ctx) {
                    (json_int_t)consuming, "failing", failing);
 }
 
+static int fl_fabric_unpinned_claim(void *ctx, const char *name, char *host, size_t hostlen) {
+  fl_fabric *f = ctx;
+  return fl_presence_unpinned_claim(f->presence, name, host, hostlen);
+}
+
 static void fl_fabric_stop(void *ctx) {
   fl_fabric *f = ctx;
   fl_presence_stop(f->presence);
@@ -551,6 +556,7 @@ static const fl_remote_ops fl_fabric_ops = {
     .sweep = fl_fabric_sweep,
     .status = fl_fabric_status,
     .describe = fl_fabric_describe,
+    .unpinned_claim = fl_fabric_unpinned_claim,
     .stop = fl_fabric_stop,
     .free = fl_fabric_free,
 };
