@@ -265,7 +265,7 @@ void fl_presence_link(fl_presence *p, int up) {
 const char *fl_presence_status(const fl_presence *p, const fl_entity *e) {
   if (!p->up)
     return "unknown";
-  if (fl_now_ms() > e->presence.expires_ms)
+  if (e->dropped || fl_now_ms() > e->presence.expires_ms)
     return "offline";
   return e->presence.online ? "online" : "offline";
 }
@@ -279,9 +279,10 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
   fl_gw *gw = p->gw;
   long long now = fl_now_ms();
   fl_entity *e = fl_entity_by_gid(gw, gid);
-  if (e && (!e->remote || (strcmp(e->host, host) != 0 && e->presence.expires_ms > now))) {
-    /* A gid lives on one host: a second claim while the first is live is
-     * refused. */
+  if (e &&
+      (!e->remote || (strcmp(e->host, host) != 0 && !e->dropped && e->presence.expires_ms > now))) {
+    /* A gid lives on one host: a second claim while the first is live (and
+     * believed: its host still pinned) is refused. */
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
     fl_warn(NULL, "host '%s' claims gid %s, which lives on host '%s': ignored", host, gid,
             e->remote ? e->host : gw->cfg.host_id);

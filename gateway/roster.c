@@ -215,12 +215,10 @@ size_t fl_roster_drop_host(fl_gw *gw, const char *host) {
   for (fl_entity *e = gw->entities; e; e = e->next) {
     if (!e->remote || e->dropped || strcmp(e->host, host) != 0)
       continue;
-    /* Kept (entities are never freed) but forgotten: its last beat no
-     * longer holds, so another host may claim its gid and a fresh beat
-     * revives it (ts_ms stays: a replay of an old beat still cannot). */
+    /* Kept (entities are never freed) but no longer believed: presence
+     * (presence.c) lets a fresh beat revive it, or another host claim its
+     * gid. */
     e->dropped = 1;
-    e->presence.online = 0;
-    e->presence.expires_ms = 0;
     n++;
   }
   return n;

@@ -89,8 +89,8 @@ int fl_roster_load(fl_gw *gw, char *err, size_t errlen);
  * says how to pin it). */
 int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, size_t errlen);
 /* Drops host's remote entities from the roster (its pin was removed): they
- * read as gone, offline and expired, until a verified beat takes them back.
- * Returns how many were dropped. */
+ * read as gone (and offline) until a verified beat takes them back, and
+ * another host may claim their gids. Returns how many were dropped. */
 size_t fl_roster_drop_host(fl_gw *gw, const char *host);
 /* 1 when host is this gateway's own or has a pinned key, else 0. */
 int fl_roster_host_trusted(fl_gw *gw, const char *host);
