@@ -514,8 +514,11 @@ static json_t *fl_fabric_describe(void *ctx) {
   if (f->up && first) {
     fl_entity *e = fl_entity_by_gid(f->gw, first->gid);
     size_t more = json_array_size(failing) - 1;
+    char others[48] = "";
+    if (more)
+      snprintf(others, sizeof others, " (and %zu other inbox%s)", more, more == 1 ? "" : "es");
     snprintf(why, sizeof why, "the inbox of '%s' is not consumed: %s%s", e ? e->name : first->gid,
-             first->why, more ? " (and others: see consumers.failing)" : "");
+             first->why, others);
   } else {
     fl_copy(why, sizeof why, f->why);
   }
