@@ -30,6 +30,7 @@
   X(EBROKER, "broker unreachable")                                                                 \
   X(EREFUSED, "refused by the broker") /* the broker closed a channel */                           \
   X(EBADSIG, "signature does not verify")                                                          \
+  X(EUNPINNED, "host is not pinned") /* no key is pinned for the host named */                     \
   X(EPINNED, "host is pinned to a different key")
 
 #define FL_ERROR_ENUM(name, msg) FL_##name,

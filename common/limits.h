@@ -106,6 +106,13 @@
  * (unacked) until it does or a presence interval passes. */
 #define FL_MAX_PARKED 1000
 
+/* Hosts whose refused presence is tracked (gateway/refusals.h), so a host
+ * that keeps beating unpinned is logged once a minute, not once a beat; and
+ * the names each one's refused beats announced (a hint for errors). Past
+ * the cap the host refused longest ago is forgotten. */
+#define FL_MAX_REFUSING_HOSTS 64
+#define FL_REFUSAL_NAMES 16
+
 /* One log line, and how many traced lines fleetd remembers for
  * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */
 #define FL_LOG_LINE_MAX 1024

@@ -26,6 +26,7 @@
  * the link is reported up. */
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
+#include <errno.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/time.h>
@@ -294,8 +295,9 @@ static int link_login(fl_broker *b, amqp_socket_t *sock, char *why, size_t n) {
   int rc;
   amqp_set_handshake_timeout(b->conn, &tv);
   amqp_set_rpc_timeout(b->conn, &rpc_tv);
+  errno = 0;
   if ((rc = amqp_socket_open_noblock(sock, b->ci.host, b->ci.port, &tv)) != AMQP_STATUS_OK) {
-    fl_errf(why, n, "cannot connect to %s:%d: %s", b->ci.host, b->ci.port, amqp_error_string2(rc));
+    fl_broker_connect_why(b->ci.host, b->ci.port, rc, errno, why, n);
     return FL_EBROKER;
   }
   char cname[FL_BROKER_SHORTSTR];

@@ -9,7 +9,8 @@
  *                      confirms and returns, deliveries;
  *   broker_topology.c  on the broker thread: declaring exchanges, queues and
  *                      bindings, and each inbox's channel and consumer;
- *   broker_headers.c   the envelope as AMQP headers (pure).
+ *   broker_headers.c   the envelope as AMQP headers (pure);
+ *   broker_why.c       on the broker thread: why a connect failed.
  * The loop thread and the broker thread share only the two fl_xqueues
  * (xqueue.h); each field of fl_broker below says which thread owns it. */
 #ifndef FL_BROKER_INTERNAL_H
@@ -253,6 +254,15 @@ uint16_t fl_broker_chan_alloc(fl_broker *b);
 int fl_broker_env_to_headers(const fl_envelope *env, amqp_table_entry_t *entries);
 int fl_broker_env_from_headers(const amqp_table_t *t, uint64_t body_size, fl_envelope *env,
                                char *err, size_t errlen);
+
+/* ---- broker_why.c (broker thread) ---- */
+
+/* Formats into why (n bytes) why connecting to host:port failed: rc is what
+ * amqp_socket_open_noblock returned, err_no the errno read right after it.
+ * A socket error says "connection refused by HOST:PORT (…)" when nothing
+ * listens there, else the system's reason; finding out may take one short
+ * connect of its own (at most a second). */
+void fl_broker_connect_why(const char *host, int port, int rc, int err_no, char *why, size_t n);
 
 /* ---- broker_topology.c (broker thread) ---- */
 

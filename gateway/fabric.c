@@ -15,7 +15,8 @@
  *     of deliveries acks wait for the burst's one store commit.
  *   - dispatches what the link reports: inbox deliveries to the receive
  *     checks (inbound.c), beats to presence (presence.c), the link's state
- *     to both.
+ *     to both. Whether each inbox is consumed is kept here for status: a
+ *     link that is up while an inbox is refused reads "degraded".
  *
  * The core never calls this file by name; it sees only fl_fabric_ops. This
  * file may call the core's internal API, presence and inbound. */
@@ -42,6 +43,13 @@
 #define FL_PRESENCE_INTERVAL_MS 5000
 #define FL_PRESENCE_TTL_BEATS 3
 
+/* What the link last reported of one local entity's inbox consumer. */
+typedef struct fl_consumer {
+  char gid[FL_ID_LEN];
+  int failing;   /* 1: not consumed, why says why; 0: consuming */
+  char why[256]; /* as the broker said it */
+} fl_consumer;
+
 /* A broker delivery not yet acked: acked when its message is drained. */
 typedef struct fl_unacked {
   struct fl_unacked *next;
@@ -62,6 +70,10 @@ typedef struct fl_fabric {
   size_t nacks_later, acks_later_cap;
   fl_presence *presence;
   fl_inbound *inbound;
+  /* Inbox consumers as reported since the link last came up (at most
+   * FL_BROKER_MAX_INBOXES). */
+  fl_consumer *consumers;
+  size_t nconsumers, consumers_cap;
 } fl_fabric;
 
 /* A publish waiting for the broker's confirm, and the CONFIRM waiter of the
@@ -251,13 +263,41 @@ static void fl_on_state(void *ctx, int up, const char *why) {
     /* Unacked deliveries go back to their queues with the connection; they
      * come again (and are deduped) after the reconnect. */
     fl_unacked_clear(f);
+    /* Every consumer went with it; the reconnect reports each again. */
+    f->nconsumers = 0;
   }
   fl_presence_link(f->presence, up);
+}
+
+/* The consumer entry of gid, added if new; NULL when there is no room. */
+static fl_consumer *fl_consumer_of(fl_fabric *f, const char *gid) {
+  for (size_t i = 0; i < f->nconsumers; i++)
+    if (strcmp(f->consumers[i].gid, gid) == 0)
+      return &f->consumers[i];
+  if (f->nconsumers == f->consumers_cap) {
+    size_t cap = f->consumers_cap ? 2 * f->consumers_cap : 16;
+    if (cap > FL_BROKER_MAX_INBOXES)
+      cap = FL_BROKER_MAX_INBOXES;
+    fl_consumer *n = cap > f->consumers_cap ? fl_realloc(f->consumers, cap * sizeof *n) : NULL;
+    if (!n)
+      return NULL;
+    f->consumers = n;
+    f->consumers_cap = cap;
+  }
+  fl_consumer *c = &f->consumers[f->nconsumers++];
+  memset(c, 0, sizeof *c);
+  fl_copy(c->gid, sizeof c->gid, gid);
+  return c;
 }
 
 static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why) {
   fl_fabric *f = ctx;
   fl_entity *e = fl_entity_by_gid(f->gw, gid);
+  fl_consumer *c = fl_consumer_of(f, gid);
+  if (c) {
+    c->failing = status != 0;
+    fl_copy(c->why, sizeof c->why, status ? why : "");
+  }
   if (status)
     fl_error(NULL, "inbox of '%s' (gid %s) is not consumed: %s", e ? e->name : "?", gid, why);
   else
@@ -451,7 +491,44 @@ static const char *fl_fabric_status(void *ctx, const fl_entity *e) {
 
 static json_t *fl_fabric_describe(void *ctx) {
   fl_fabric *f = ctx;
-  return json_pack("{s:s, s:s}", "state", f->up ? "up" : "down", "why", f->why);
+  json_t *failing = json_array();
+  size_t consuming = 0;
+  const fl_consumer *first = NULL;
+  /* While the link is down no inbox is consumed, whatever was last said. */
+  for (size_t i = 0; f->up && i < f->nconsumers; i++) {
+    const fl_consumer *c = &f->consumers[i];
+    if (!c->failing) {
+      consuming++;
+      continue;
+    }
+    fl_entity *e = fl_entity_by_gid(f->gw, c->gid);
+    json_array_append_new(failing, json_pack("{s:s, s:s, s:s}", "gid", c->gid, "name",
+                                             e ? e->name : "", "why", c->why));
+    if (!first)
+      first = c;
+  }
+  /* Up with an inbox that is not consumed: its messages wait on the broker,
+   * so "up" would hide the very thing to fix. */
+  const char *state = !f->up ? "down" : first ? "degraded" : "up";
+  char why[512];
+  if (f->up && first) {
+    fl_entity *e = fl_entity_by_gid(f->gw, first->gid);
+    size_t more = json_array_size(failing) - 1;
+    char others[48] = "";
+    if (more)
+      snprintf(others, sizeof others, " (and %zu other inbox%s)", more, more == 1 ? "" : "es");
+    snprintf(why, sizeof why, "the inbox of '%s' is not consumed: %s%s", e ? e->name : first->gid,
+             first->why, others);
+  } else {
+    fl_copy(why, sizeof why, f->why);
+  }
+  return json_pack("{s:s, s:s, s:{s:I, s:o}}", "state", state, "why", why, "consumers", "consuming",
+                   (json_int_t)consuming, "failing", failing);
+}
+
+static int fl_fabric_unpinned_claim(void *ctx, const char *name, char *host, size_t hostlen) {
+  fl_fabric *f = ctx;
+  return fl_presence_unpinned_claim(f->presence, name, host, hostlen);
 }
 
 static void fl_fabric_stop(void *ctx) {
@@ -466,6 +543,7 @@ static void fl_fabric_free(void *ctx) {
   if (!f)
     return;
   fl_free(f->acks_later);
+  fl_free(f->consumers);
   fl_unacked_clear(f);
   fl_presence_free(&f->presence);
   fl_inbound_free(&f->inbound);
@@ -481,6 +559,7 @@ static const fl_remote_ops fl_fabric_ops = {
     .sweep = fl_fabric_sweep,
     .status = fl_fabric_status,
     .describe = fl_fabric_describe,
+    .unpinned_claim = fl_fabric_unpinned_claim,
     .stop = fl_fabric_stop,
     .free = fl_fabric_free,
 };

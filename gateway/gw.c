@@ -38,10 +38,12 @@ void fl_gw_count(fl_gw *gw, enum fl_counter c) {
 }
 
 json_t *fl_gw_status(fl_gw *gw) {
-  size_t held = 0, online = 0;
+  size_t held = 0, online = 0, dropped = 0;
   fl_store_total(gw->store, &held);
-  for (fl_entity *e = gw->entities; e; e = e->next)
+  for (fl_entity *e = gw->entities; e; e = e->next) {
     online += e->client != NULL;
+    dropped += e->dropped != 0;
+  }
   json_t *broker = fl_remote_describe(gw);
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
@@ -51,8 +53,8 @@ json_t *fl_gw_status(fl_gw *gw) {
                    "uptimeS", (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket",
                    gw->cfg.socket, "stateDir", gw->cfg.state_dir, "broker", broker, "mode",
                    gw->cfg.broker_uri[0] ? "broker" : "single-host", "clients",
-                   (json_int_t)gw->nclients, "entities", (json_int_t)gw->nentities, "online",
-                   (json_int_t)online, "held", (json_int_t)held, "counters", counters);
+                   (json_int_t)gw->nclients, "entities", (json_int_t)(gw->nentities - dropped),
+                   "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters);
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -149,8 +151,14 @@ int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen) {
     fl_errf(err, errlen, "no pin for host '%s' (fleetctl peer list shows the pins)", host);
     return rc;
   }
-  if (rc == 0 && (rc = fl_peers_save(gw->peers, err, errlen)) == 0)
-    fl_info(NULL, "removed the pin of host '%s'", host);
+  if (rc == 0 && (rc = fl_peers_save(gw->peers, err, errlen)) == 0) {
+    /* Its entities are no longer believed: out of the roster now, and out
+     * of the store's memory, until it is pinned again and beats. */
+    size_t n = fl_roster_drop_host(gw, host);
+    if (fl_store_remote_drop_host(gw->store, host) != 0)
+      fl_gw_count(gw, FL_C_STORE_ERRORS);
+    fl_info(NULL, "removed the pin of host '%s'; %zu of its entities left the roster", host, n);
+  }
   return rc;
 }
 

@@ -104,7 +104,8 @@ typedef void (*fl_gw_cb)(void *ctx, json_t *result, const char *err);
  * the callback to come, or a negative code with err filled. A recipient
  * (`to`, or poll's `from`) is a gid, a name or name@host: FL_ENOTFOUND when
  * nobody has it, FL_EAMBIGUOUS when a bare name is on more than one host
- * (err lists each name@host). */
+ * (err lists each name@host), FL_EUNPINNED when it is on (or names) a host
+ * whose key is not pinned here (err says how to pin it). */
 int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
 json_t *fl_gw_status(fl_gw *gw);
 int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
@@ -124,6 +125,9 @@ json_t *fl_gw_peers(fl_gw *gw);
  * pins. FL_EPINNED when another key is pinned for host. */
 int fl_gw_peer_add(fl_gw *gw, const char *host, const char *pk, const char *url, char *err,
                    size_t errlen);
+/* Unpins host and drops its entities from the roster (and the store's
+ * memory of them) until it is pinned again and beats. FL_ENOTFOUND when
+ * host is not pinned. */
 int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen);
 
 /* Cancels a waiting call: its callback never runs. NULL-safe; sets *w NULL. */

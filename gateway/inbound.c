@@ -75,26 +75,29 @@ static int fl_utf8_ok(const char *s, size_t n) {
   return 1;
 }
 
-int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, const char **why) {
+int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, char *why, size_t whylen) {
   const fl_envelope *env = d->env;
   int vrc = fl_envelope_check_version(env);
   if (vrc == FL_EVERSION) {
-    *why = "envelope major version is newer than this fleetd understands";
+    fl_errf(why, whylen, "envelope major version is newer than this fleetd understands");
     return FL_C_VERIFY_NEWER_MAJOR;
   }
   if (vrc) {
-    *why = "envelope version is not MAJOR.MINOR";
+    fl_errf(why, whylen, "envelope version is not MAJOR.MINOR");
     return FL_C_VERIFY_MALFORMED;
   }
   unsigned char pk[FL_SIGN_PK_BYTES];
   if (strcmp(env->host, gw->cfg.host_id) == 0) {
     memcpy(pk, gw->id.pk, sizeof pk);
-  } else if (!env->host[0] || fl_peers_lookup(gw->peers, env->host, pk) != 0) {
-    *why = "its host is not pinned here (fleetctl peer add HOST KEY)";
+  } else if (!env->host[0]) {
+    fl_errf(why, whylen, "it names no host, so no pinned key can verify it");
+    return FL_C_VERIFY_UNPINNED;
+  } else if (fl_peers_lookup(gw->peers, env->host, pk) != 0) {
+    fl_errf(why, whylen, "its host is not pinned here (fleetctl peer add %s KEY)", env->host);
     return FL_C_VERIFY_UNPINNED;
   }
   if (fl_verify_envelope(env, d->body, d->len, pk) != 0) {
-    *why = "the signature does not verify under the host's pinned key";
+    fl_errf(why, whylen, "the signature does not verify under the host's pinned key");
     return FL_C_VERIFY_BAD_SIGNATURE;
   }
   return 0;
@@ -104,8 +107,12 @@ void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int cou
                             const char *why) {
   fl_gw_count(in->gw, FL_C_REMOTE_DEAD_LETTERED);
   fl_gw_count(in->gw, counter);
-  fl_warn(d->env->trace_id, "dead-lettered %s from host '%s' (key %s): %s",
-          d->env->msg_id[0] ? d->env->msg_id : "(no msgId)", d->env->host, d->routing_key, why);
+  /* A message's routing key is its recipient's gid; a broadcast's names
+   * what it was sent to. */
+  const char *key = d->routing_key ? d->routing_key : "";
+  fl_warn(d->env->trace_id, "dead-lettered %s from host '%s' (%s %s): %s",
+          d->env->msg_id[0] ? d->env->msg_id : "(no msgId)", d->env->host,
+          fl_is_uuid(key) ? "recipient gid" : "routing key", key, why);
   in->ops->reject(in->ctx, d->tag, 0);
 }
 
@@ -198,8 +205,8 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
     return;
   }
   /* The receive checks, in the documented order. */
-  const char *why = NULL;
-  int bad = fl_inbound_verify_origin(gw, d, &why);
+  char why[160];
+  int bad = fl_inbound_verify_origin(gw, d, why, sizeof why);
   if (bad) {
     fl_inbound_dead_letter(in, d, bad, why);
     return;

@@ -13,6 +13,7 @@
 #ifndef FL_INBOUND_H
 #define FL_INBOUND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gateway/broker.h"
@@ -47,7 +48,8 @@ void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int cou
 /* The first checks, common to messages and presence: a version this fleetd
  * understands, then a signature that verifies under the pinned key of the
  * envelope's host (our own key for our own host). 0, or the fl_counter of
- * the failed check with *why (static) set. */
-int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, const char **why);
+ * the failed check with why (whylen bytes) saying what failed; for a host
+ * that is not pinned, it names the host in the fleetctl command to pin it. */
+int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, char *why, size_t whylen);
 
 #endif

@@ -13,6 +13,11 @@
  * not every beat), so a message that waited in an inbox while this gateway
  * was down can be checked against it after a restart. Remote entities are
  * soft state: offline once the TTL passes, unknown while the link is down.
+ * A refused beat is counted every time but logged once per host per minute
+ * (a host that is not pinned refuses the same way every beat of every
+ * entity); the names an unpinned host announced are kept as a hint for a
+ * sender who names one. An entity dropped when its host was unpinned comes
+ * back with its host's next verified beat.
  *
  * Parking: a message whose sender no beat has announced yet waits here,
  * unacked, for at most an interval and a second; the beat releases it into
@@ -26,6 +31,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/gw_internal.h"
+#include "gateway/refusals.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
 
@@ -34,6 +40,11 @@
 /* Grace past one presence interval before a parked delivery gives up: the
  * beat it waits for is sent at most an interval after the agent joined. */
 #define FL_PARK_GRACE_MS 1000
+/* A host whose beats keep being refused (not pinned, wrong key) is logged
+ * once, then once a window with the count of beats refused meanwhile. */
+#define FL_REFUSAL_LOG_WINDOW_MS 60000
+/* How long the names a refused host announced stay a hint for errors. */
+#define FL_REFUSAL_CLAIM_TTL_MS (5 * 60000)
 
 /* A delivery whose sender no presence has announced yet. */
 typedef struct fl_parked {
@@ -59,6 +70,7 @@ struct fl_presence {
   fl_parked *parked;
   size_t nparked;
   uv_timer_t park_timer;
+  fl_refusals refusals; /* hosts whose beats are refused, for the log */
 };
 
 /* ---- pure parts ------------------------------------------------------------- */
@@ -128,6 +140,8 @@ static void fl_remote_load_cb(void *ctx, const fl_entity_rec *r) {
     return;
   e->remote = 1; /* offline (expires_ms 0) until its host beats again */
   fl_copy(e->host, sizeof e->host, r->host);
+  /* Its host was unpinned while we were down: not believed until then. */
+  e->dropped = !fl_roster_host_trusted(gw, r->host);
   fl_copy(e->role, sizeof e->role, r->role);
   fl_entity_set_groups(e, r->groups);
 }
@@ -251,7 +265,7 @@ void fl_presence_link(fl_presence *p, int up) {
 const char *fl_presence_status(const fl_presence *p, const fl_entity *e) {
   if (!p->up)
     return "unknown";
-  if (fl_now_ms() > e->presence.expires_ms)
+  if (e->dropped || fl_now_ms() > e->presence.expires_ms)
     return "offline";
   return e->presence.online ? "online" : "offline";
 }
@@ -265,9 +279,10 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
   fl_gw *gw = p->gw;
   long long now = fl_now_ms();
   fl_entity *e = fl_entity_by_gid(gw, gid);
-  if (e && (!e->remote || (strcmp(e->host, host) != 0 && e->presence.expires_ms > now))) {
-    /* A gid lives on one host: a second claim while the first is live is
-     * refused. */
+  if (e &&
+      (!e->remote || (strcmp(e->host, host) != 0 && !e->dropped && e->presence.expires_ms > now))) {
+    /* A gid lives on one host: a second claim while the first is live (and
+     * believed: its host still pinned) is refused. */
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
     fl_warn(NULL, "host '%s' claims gid %s, which lives on host '%s': ignored", host, gid,
             e->remote ? e->host : gw->cfg.host_id);
@@ -284,6 +299,12 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
     fl_entity_rec_of(e, &before);
   else
     memset(&before, 0, sizeof before);
+  if (e && e->dropped) {
+    /* Dropped when its host was unpinned; pinned again, it is back. */
+    e->dropped = 0;
+    memset(&before, 0, sizeof before); /* the store forgot it: write it again */
+    fl_info(NULL, "roster: '%s' on host '%s' is back (gid %s)", b->name, host, gid);
+  }
   if (!e) {
     e = fl_entity_new(gw, gid, b->name);
     if (!e)
@@ -311,6 +332,37 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
   return 0;
 }
 
+/* A beat failed the origin checks (counter bad, why says which): logs it,
+ * once per host per window with the count (every beat of every entity of
+ * such a host fails the same way), and remembers the name an unpinned host
+ * announced, as a hint for a sender who names it. */
+static void fl_presence_refused(fl_presence *p, const fl_broker_delivery *d, const char *gid,
+                                int bad, const char *why) {
+  const char *host = d->env->host;
+  long long now = fl_mono_ms();
+  unsigned long n = 0;
+  long long span = 0;
+  if (fl_refusals_note(&p->refusals, host, bad, now, FL_REFUSAL_LOG_WINDOW_MS, &n, &span)) {
+    if (span == 0)
+      fl_warn(NULL,
+              "presence from host '%s' ignored: %s; further beats refused for this reason are "
+              "counted and logged once a minute",
+              host, why);
+    else
+      fl_warn(NULL, "presence from host '%s' ignored: %s; %lu beats refused in the last %lld s",
+              host, why, n, span / 1000);
+  }
+  fl_beat b;
+  if (bad == FL_C_VERIFY_UNPINNED && host[0] && strcmp(gid, FL_GID_GATEWAY) != 0 &&
+      fl_presence_parse(d->body, d->len, &b) == 0)
+    fl_refusals_claim(&p->refusals, host, b.name);
+}
+
+int fl_presence_unpinned_claim(fl_presence *p, const char *name, char *host, size_t hostlen) {
+  return fl_refusals_claimed(&p->refusals, name, fl_mono_ms(), FL_REFUSAL_CLAIM_TTL_MS, host,
+                             hostlen);
+}
+
 void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
   fl_gw *gw = p->gw;
   const fl_envelope *env = d->env;
@@ -323,14 +375,16 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
     fl_warn(NULL, "presence on key %s claims host '%s': ignored", key, env->host);
     return;
   }
-  const char *why = NULL;
-  int bad = fl_inbound_verify_origin(gw, d, &why);
+  char why[160];
+  int bad = fl_inbound_verify_origin(gw, d, why, sizeof why);
   if (bad) {
     fl_gw_count(gw, bad);
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
-    fl_warn(NULL, "presence from host '%s' on key %s ignored: %s", env->host, key, why);
+    fl_presence_refused(p, d, gid, bad, why);
     return;
   }
+  if (p->refusals.n)
+    fl_refusals_forget(&p->refusals, env->host);
   if (strcmp(gid, FL_GID_GATEWAY) == 0)
     return;
   fl_gw_count(gw, FL_C_PRESENCE_RECEIVED);

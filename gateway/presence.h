@@ -7,7 +7,8 @@
  * unknown while the broker link is down. A beat is taken only if it is
  * signed by its host's pinned key, fresh (not expired, not older than one
  * already taken: a replay cannot revive an entity), for a gid no other live
- * host holds, and within the roster cap.
+ * host holds, and within the roster cap. Refusals are counted each time and
+ * logged once per host per minute (refusals.h).
  *
  * A delivery can overtake its sender's first beat (the beat travels another
  * queue): such a delivery is parked here, unacked, until the beat comes or
@@ -70,14 +71,18 @@ void fl_presence_entity(fl_presence *p, fl_entity *e);
 /* A beat from fleet.roster (lent for the call); the caller acks it. */
 void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d);
 /* Takes a beat that passed the checks: upserts the remote entity gid of
- * host, remembers it in the store when it changed, and releases deliveries
- * parked for it. 0; FL_EINVAL when gid lives on this host or on another
- * live host; FL_EFULL when the roster is full; FL_ENOMEM. Each refusal is
- * counted and logged. */
+ * host (bringing it back if it was dropped), remembers it in the store when
+ * it changed, and releases deliveries parked for it. 0; FL_EINVAL when gid lives on this host or on
+ * another live host; FL_EFULL when the roster is full; FL_ENOMEM. Each refusal is counted and
+ * logged. */
 int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl_beat *b,
                      long long beat_ts_ms);
 /* "online", "offline" or "unknown" for a remote entity. */
 const char *fl_presence_status(const fl_presence *p, const fl_entity *e);
+/* Did the refused presence of a host that is not pinned announce name in
+ * the last few minutes? 1 with host (hostlen bytes) set, else 0. Unverified:
+ * a hint for an error message, never a route. */
+int fl_presence_unpinned_claim(fl_presence *p, const char *name, char *host, size_t hostlen);
 /* Parks d (copied) until its sender's beat: 0, or FL_EFULL (FL_MAX_PARKED
  * are parked, or presence is not started), FL_ETOOBIG (routing key too long)
  * or FL_ENOMEM; then d is the caller's to settle. */

@@ -93,6 +93,10 @@ json_t *fl_remote_describe(fl_gw *gw) {
   return gw->remote ? gw->remote->describe(gw->remote_ctx) : NULL;
 }
 
+int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen) {
+  return gw->remote ? gw->remote->unpinned_claim(gw->remote_ctx, name, host, hostlen) : 0;
+}
+
 void fl_remote_stop(fl_gw *gw) {
   if (gw->remote)
     gw->remote->stop(gw->remote_ctx);

@@ -48,6 +48,10 @@ typedef struct fl_remote_ops {
   const char *(*status)(void *ctx, const fl_entity *e);
   /* The link's state for fl_gw_status: a new object, or NULL. */
   json_t *(*describe)(void *ctx);
+  /* Did a host that is not pinned announce an entity called name? Its
+   * presence was refused unread, so this is a hint for an error message,
+   * never a route: 1 with host (hostlen bytes) set, else 0. */
+  int (*unpinned_claim)(void *ctx, const char *name, char *host, size_t hostlen);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -91,6 +95,7 @@ void fl_remote_drained(fl_gw *gw, const char *to_gid, const char *msg_id);
 void fl_remote_sweep(fl_gw *gw);
 const char *fl_remote_status(fl_gw *gw, const fl_entity *e);
 json_t *fl_remote_describe(fl_gw *gw);
+int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 

@@ -5,7 +5,9 @@
  * hold store at start and written back whenever a session changes one, and
  * other hosts' entities, which presence adds. A recipient is named by gid,
  * by name, or by name@host; a bare name that lives on more than one host is
- * ambiguous, and the error lists every name@host so the caller can pick.
+ * ambiguous, and the error lists every name@host so the caller can pick. A
+ * host whose key is not pinned is not believed: a name behind one is an
+ * error that says how to pin it, and unpinning a host drops its entities.
  * Entities are never freed while the gateway lives (a name that leaves may
  * come back and resume its gid), so pointers to them stay valid. */
 #include "gateway/roster.h"
@@ -119,14 +121,43 @@ int fl_roster_load(fl_gw *gw, char *err, size_t errlen) {
   return rc;
 }
 
+int fl_roster_host_trusted(fl_gw *gw, const char *host) {
+  unsigned char pk[FL_SIGN_PK_BYTES];
+  return strcmp(host, gw->cfg.host_id) == 0 || fl_peers_lookup(gw->peers, host, pk) == 0;
+}
+
+/* The error for a recipient behind host, which is not pinned here; name is
+ * the entity it was looked up as, or NULL when `to` named the host. */
+static int fl_unpinned(char *err, size_t errlen, const char *host, const char *name) {
+  fl_errf(err, errlen,
+          "host '%s' is not pinned here: fleetctl peer add %s KEY (run fleetctl identity on %s "
+          "for its key)%s%s%s",
+          host, host, host, name ? "; '" : "", name ? name : "", name ? "' is on that host" : "");
+  return FL_EUNPINNED;
+}
+
+/* When no entity matched name: the unpinned host it seems to be on (a
+ * dropped entity's, else one whose refused presence named it), or NULL.
+ * buf (n bytes) holds the host when it comes from the backend. */
+static const char *fl_behind_unpinned(fl_gw *gw, const char *name, char *buf, size_t n) {
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    if (e->dropped && strcmp(e->name, name) == 0 && !fl_roster_host_trusted(gw, e->host))
+      return e->host;
+  if (fl_remote_unpinned_claim(gw, name, buf, n) && !fl_roster_host_trusted(gw, buf))
+    return buf;
+  return NULL;
+}
+
 int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, size_t errlen) {
   *out = NULL;
   if (fl_is_uuid(to)) {
     fl_entity *e = fl_entity_by_gid(gw, to);
-    if (e) {
+    if (e && !e->dropped) {
       *out = e;
       return 0;
     }
+    if (e && !fl_roster_host_trusted(gw, e->host))
+      return fl_unpinned(err, errlen, e->host, e->name);
   }
   char name[FL_MAX_NAME + 1];
   const char *at = strchr(to, '@');
@@ -136,10 +167,13 @@ int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, siz
     nlen = FL_MAX_NAME;
   memcpy(name, to, nlen);
   name[nlen] = '\0';
+  /* Another host's entities are only believed once its key is pinned. */
+  if (host && *host && fl_remote_on(gw) && !fl_roster_host_trusted(gw, host))
+    return fl_unpinned(err, errlen, host, NULL);
   fl_entity *found = NULL;
   size_t matches = 0;
   for (fl_entity *e = gw->entities; e; e = e->next) {
-    if (strcmp(e->name, name) != 0)
+    if (e->dropped || strcmp(e->name, name) != 0)
       continue;
     if (host && strcmp(host, fl_entity_host(e)) != 0)
       continue;
@@ -151,6 +185,10 @@ int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, siz
     return 0;
   }
   if (matches == 0) {
+    char claimed[FL_HOST_ID_SIZE];
+    const char *behind = host ? NULL : fl_behind_unpinned(gw, name, claimed, sizeof claimed);
+    if (behind)
+      return fl_unpinned(err, errlen, behind, name);
     fl_errf(err, errlen,
             "no entity '%s' %s: give a gid, a name or name@host; list the roster to see who "
             "is there",
@@ -161,7 +199,7 @@ int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, siz
   char list[1024] = "";
   size_t off = 0;
   for (fl_entity *e = gw->entities; e; e = e->next) {
-    if (strcmp(e->name, name) != 0)
+    if (e->dropped || strcmp(e->name, name) != 0)
       continue;
     int w = snprintf(list + off, sizeof list - off, " %s@%s", e->name, fl_entity_host(e));
     if (w < 0 || (size_t)w >= sizeof list - off)
@@ -170,6 +208,20 @@ int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, siz
   }
   fl_errf(err, errlen, "the name '%s' is on more than one host; use one of:%s", name, list);
   return FL_EAMBIGUOUS;
+}
+
+size_t fl_roster_drop_host(fl_gw *gw, const char *host) {
+  size_t n = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next) {
+    if (!e->remote || e->dropped || strcmp(e->host, host) != 0)
+      continue;
+    /* Kept (entities are never freed) but no longer believed: presence
+     * (presence.c) lets a fresh beat revive it, or another host claim its
+     * gid. */
+    e->dropped = 1;
+    n++;
+  }
+  return n;
 }
 
 void fl_roster_close(fl_gw *gw) {

@@ -46,6 +46,10 @@ struct fl_entity {
   /* Remote entities (from another gateway's presence) live only here. */
   int remote;
   char host[64];
+  /* Its host was unpinned (fl_roster_drop_host), or was not pinned when the
+   * store's memory of it was loaded: hidden from list, resolve and status
+   * until a verified beat brings it back (presence.c). */
+  int dropped;
   struct {
     int online;           /* as its last beat said */
     long long expires_ms; /* the beat's TTL runs out then */
@@ -76,11 +80,20 @@ json_t *fl_entity_ref_json(const fl_entity *e);
 /* Loads the local entities the store holds into gw's roster. 0 or the
  * store's code, with err saying what failed. */
 int fl_roster_load(fl_gw *gw, char *err, size_t errlen);
-/* Resolves `to` — a gid, a name, or name@host — across the roster. 0 with
- * *out set; FL_ENOTFOUND, or FL_EAMBIGUOUS when the name is on more than
- * one host (err then lists the candidates as name@host so the caller can
- * pick one). */
+/* Resolves `to` — a gid, a name, or name@host — across the roster (dropped
+ * entities are not in it). 0 with *out set; FL_ENOTFOUND; FL_EAMBIGUOUS
+ * when the name is on more than one host (err then lists the candidates as
+ * name@host so the caller can pick one); FL_EUNPINNED when, with other
+ * hosts reachable, `to` names a host that is neither this one nor pinned,
+ * or nothing matched and the only candidates are on unpinned hosts (err
+ * says how to pin it). */
 int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, size_t errlen);
+/* Drops host's remote entities from the roster (its pin was removed): they
+ * read as gone (and offline) until a verified beat takes them back, and
+ * another host may claim their gids. Returns how many were dropped. */
+size_t fl_roster_drop_host(fl_gw *gw, const char *host);
+/* 1 when host is this gateway's own or has a pinned key, else 0. */
+int fl_roster_host_trusted(fl_gw *gw, const char *host);
 /* Closes every entity's handles (shutdown); run the loop before free. */
 void fl_roster_close(fl_gw *gw);
 /* Frees every entity. */

@@ -74,6 +74,7 @@ enum fl_stmt_id {
   FL_ST_IS_HELD,
   FL_ST_REMOTE_PUT,
   FL_ST_REMOTE_EACH,
+  FL_ST_REMOTE_DROP_HOST,
   FL_ST_COUNT_OF
 };
 
@@ -133,6 +134,7 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
                          "\"groups\" = excluded.\"groups\", host = excluded.host",
     [FL_ST_REMOTE_EACH] = "SELECT gid, name, role, \"groups\", host FROM remote_entities "
                           "ORDER BY rowid",
+    [FL_ST_REMOTE_DROP_HOST] = "DELETE FROM remote_entities WHERE host = ?1",
 };
 
 /* Idempotent, so opening an existing store runs it too. content is a BLOB
@@ -850,6 +852,19 @@ int fl_store_remote_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec 
     fl_col_copy(st, 4, e.host, sizeof e.host);
     cb(ctx, &e);
   }
+  fl_stmt_done(st);
+  return rc;
+}
+
+int fl_store_remote_drop_host(fl_store *s, const char *host) {
+  if (!s || !host || !*host)
+    return FL_EINVAL;
+  sqlite3_stmt *st = s->st[FL_ST_REMOTE_DROP_HOST];
+  int rc;
+  if (fl_bind_text(st, 1, host) != SQLITE_OK)
+    rc = fl_db_fail(s, NULL, "binding the host");
+  else
+    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fl_db_fail(s, NULL, "forgetting a host's entities");
   fl_stmt_done(st);
   return rc;
 }

@@ -101,9 +101,11 @@ int fl_store_entity_by_name(fl_store *s, const char *name, fl_entity_rec *e);
 int fl_store_entity_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx);
 
 /* Other hosts' entities, as verified presence described them (remote
- * entities are never in the local table): upsert by gid, and list. */
+ * entities are never in the local table): upsert by gid, list, and forget
+ * every one of a host (its pin was removed). */
 int fl_store_remote_put(fl_store *s, const fl_entity_rec *e);
 int fl_store_remote_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx);
+int fl_store_remote_drop_host(fl_store *s, const char *host);
 
 /* A batch makes every call until fl_store_batch_end one transaction (each
  * call a savepoint inside it), so a burst of puts costs one commit. Nothing

@@ -8,7 +8,9 @@
  * name resolution by gid, name and name@host, an unknown name, a name on
  * two hosts (ambiguous, with every candidate listed), and the persistence
  * round trip (a name that comes back after a restart resumes its gid, role
- * and groups). */
+ * and groups). With a (stub) cross-host backend registered: a name behind
+ * a host that is not pinned is FL_EUNPINNED with the command to pin it, and
+ * unpinning a host drops its entities from resolve, list and status. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/gw_internal.h"
+#include "gateway/remote.h"
 #include "gateway/roster.h"
 #include "tests/support/test_util.h"
 
@@ -283,6 +286,132 @@ static void test_attach_refusals(void **state) {
   assert_null(strstr(err, "FLEET_"));
 }
 
+/* ---- with other hosts: pins decide who is believed ---------------------- */
+
+#define KEY_B "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+#define UNPINNED_B                                                                                 \
+  "host 'hostB' is not pinned here: fleetctl peer add hostB KEY (run fleetctl identity on hostB "  \
+  "for its key)"
+
+/* A backend that does nothing but say hostC's refused beats named carol. */
+static int stub_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_msg *m, double w,
+                        json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
+                        size_t errlen) {
+  (void)ctx, (void)c, (void)dst, (void)m, (void)w, (void)cb, (void)cb_ctx, (void)wait;
+  json_decref(on_confirm);
+  fl_errf(err, errlen, "stub");
+  return FL_EBROKER;
+}
+static int stub_broadcast(void *ctx, fl_client *c, const fl_msg *m, const char *group,
+                          json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
+                          size_t errlen) {
+  (void)group;
+  return stub_publish(ctx, c, NULL, m, 0, on_confirm, cb, cb_ctx, wait, err, errlen);
+}
+static void stub_entity_changed(void *ctx, fl_entity *e) { (void)ctx, (void)e; }
+static void stub_drained(void *ctx, const char *to, const char *id) {
+  (void)ctx, (void)to, (void)id;
+}
+static void stub_void(void *ctx) { (void)ctx; }
+static const char *stub_status(void *ctx, const fl_entity *e) {
+  (void)ctx, (void)e;
+  return "online";
+}
+static json_t *stub_describe(void *ctx) {
+  (void)ctx;
+  return NULL;
+}
+static int stub_claim(void *ctx, const char *name, char *host, size_t n) {
+  (void)ctx;
+  if (strcmp(name, "carol") != 0)
+    return 0;
+  snprintf(host, n, "hostC");
+  return 1;
+}
+static const fl_remote_ops stub_ops = {
+    .publish = stub_publish,
+    .broadcast = stub_broadcast,
+    .entity_changed = stub_entity_changed,
+    .drained = stub_drained,
+    .sweep = stub_void,
+    .status = stub_status,
+    .describe = stub_describe,
+    .unpinned_claim = stub_claim,
+    .stop = stub_void,
+    .free = stub_void,
+};
+
+static int listed(fl_gw *gw, const char *name) {
+  json_t *res = NULL;
+  assert_int_equal(fl_gw_list(gw, NULL, &res), 0);
+  json_t *e;
+  size_t i;
+  int found = 0;
+  json_array_foreach(json_object_get(res, "entities"), i, e) found +=
+      strcmp(json_string_value(json_object_get(e, "name")), name) == 0;
+  json_decref(res);
+  return found;
+}
+
+static void test_resolve_unpinned(void **state) {
+  fixture *f = *state;
+  fl_gw_set_remote(f->gw, &stub_ops, NULL);
+  fl_entity *a = fl_entity_new(f->gw, GID_A, "alice");
+  fl_entity *r = remote_new(f->gw, GID_B, "rob", "hostB");
+  fl_entity *got = (fl_entity *)1;
+  char err[512] = "";
+
+  /* name@host of a host nobody pinned: say so, and how to pin it. */
+  assert_int_equal(fl_roster_resolve(f->gw, "bob@hostB", &got, err, sizeof err), FL_EUNPINNED);
+  assert_null(got);
+  assert_string_equal(err, UNPINNED_B);
+  assert_int_equal(fl_roster_resolve(f->gw, "rob@hostB", &got, err, sizeof err), FL_EUNPINNED);
+  /* This host needs no pin. */
+  assert_int_equal(fl_roster_resolve(f->gw, "alice@hostA", &got, err, sizeof err), 0);
+  assert_ptr_equal(got, a);
+
+  /* Pinned: found, and a name it does not have is simply unknown. */
+  assert_int_equal(fl_gw_peer_add(f->gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->gw, "rob@hostB", &got, err, sizeof err), 0);
+  assert_ptr_equal(got, r);
+  assert_int_equal(fl_roster_resolve(f->gw, "bob@hostB", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_true(listed(f->gw, "rob"));
+
+  /* A bare name nobody here has, that an unpinned host announced. */
+  assert_int_equal(fl_roster_resolve(f->gw, "carol", &got, err, sizeof err), FL_EUNPINNED);
+  assert_non_null(strstr(err, "host 'hostC' is not pinned here: fleetctl peer add hostC KEY"));
+  assert_non_null(strstr(err, "'carol'"));
+  assert_int_equal(fl_roster_resolve(f->gw, "dave", &got, err, sizeof err), FL_ENOTFOUND);
+
+  /* Unpinned: rob leaves the roster at once, by name, gid and list. */
+  json_t *st = fl_gw_status(f->gw);
+  json_int_t before = json_integer_value(json_object_get(st, "entities"));
+  json_decref(st);
+  assert_int_equal(fl_gw_peer_remove(f->gw, "hostB", err, sizeof err), 0);
+  assert_true(r->dropped);
+  assert_false(a->dropped);
+  assert_int_equal(fl_roster_resolve(f->gw, "rob@hostB", &got, err, sizeof err), FL_EUNPINNED);
+  assert_string_equal(err, UNPINNED_B);
+  assert_int_equal(fl_roster_resolve(f->gw, "rob", &got, err, sizeof err), FL_EUNPINNED);
+  assert_non_null(strstr(err, UNPINNED_B "; 'rob' is on that host"));
+  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), FL_EUNPINNED);
+  assert_non_null(strstr(err, UNPINNED_B));
+  assert_false(listed(f->gw, "rob"));
+  assert_true(listed(f->gw, "alice"));
+  st = fl_gw_status(f->gw);
+  assert_int_equal(json_integer_value(json_object_get(st, "entities")), before - 1);
+  json_decref(st);
+  /* Dropped, not freed: the pointer stays valid. */
+  assert_ptr_equal(fl_entity_by_gid(f->gw, GID_B), r);
+
+  /* Pinned again, rob stays out until a beat of hostB brings it back
+   * (presence.c); meanwhile its name is merely unknown. */
+  assert_int_equal(fl_gw_peer_add(f->gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->gw, "rob", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), FL_ENOTFOUND);
+  fl_gw_set_remote(f->gw, NULL, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_entity_new_and_lookup, setup, teardown),
@@ -292,6 +421,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_resolve_ambiguous, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persist_round_trip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_attach_refusals, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resolve_unpinned, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
