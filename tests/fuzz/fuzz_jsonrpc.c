@@ -37,6 +37,7 @@
 #include "mcp/mcp.h"
 #include "mcp/schema_check.h"
 #include "mcp/tools.h"
+#include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 
 extern const char fl_schema_tools[];
@@ -68,42 +69,25 @@ static const char fz_init_line[] =
 
 static struct {
   int ready;
-  uv_loop_t loop;
-  fl_gw *gw;
+  fl_test_gw g;
   fl_mcp_counters *counters;
   json_t *tools;
-  char dir[256];
 } fz;
 
 static void fz_teardown(void) {
-  fl_gw_shutdown(fz.gw);
-  uv_run(&fz.loop, UV_RUN_DEFAULT);
-  fl_gw_free(&fz.gw);
-  uv_loop_close(&fz.loop);
+  fl_test_gw_close(&fz.g);
   fl_mcp_cleanup();
   fl_mcp_counters_free(&fz.counters);
   json_decref(fz.tools);
-  fl_test_rmtree(fz.dir);
 }
 
 static void fz_setup_once(void) {
   if (fz.ready)
     return;
-  fl_alloc_init();
-  /* Refused sessions and bad calls are logged; thousands of them are noise. */
-  fl_log_set_level(FL_LOG_ERROR);
-  char err[1024] = "";
-  static fl_gw_config cfg;
-  if (sodium_init() < 0 || fl_test_tmpdir("fuzz-jsonrpc", fz.dir, sizeof fz.dir) != 0 ||
-      uv_loop_init(&fz.loop) != 0 || fl_mcp_init() != 0) {
+  /* fl_test_init quiets the log: refused sessions and bad calls by the
+   * thousand are noise. */
+  if (fl_test_init() != 0 || fl_test_gw_open(&fz.g, "fuzz-jsonrpc") != 0 || fl_mcp_init() != 0) {
     fprintf(stderr, "fuzz_jsonrpc: setup failed\n");
-    abort();
-  }
-  snprintf(cfg.host_id, sizeof cfg.host_id, "fuzzhost");
-  snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", fz.dir);
-  snprintf(cfg.socket, sizeof cfg.socket, "%s/fleetd.sock", fz.dir);
-  if (fl_gw_new(&fz.loop, &cfg, &fz.gw, err, sizeof err) != 0) {
-    fprintf(stderr, "fuzz_jsonrpc: fl_gw_new: %s\n", err);
     abort();
   }
   fz.counters = fl_mcp_counters_new();
@@ -250,7 +234,7 @@ static void fz_line(fl_session *s, fz_conn *c, fz_owed *o, const char *line, siz
   }
   size_t from = c->n;
   fl_session_line(s, line, len);
-  uv_run(&fz.loop, UV_RUN_NOWAIT);
+  uv_run(&fz.g.loop, UV_RUN_NOWAIT);
   fz_check_since(c, from, o, prc, err_id, line);
   json_decref(err_id);
   /* A cancelled call is owed nothing any more: it is dropped unanswered. */
@@ -264,7 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fz_setup_once();
   fz_conn c = {0};
   static fz_owed owed;
-  fl_session *s = fl_session_new(fz.gw, fz.counters, &fz_io, &c);
+  fl_session *s = fl_session_new(fz.g.gw, fz.counters, &fz_io, &c);
   FZ_CHECK(s != NULL, "a session", NULL);
   if (!memmem(data, size, "\"initialize\"", 12))
     fz_line(s, &c, &owed, fz_init_line, strlen(fz_init_line));
@@ -292,7 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   fl_session_free(&s);
   c.freed = 1;
-  uv_run(&fz.loop, UV_RUN_NOWAIT);
+  uv_run(&fz.g.loop, UV_RUN_NOWAIT);
   fz_owed_clear(&owed);
   fz_conn_free(&c);
   return 0;

@@ -31,42 +31,25 @@
 #include "common/time.h"
 #include "gateway/gw_internal.h"
 #include "gateway/presence.h"
+#include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct {
-  char dir[64];
-  uv_loop_t loop;
-  fl_gw *gw;
+  fl_test_gw g;
   fl_presence *p;
 } fz;
 
 static void fz_cleanup(void) {
   fl_presence_free(&fz.p);
-  fl_gw_shutdown(fz.gw);
-  uv_run(&fz.loop, UV_RUN_DEFAULT);
-  fl_gw_free(&fz.gw);
-  uv_loop_close(&fz.loop);
-  fl_test_rmtree(fz.dir);
+  fl_test_gw_close(&fz.g);
 }
 
 static void fz_init(void) {
-  fl_alloc_init();
-  fl_log_set_level(FL_LOG_ERROR);
-  if (sodium_init() < 0 || fl_test_tmpdir("fuzz-presence", fz.dir, sizeof fz.dir) != 0)
+  if (fl_test_init() != 0 || fl_test_gw_open(&fz.g, "fuzz-presence") != 0)
     abort();
-  uv_loop_init(&fz.loop);
-  fl_gw_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  snprintf(cfg.host_id, sizeof cfg.host_id, "hostA");
-  snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", fz.dir);
-  char err[512];
-  if (fl_gw_new(&fz.loop, &cfg, &fz.gw, err, sizeof err) != 0) {
-    fprintf(stderr, "fuzz_presence: %s\n", err);
-    abort();
-  }
-  if (fl_presence_new(fz.gw, NULL, 1000, 60000, &fz.p) != 0)
+  if (fl_presence_new(fz.g.gw, NULL, 1000, 60000, &fz.p) != 0)
     abort();
   fl_presence_link(fz.p, 1);
   atexit(fz_cleanup);
@@ -98,7 +81,7 @@ static void fz_check_beat(const fl_beat *b) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (!fz.gw)
+  if (!fz.g.gw)
     fz_init();
   fl_beat b;
   int rc = fl_presence_parse((const char *)data, size, &b);
@@ -111,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_gid(data, size, gid);
     rc = fl_presence_take(fz.p, "hostB", gid, &b, fl_now_ms());
     fz_check(rc == 0 || rc == FL_EFULL || rc == FL_EINVAL || rc == FL_ENOMEM);
-    fl_entity *e = fl_entity_by_gid(fz.gw, gid);
+    fl_entity *e = fl_entity_by_gid(fz.g.gw, gid);
     if (rc == 0) {
       fz_check(e && e->remote && strcmp(e->host, "hostB") == 0);
       fz_check(strcmp(e->name, b.name) == 0 && strcmp(e->role, b.role) == 0);
@@ -120,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fz_check(strcmp(e->groups[i], b.groups[i]) == 0);
     }
   }
-  fz_check(fz.gw->nentities <= FL_MAX_ENTITIES);
+  fz_check(fz.g.gw->nentities <= FL_MAX_ENTITIES);
 
   /* The same bytes as a timestamp. */
   char ts[64];

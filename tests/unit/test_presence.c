@@ -33,6 +33,7 @@
 #include "gateway/gw_internal.h"
 #include "gateway/presence.h"
 #include "gateway/topology.h"
+#include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 
 #define GID_A "0b7e3c1a-2f4d-4c8e-9a1b-3d5f7e9a1c2b"
@@ -159,51 +160,39 @@ static void test_fresh(void **state) {
 /* ---- taking beats into a roster ---------------------------------------------------- */
 
 typedef struct fixture {
-  char dir[64];
-  uv_loop_t loop;
-  fl_gw_config cfg;
-  fl_gw *gw;
+  fl_test_gw g;
   fl_presence *p;
 } fixture;
 
-static int gw_open(fixture *f, unsigned ttl_ms) {
-  char err[512];
-  int rc = fl_gw_new(&f->loop, &f->cfg, &f->gw, err, sizeof err);
-  if (rc) {
-    fprintf(stderr, "fl_gw_new: %s\n", err);
-    return rc;
-  }
-  /* No broker: presence is not started, and is told by hand the link is up. */
-  if ((rc = fl_presence_new(f->gw, NULL, 1000, ttl_ms, &f->p)))
+/* No broker: presence is not started, and is told by hand the link is up. */
+static int presence_open(fixture *f, unsigned ttl_ms) {
+  int rc = fl_presence_new(f->g.gw, NULL, 1000, ttl_ms, &f->p);
+  if (rc)
     return rc;
   fl_presence_load(f->p);
   fl_presence_link(f->p, 1);
   return 0;
 }
 
+/* Restarts gateway and presence, as a fleetd restart would. */
+static int gw_open(fixture *f, unsigned ttl_ms) {
+  int rc = fl_test_gw_start(&f->g);
+  return rc ? rc : presence_open(f, ttl_ms);
+}
+
 static void gw_close(fixture *f) {
   fl_presence_free(&f->p);
-  fl_gw_shutdown(f->gw);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
-  fl_gw_free(&f->gw);
+  fl_test_gw_stop(&f->g);
 }
 
 static int setup(void **state) {
-  fl_alloc_init();
-  fl_log_set_level(FL_LOG_ERROR);
-  if (sodium_init() < 0)
-    return -1;
   fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_tmpdir("presence", f->dir, sizeof f->dir) != 0) {
+  if (!f || fl_test_init() != 0 || fl_test_gw_open(&f->g, "presence") != 0) {
     free(f);
     return -1;
   }
-  uv_loop_init(&f->loop);
-  snprintf(f->cfg.host_id, sizeof f->cfg.host_id, "hostA");
-  snprintf(f->cfg.state_dir, sizeof f->cfg.state_dir, "%s", f->dir);
-  if (gw_open(f, 60) != 0) {
-    uv_loop_close(&f->loop);
-    fl_test_rmtree(f->dir);
+  if (presence_open(f, 60) != 0) {
+    fl_test_gw_close(&f->g);
     free(f);
     return -1;
   }
@@ -213,9 +202,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  gw_close(f);
-  int rc = uv_loop_close(&f->loop);
-  fl_test_rmtree(f->dir);
+  fl_presence_free(&f->p);
+  int rc = fl_test_gw_close(&f->g);
   free(f);
   return rc == 0 ? 0 : -1;
 }
@@ -232,10 +220,10 @@ static void test_take_and_ttl(void **state) {
   fixture *f = *state;
   fl_beat b;
   beat_of(&b, "rob", 1);
-  size_t before = f->gw->nentities;
+  size_t before = f->g.gw->nentities;
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
-  assert_int_equal(f->gw->nentities, before + 1);
-  fl_entity *e = fl_entity_by_gid(f->gw, GID_B);
+  assert_int_equal(f->g.gw->nentities, before + 1);
+  fl_entity *e = fl_entity_by_gid(f->g.gw, GID_B);
   assert_non_null(e);
   assert_true(e->remote);
   assert_string_equal(e->name, "rob");
@@ -256,7 +244,7 @@ static void test_take_and_ttl(void **state) {
   /* A new beat revives it and may rename it; one saying offline is offline. */
   beat_of(&b, "robert", 0);
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
-  assert_int_equal(f->gw->nentities, before + 1);
+  assert_int_equal(f->g.gw->nentities, before + 1);
   assert_string_equal(e->name, "robert");
   assert_string_equal(fl_presence_status(f->p, e), "offline");
   beat_of(&b, "robert", 1);
@@ -269,7 +257,7 @@ static void test_take_refuses_claims(void **state) {
   fl_beat b;
   beat_of(&b, "rob", 1);
   /* A gid that lives on this host cannot be claimed by another. */
-  fl_entity *local = fl_entity_new(f->gw, GID_A, "alice");
+  fl_entity *local = fl_entity_new(f->g.gw, GID_A, "alice");
   assert_non_null(local);
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_A, &b, fl_now_ms()), FL_EINVAL);
   assert_false(local->remote);
@@ -278,13 +266,13 @@ static void test_take_refuses_claims(void **state) {
   /* A gid live on hostB cannot move to hostC while hostB's beat holds... */
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
   assert_int_equal(fl_presence_take(f->p, "hostC", GID_B, &b, fl_now_ms()), FL_EINVAL);
-  fl_entity *e = fl_entity_by_gid(f->gw, GID_B);
+  fl_entity *e = fl_entity_by_gid(f->g.gw, GID_B);
   assert_string_equal(e->host, "hostB");
   /* ...but may once that beat has expired. */
   usleep(100 * 1000);
   assert_int_equal(fl_presence_take(f->p, "hostC", GID_B, &b, fl_now_ms()), 0);
   assert_string_equal(e->host, "hostC");
-  assert_int_equal(f->gw->counters[FL_C_PRESENCE_REFUSED], 2);
+  assert_int_equal(f->g.gw->counters[FL_C_PRESENCE_REFUSED], 2);
 }
 
 static void test_take_roster_cap(void **state) {
@@ -292,16 +280,16 @@ static void test_take_roster_cap(void **state) {
   fl_beat b;
   beat_of(&b, "rob", 1);
   /* Filling 10000 entities for real costs nothing here but time: pretend. */
-  size_t real = f->gw->nentities;
-  f->gw->nentities = FL_MAX_ENTITIES;
+  size_t real = f->g.gw->nentities;
+  f->g.gw->nentities = FL_MAX_ENTITIES;
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), FL_EFULL);
-  assert_null(fl_entity_by_gid(f->gw, GID_B));
-  f->gw->nentities = real;
+  assert_null(fl_entity_by_gid(f->g.gw, GID_B));
+  f->g.gw->nentities = real;
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
   /* An entity already known is updated even at the cap. */
-  f->gw->nentities = FL_MAX_ENTITIES;
+  f->g.gw->nentities = FL_MAX_ENTITIES;
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
-  f->gw->nentities = real + 1;
+  f->g.gw->nentities = real + 1;
 }
 
 static void test_remembered_across_restart(void **state) {
@@ -312,7 +300,7 @@ static void test_remembered_across_restart(void **state) {
   gw_close(f);
   assert_int_equal(gw_open(f, 60), 0);
   /* Who lived where comes back, offline until its host beats again. */
-  fl_entity *e = fl_entity_by_gid(f->gw, GID_B);
+  fl_entity *e = fl_entity_by_gid(f->g.gw, GID_B);
   assert_non_null(e);
   assert_true(e->remote);
   assert_string_equal(e->name, "rob");
@@ -320,7 +308,7 @@ static void test_remembered_across_restart(void **state) {
   assert_int_equal(e->ngroups, 1);
   assert_string_equal(fl_presence_status(f->p, e), "offline");
   /* A remote entity never becomes a local one. */
-  assert_null(fl_entity_local_by_name(f->gw, "rob"));
+  assert_null(fl_entity_local_by_name(f->g.gw, "rob"));
 }
 
 /* ---- pins ------------------------------------------------------------------------ */
@@ -332,47 +320,47 @@ static void test_unpinned_dropped_and_back(void **state) {
   char err[256];
   fl_beat b;
   beat_of(&b, "rob", 1);
-  assert_int_equal(fl_gw_peer_add(f->gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
+  assert_int_equal(fl_gw_peer_add(f->g.gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
-  fl_entity *e = fl_entity_by_gid(f->gw, GID_B);
+  fl_entity *e = fl_entity_by_gid(f->g.gw, GID_B);
   assert_non_null(e);
   assert_false(e->dropped);
 
   /* Unpinned: dropped at once, offline, and forgotten by the store. */
-  assert_int_equal(fl_gw_peer_remove(f->gw, "hostB", err, sizeof err), 0);
+  assert_int_equal(fl_gw_peer_remove(f->g.gw, "hostB", err, sizeof err), 0);
   assert_true(e->dropped);
   assert_string_equal(fl_presence_status(f->p, e), "offline");
   gw_close(f);
   assert_int_equal(gw_open(f, 60), 0);
-  assert_null(fl_entity_by_gid(f->gw, GID_B));
+  assert_null(fl_entity_by_gid(f->g.gw, GID_B));
 
   /* Remembered while its host is not pinned (here: taken by hand, as no
    * verified beat could be): loaded dropped after a restart. */
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
   gw_close(f);
   assert_int_equal(gw_open(f, 60), 0);
-  e = fl_entity_by_gid(f->gw, GID_B);
+  e = fl_entity_by_gid(f->g.gw, GID_B);
   assert_non_null(e);
   assert_true(e->dropped);
   /* Pinned, it loads as before. */
-  assert_int_equal(fl_gw_peer_add(f->gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
+  assert_int_equal(fl_gw_peer_add(f->g.gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
   gw_close(f);
   assert_int_equal(gw_open(f, 60), 0);
-  e = fl_entity_by_gid(f->gw, GID_B);
+  e = fl_entity_by_gid(f->g.gw, GID_B);
   assert_non_null(e);
   assert_false(e->dropped);
 
   /* Dropped, pinned again, and its next beat brings it back: the store
    * remembers it again though nothing about it changed. */
-  assert_int_equal(fl_gw_peer_remove(f->gw, "hostB", err, sizeof err), 0);
+  assert_int_equal(fl_gw_peer_remove(f->g.gw, "hostB", err, sizeof err), 0);
   assert_true(e->dropped);
-  assert_int_equal(fl_gw_peer_add(f->gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
+  assert_int_equal(fl_gw_peer_add(f->g.gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
   assert_false(e->dropped);
   assert_string_equal(fl_presence_status(f->p, e), "online");
   gw_close(f);
   assert_int_equal(gw_open(f, 60), 0);
-  e = fl_entity_by_gid(f->gw, GID_B);
+  e = fl_entity_by_gid(f->g.gw, GID_B);
   assert_non_null(e);
   assert_false(e->dropped);
 }
@@ -402,10 +390,10 @@ static void test_unpinned_beats_refused(void **state) {
   /* Every beat is refused and counted (the log says so once a minute). */
   for (int i = 0; i < 5; i++)
     fl_presence_receive(f->p, &d);
-  assert_int_equal(f->gw->counters[FL_C_PRESENCE_REFUSED], 5);
-  assert_int_equal(f->gw->counters[FL_C_VERIFY_UNPINNED], 5);
-  assert_int_equal(f->gw->counters[FL_C_PRESENCE_RECEIVED], 0);
-  assert_null(fl_entity_by_gid(f->gw, GID_B));
+  assert_int_equal(f->g.gw->counters[FL_C_PRESENCE_REFUSED], 5);
+  assert_int_equal(f->g.gw->counters[FL_C_VERIFY_UNPINNED], 5);
+  assert_int_equal(f->g.gw->counters[FL_C_PRESENCE_RECEIVED], 0);
+  assert_null(fl_entity_by_gid(f->g.gw, GID_B));
   /* What it announced is only a hint, for an error that says what to pin. */
   char host[64] = "";
   assert_int_equal(fl_presence_unpinned_claim(f->p, "bob", host, sizeof host), 1);

@@ -30,48 +30,19 @@
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
 #include "gateway/roster.h"
+#include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 
 #define GID_A "0b7e3c1a-2f4d-4c8e-9a1b-3d5f7e9a1c2b"
 #define GID_B "5c9d1e2f-3a4b-4c6d-8e7f-9a0b1c2d3e4f"
 
 typedef struct fixture {
-  char dir[64];
-  uv_loop_t loop;
-  fl_gw_config cfg;
-  fl_gw *gw;
+  fl_test_gw g;
 } fixture;
 
-static int gw_open(fixture *f) {
-  char err[512];
-  int rc = fl_gw_new(&f->loop, &f->cfg, &f->gw, err, sizeof err);
-  if (rc)
-    fprintf(stderr, "fl_gw_new: %s\n", err);
-  return rc;
-}
-
-static void gw_close(fixture *f) {
-  fl_gw_shutdown(f->gw);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
-  fl_gw_free(&f->gw);
-}
-
 static int setup(void **state) {
-  fl_alloc_init();
-  fl_log_set_level(FL_LOG_ERROR);
-  if (sodium_init() < 0)
-    return -1;
   fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_tmpdir("roster", f->dir, sizeof f->dir) != 0) {
-    free(f);
-    return -1;
-  }
-  uv_loop_init(&f->loop);
-  snprintf(f->cfg.host_id, sizeof f->cfg.host_id, "hostA");
-  snprintf(f->cfg.state_dir, sizeof f->cfg.state_dir, "%s", f->dir);
-  if (gw_open(f) != 0) {
-    uv_loop_close(&f->loop);
-    fl_test_rmtree(f->dir);
+  if (!f || fl_test_init() != 0 || fl_test_gw_open(&f->g, "roster") != 0) {
     free(f);
     return -1;
   }
@@ -81,9 +52,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  gw_close(f);
-  int rc = uv_loop_close(&f->loop);
-  fl_test_rmtree(f->dir);
+  int rc = fl_test_gw_close(&f->g);
   free(f);
   return rc == 0 ? 0 : -1;
 }
@@ -99,22 +68,22 @@ static fl_entity *remote_new(fl_gw *gw, const char *gid, const char *name, const
 
 static void test_entity_new_and_lookup(void **state) {
   fixture *f = *state;
-  size_t before = f->gw->nentities;
-  fl_entity *a = fl_entity_new(f->gw, GID_A, "alice");
+  size_t before = f->g.gw->nentities;
+  fl_entity *a = fl_entity_new(f->g.gw, GID_A, "alice");
   assert_non_null(a);
-  assert_int_equal(f->gw->nentities, before + 1);
-  assert_ptr_equal(fl_entity_by_gid(f->gw, GID_A), a);
+  assert_int_equal(f->g.gw->nentities, before + 1);
+  assert_ptr_equal(fl_entity_by_gid(f->g.gw, GID_A), a);
   /* gids compare in any case: a UUID typed in capitals is the same one. */
-  assert_ptr_equal(fl_entity_by_gid(f->gw, "0B7E3C1A-2F4D-4C8E-9A1B-3D5F7E9A1C2B"), a);
-  assert_ptr_equal(fl_entity_local_by_name(f->gw, "alice"), a);
-  assert_null(fl_entity_by_gid(f->gw, GID_B));
-  assert_null(fl_entity_local_by_name(f->gw, "nobody"));
+  assert_ptr_equal(fl_entity_by_gid(f->g.gw, "0B7E3C1A-2F4D-4C8E-9A1B-3D5F7E9A1C2B"), a);
+  assert_ptr_equal(fl_entity_local_by_name(f->g.gw, "alice"), a);
+  assert_null(fl_entity_by_gid(f->g.gw, GID_B));
+  assert_null(fl_entity_local_by_name(f->g.gw, "nobody"));
   assert_string_equal(fl_entity_host(a), "hostA");
 
   /* A remote entity is no local name. */
-  fl_entity *r = remote_new(f->gw, GID_B, "rob", "hostB");
-  assert_null(fl_entity_local_by_name(f->gw, "rob"));
-  assert_ptr_equal(fl_entity_by_gid(f->gw, GID_B), r);
+  fl_entity *r = remote_new(f->g.gw, GID_B, "rob", "hostB");
+  assert_null(fl_entity_local_by_name(f->g.gw, "rob"));
+  assert_ptr_equal(fl_entity_by_gid(f->g.gw, GID_B), r);
   assert_string_equal(fl_entity_host(r), "hostB");
 
   json_t *ref = fl_entity_ref_json(a);
@@ -125,7 +94,7 @@ static void test_entity_new_and_lookup(void **state) {
 
 static void test_groups_and_record(void **state) {
   fixture *f = *state;
-  fl_entity *e = fl_entity_new(f->gw, GID_A, "alice");
+  fl_entity *e = fl_entity_new(f->g.gw, GID_A, "alice");
   assert_non_null(e);
   char long_group[FL_MAX_GROUP_NAME + 8];
   memset(long_group, 'g', sizeof long_group - 1);
@@ -163,64 +132,64 @@ static void test_groups_and_record(void **state) {
 
 static void test_resolve_gid_name_host(void **state) {
   fixture *f = *state;
-  fl_entity *a = fl_entity_new(f->gw, GID_A, "alice");
-  fl_entity *r = remote_new(f->gw, GID_B, "rob", "hostB");
+  fl_entity *a = fl_entity_new(f->g.gw, GID_A, "alice");
+  fl_entity *r = remote_new(f->g.gw, GID_B, "rob", "hostB");
   fl_entity *got = NULL;
   char err[512] = "";
-  assert_int_equal(fl_roster_resolve(f->gw, GID_A, &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, GID_A, &got, err, sizeof err), 0);
   assert_ptr_equal(got, a);
-  assert_int_equal(fl_roster_resolve(f->gw, "alice", &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "alice", &got, err, sizeof err), 0);
   assert_ptr_equal(got, a);
-  assert_int_equal(fl_roster_resolve(f->gw, "alice@hostA", &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "alice@hostA", &got, err, sizeof err), 0);
   assert_ptr_equal(got, a);
-  assert_int_equal(fl_roster_resolve(f->gw, "rob", &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "rob", &got, err, sizeof err), 0);
   assert_ptr_equal(got, r);
-  assert_int_equal(fl_roster_resolve(f->gw, "rob@hostB", &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "rob@hostB", &got, err, sizeof err), 0);
   assert_ptr_equal(got, r);
-  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, GID_B, &got, err, sizeof err), 0);
   assert_ptr_equal(got, r);
 }
 
 static void test_resolve_unknown(void **state) {
   fixture *f = *state;
-  fl_entity_new(f->gw, GID_A, "alice");
+  fl_entity_new(f->g.gw, GID_A, "alice");
   fl_entity *got = (fl_entity *)1;
   char err[512] = "";
-  assert_int_equal(fl_roster_resolve(f->gw, "bob", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "bob", &got, err, sizeof err), FL_ENOTFOUND);
   assert_null(got);
   /* Single-host mode: the error says where it looked and how to find out. */
   assert_non_null(strstr(err, "no entity 'bob' on this host"));
   assert_non_null(strstr(err, "list the roster"));
   /* The right name on the wrong host is unknown too. */
-  assert_int_equal(fl_roster_resolve(f->gw, "alice@hostZ", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "alice@hostZ", &got, err, sizeof err), FL_ENOTFOUND);
   assert_non_null(strstr(err, "alice@hostZ"));
   /* A gid nobody has. */
-  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), FL_ENOTFOUND);
+  assert_int_equal(fl_roster_resolve(f->g.gw, GID_B, &got, err, sizeof err), FL_ENOTFOUND);
   /* The error fits any buffer, even none. */
   char tiny[8];
-  assert_int_equal(fl_roster_resolve(f->gw, "bob", &got, tiny, sizeof tiny), FL_ENOTFOUND);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "bob", &got, tiny, sizeof tiny), FL_ENOTFOUND);
   assert_int_equal(strlen(tiny), sizeof tiny - 1);
-  assert_int_equal(fl_roster_resolve(f->gw, "bob", &got, NULL, 0), FL_ENOTFOUND);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "bob", &got, NULL, 0), FL_ENOTFOUND);
 }
 
 static void test_resolve_ambiguous(void **state) {
   fixture *f = *state;
-  fl_entity *a = fl_entity_new(f->gw, GID_A, "dup");
-  fl_entity *r = remote_new(f->gw, GID_B, "dup", "hostB");
+  fl_entity *a = fl_entity_new(f->g.gw, GID_A, "dup");
+  fl_entity *r = remote_new(f->g.gw, GID_B, "dup", "hostB");
   fl_entity *got = (fl_entity *)1;
   char err[512] = "";
-  assert_int_equal(fl_roster_resolve(f->gw, "dup", &got, err, sizeof err), FL_EAMBIGUOUS);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "dup", &got, err, sizeof err), FL_EAMBIGUOUS);
   assert_null(got);
   assert_non_null(strstr(err, "more than one host"));
   assert_non_null(strstr(err, "dup@hostA"));
   assert_non_null(strstr(err, "dup@hostB"));
   /* Each candidate, as listed, resolves to one entity. */
-  assert_int_equal(fl_roster_resolve(f->gw, "dup@hostA", &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "dup@hostA", &got, err, sizeof err), 0);
   assert_ptr_equal(got, a);
-  assert_int_equal(fl_roster_resolve(f->gw, "dup@hostB", &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "dup@hostB", &got, err, sizeof err), 0);
   assert_ptr_equal(got, r);
   /* So does the gid. */
-  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, GID_B, &got, err, sizeof err), 0);
   assert_ptr_equal(got, r);
 }
 
@@ -232,7 +201,7 @@ static void test_persist_round_trip(void **state) {
   id.groups[1] = groups[1];
   fl_client *c = NULL;
   char err[512] = "";
-  assert_int_equal(fl_gw_attach(f->gw, &id, NULL, NULL, &c, err, sizeof err), 0);
+  assert_int_equal(fl_gw_attach(f->g.gw, &id, NULL, NULL, &c, err, sizeof err), 0);
   char gid[FL_ID_LEN];
   snprintf(gid, sizeof gid, "%s", fl_client_gid(c));
   assert_true(fl_is_uuid(gid));
@@ -240,17 +209,17 @@ static void test_persist_round_trip(void **state) {
 
   /* A live name cannot be taken; the error names it and says it is in use. */
   fl_client *c2 = NULL;
-  assert_int_equal(fl_gw_attach(f->gw, &id, NULL, NULL, &c2, err, sizeof err), FL_ENAMETAKEN);
+  assert_int_equal(fl_gw_attach(f->g.gw, &id, NULL, NULL, &c2, err, sizeof err), FL_ENAMETAKEN);
   assert_null(c2);
   assert_non_null(strstr(err, "carol"));
   assert_non_null(strstr(err, "in use"));
-  fl_gw_detach(f->gw, &c);
+  fl_gw_detach(f->g.gw, &c);
   assert_null(c);
 
   /* Restart: the name resumes its gid, role and groups from the store. */
-  gw_close(f);
-  assert_int_equal(gw_open(f), 0);
-  fl_entity *e = fl_entity_local_by_name(f->gw, "carol");
+  fl_test_gw_stop(&f->g);
+  assert_int_equal(fl_test_gw_start(&f->g), 0);
+  fl_entity *e = fl_entity_local_by_name(f->g.gw, "carol");
   assert_non_null(e);
   assert_string_equal(e->gid, gid);
   assert_string_equal(e->role, "worker");
@@ -261,10 +230,10 @@ static void test_persist_round_trip(void **state) {
 
   /* Attaching again without groups keeps them, and keeps the gid. */
   fl_ident again = {.name = "carol"};
-  assert_int_equal(fl_gw_attach(f->gw, &again, NULL, NULL, &c, err, sizeof err), 0);
+  assert_int_equal(fl_gw_attach(f->g.gw, &again, NULL, NULL, &c, err, sizeof err), 0);
   assert_string_equal(fl_client_gid(c), gid);
   assert_int_equal(e->ngroups, 2);
-  fl_gw_detach(f->gw, &c);
+  fl_gw_detach(f->g.gw, &c);
 }
 
 static void test_attach_refusals(void **state) {
@@ -272,16 +241,16 @@ static void test_attach_refusals(void **state) {
   fl_client *c = (fl_client *)1;
   char err[512] = "";
   fl_ident bad_name = {.name = "no spaces"};
-  assert_int_equal(fl_gw_attach(f->gw, &bad_name, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
+  assert_int_equal(fl_gw_attach(f->g.gw, &bad_name, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
   assert_null(c);
   assert_non_null(strstr(err, "no spaces"));
   fl_ident uuid_name = {.name = GID_A};
-  assert_int_equal(fl_gw_attach(f->gw, &uuid_name, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
+  assert_int_equal(fl_gw_attach(f->g.gw, &uuid_name, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
   fl_ident bad_gid = {.name = "dan", .gid = "not-a-uuid"};
-  assert_int_equal(fl_gw_attach(f->gw, &bad_gid, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
+  assert_int_equal(fl_gw_attach(f->g.gw, &bad_gid, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
   assert_non_null(strstr(err, "not-a-uuid"));
   /* None of the refusals left an entity behind. */
-  assert_null(fl_entity_local_by_name(f->gw, "dan"));
+  assert_null(fl_entity_local_by_name(f->g.gw, "dan"));
   /* The gateway's own words name no frontend setting. */
   assert_null(strstr(err, "FLEET_"));
 }
@@ -355,61 +324,61 @@ static int listed(fl_gw *gw, const char *name) {
 
 static void test_resolve_unpinned(void **state) {
   fixture *f = *state;
-  fl_gw_set_remote(f->gw, &stub_ops, NULL);
-  fl_entity *a = fl_entity_new(f->gw, GID_A, "alice");
-  fl_entity *r = remote_new(f->gw, GID_B, "rob", "hostB");
+  fl_gw_set_remote(f->g.gw, &stub_ops, NULL);
+  fl_entity *a = fl_entity_new(f->g.gw, GID_A, "alice");
+  fl_entity *r = remote_new(f->g.gw, GID_B, "rob", "hostB");
   fl_entity *got = (fl_entity *)1;
   char err[512] = "";
 
   /* name@host of a host nobody pinned: say so, and how to pin it. */
-  assert_int_equal(fl_roster_resolve(f->gw, "bob@hostB", &got, err, sizeof err), FL_EUNPINNED);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "bob@hostB", &got, err, sizeof err), FL_EUNPINNED);
   assert_null(got);
   assert_string_equal(err, UNPINNED_B);
-  assert_int_equal(fl_roster_resolve(f->gw, "rob@hostB", &got, err, sizeof err), FL_EUNPINNED);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "rob@hostB", &got, err, sizeof err), FL_EUNPINNED);
   /* This host needs no pin. */
-  assert_int_equal(fl_roster_resolve(f->gw, "alice@hostA", &got, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "alice@hostA", &got, err, sizeof err), 0);
   assert_ptr_equal(got, a);
 
   /* Pinned: found, and a name it does not have is simply unknown. */
-  assert_int_equal(fl_gw_peer_add(f->gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
-  assert_int_equal(fl_roster_resolve(f->gw, "rob@hostB", &got, err, sizeof err), 0);
+  assert_int_equal(fl_gw_peer_add(f->g.gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "rob@hostB", &got, err, sizeof err), 0);
   assert_ptr_equal(got, r);
-  assert_int_equal(fl_roster_resolve(f->gw, "bob@hostB", &got, err, sizeof err), FL_ENOTFOUND);
-  assert_true(listed(f->gw, "rob"));
+  assert_int_equal(fl_roster_resolve(f->g.gw, "bob@hostB", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_true(listed(f->g.gw, "rob"));
 
   /* A bare name nobody here has, that an unpinned host announced. */
-  assert_int_equal(fl_roster_resolve(f->gw, "carol", &got, err, sizeof err), FL_EUNPINNED);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "carol", &got, err, sizeof err), FL_EUNPINNED);
   assert_non_null(strstr(err, "host 'hostC' is not pinned here: fleetctl peer add hostC KEY"));
   assert_non_null(strstr(err, "'carol'"));
-  assert_int_equal(fl_roster_resolve(f->gw, "dave", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "dave", &got, err, sizeof err), FL_ENOTFOUND);
 
   /* Unpinned: rob leaves the roster at once, by name, gid and list. */
-  json_t *st = fl_gw_status(f->gw);
+  json_t *st = fl_gw_status(f->g.gw);
   json_int_t before = json_integer_value(json_object_get(st, "entities"));
   json_decref(st);
-  assert_int_equal(fl_gw_peer_remove(f->gw, "hostB", err, sizeof err), 0);
+  assert_int_equal(fl_gw_peer_remove(f->g.gw, "hostB", err, sizeof err), 0);
   assert_true(r->dropped);
   assert_false(a->dropped);
-  assert_int_equal(fl_roster_resolve(f->gw, "rob@hostB", &got, err, sizeof err), FL_EUNPINNED);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "rob@hostB", &got, err, sizeof err), FL_EUNPINNED);
   assert_string_equal(err, UNPINNED_B);
-  assert_int_equal(fl_roster_resolve(f->gw, "rob", &got, err, sizeof err), FL_EUNPINNED);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "rob", &got, err, sizeof err), FL_EUNPINNED);
   assert_non_null(strstr(err, UNPINNED_B "; 'rob' is on that host"));
-  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), FL_EUNPINNED);
+  assert_int_equal(fl_roster_resolve(f->g.gw, GID_B, &got, err, sizeof err), FL_EUNPINNED);
   assert_non_null(strstr(err, UNPINNED_B));
-  assert_false(listed(f->gw, "rob"));
-  assert_true(listed(f->gw, "alice"));
-  st = fl_gw_status(f->gw);
+  assert_false(listed(f->g.gw, "rob"));
+  assert_true(listed(f->g.gw, "alice"));
+  st = fl_gw_status(f->g.gw);
   assert_int_equal(json_integer_value(json_object_get(st, "entities")), before - 1);
   json_decref(st);
   /* Dropped, not freed: the pointer stays valid. */
-  assert_ptr_equal(fl_entity_by_gid(f->gw, GID_B), r);
+  assert_ptr_equal(fl_entity_by_gid(f->g.gw, GID_B), r);
 
   /* Pinned again, rob stays out until a beat of hostB brings it back
    * (presence.c); meanwhile its name is merely unknown. */
-  assert_int_equal(fl_gw_peer_add(f->gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
-  assert_int_equal(fl_roster_resolve(f->gw, "rob", &got, err, sizeof err), FL_ENOTFOUND);
-  assert_int_equal(fl_roster_resolve(f->gw, GID_B, &got, err, sizeof err), FL_ENOTFOUND);
-  fl_gw_set_remote(f->gw, NULL, NULL);
+  assert_int_equal(fl_gw_peer_add(f->g.gw, "hostB", KEY_B, NULL, err, sizeof err), 0);
+  assert_int_equal(fl_roster_resolve(f->g.gw, "rob", &got, err, sizeof err), FL_ENOTFOUND);
+  assert_int_equal(fl_roster_resolve(f->g.gw, GID_B, &got, err, sizeof err), FL_ENOTFOUND);
+  fl_gw_set_remote(f->g.gw, NULL, NULL);
 }
 
 int main(void) {

@@ -31,6 +31,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "mcp/tools.h"
+#include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 
 extern const char fl_schema_tools[];
@@ -87,10 +88,8 @@ static void test_every_handler_is_declared(void **state) {
 /* ---- a session on a real gateway ----------------------------------------------- */
 
 typedef struct env {
-  uv_loop_t loop;
-  fl_gw *gw;
+  fl_test_gw g;
   fl_mcp_counters *counters;
-  char dir[256];
 } env;
 
 typedef struct out {
@@ -108,21 +107,11 @@ static void capture(void *conn, char *line, size_t len) {
 static const fl_session_io capture_io = {.write = capture};
 
 static int group_setup(void **state) {
-  fl_alloc_init();
-  fl_log_set_level(FL_LOG_ERROR);
-  assert_true(sodium_init() >= 0);
+  assert_int_equal(fl_test_init(), 0);
   env *e = calloc(1, sizeof *e);
   assert_non_null(e);
-  assert_int_equal(fl_test_tmpdir("tools", e->dir, sizeof e->dir), 0);
-  assert_int_equal(uv_loop_init(&e->loop), 0);
+  assert_int_equal(fl_test_gw_open(&e->g, "tools"), 0);
   assert_int_equal(fl_mcp_init(), 0);
-  static fl_gw_config cfg;
-  snprintf(cfg.host_id, sizeof cfg.host_id, "toolhost");
-  snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", e->dir);
-  snprintf(cfg.socket, sizeof cfg.socket, "%s/fleetd.sock", e->dir);
-  char err[512] = "";
-  if (fl_gw_new(&e->loop, &cfg, &e->gw, err, sizeof err) != 0)
-    fail_msg("fl_gw_new: %s", err);
   e->counters = fl_mcp_counters_new();
   assert_non_null(e->counters);
   *state = e;
@@ -131,13 +120,9 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   env *e = *state;
-  fl_gw_shutdown(e->gw);
-  uv_run(&e->loop, UV_RUN_DEFAULT);
-  fl_gw_free(&e->gw);
-  assert_int_equal(uv_loop_close(&e->loop), 0);
+  assert_int_equal(fl_test_gw_close(&e->g), 0);
   fl_mcp_cleanup();
   fl_mcp_counters_free(&e->counters);
-  fl_test_rmtree(e->dir);
   free(e);
   return 0;
 }
@@ -147,7 +132,7 @@ static int group_teardown(void **state) {
 static json_t *send_line(env *e, fl_session *s, out *o, const char *line) {
   size_t before = json_array_size(o->lines);
   fl_session_line(s, line, strlen(line));
-  uv_run(&e->loop, UV_RUN_NOWAIT);
+  uv_run(&e->g.loop, UV_RUN_NOWAIT);
   size_t after = json_array_size(o->lines);
   return after > before ? json_array_get(o->lines, after - 1) : NULL;
 }
@@ -170,7 +155,7 @@ static void init_line(char *line, size_t n, const char *name, const char *client
 
 static fl_session *session_of(env *e, out *o, const char *name, const char *client) {
   o->lines = json_array();
-  fl_session *s = fl_session_new(e->gw, e->counters, &capture_io, o);
+  fl_session *s = fl_session_new(e->g.gw, e->counters, &capture_io, o);
   assert_non_null(s);
   char line[512];
   init_line(line, sizeof line, name, client);
@@ -283,7 +268,7 @@ static void test_answered_and_parked_calls(void **state) {
                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
                 "\"fleet_send\",\"arguments\":{\"to\":\"tt-park\",\"content\":\"hello\"}}}");
   assert_null(json_object_get(json_object_get(r, "result"), "isError"));
-  uv_run(&e->loop, UV_RUN_NOWAIT);
+  uv_run(&e->g.loop, UV_RUN_NOWAIT);
   assert_int_equal(fl_tools_parked(s), 0);
   r = json_array_get(o.lines, json_array_size(o.lines) - 1);
   assert_string_equal(json_string_value(json_object_get(r, "id")), "p2");
@@ -295,7 +280,7 @@ static void test_answered_and_parked_calls(void **state) {
             "\"fleet_poll\",\"arguments\":{\"wait_s\":30}}}");
   assert_int_equal(fl_tools_parked(s), 1);
   session_end(&s, &o);
-  uv_run(&e->loop, UV_RUN_NOWAIT);
+  uv_run(&e->g.loop, UV_RUN_NOWAIT);
   session_end(&s2, &o2);
 }
 
@@ -303,7 +288,7 @@ static void test_dispatch_and_counters_in_status(void **state) {
   env *e = *state;
   out o;
   o.lines = json_array();
-  fl_session *s = fl_session_new(e->gw, e->counters, &capture_io, &o);
+  fl_session *s = fl_session_new(e->g.gw, e->counters, &capture_io, &o);
   assert_non_null(s);
   unsigned long long invalid = count_of(e, FL_MCP_C_REQUESTS_INVALID);
   unsigned long long unknown = count_of(e, FL_MCP_C_REQUESTS_UNKNOWN_METHOD);
@@ -345,7 +330,7 @@ static void test_refused_identity_names_the_fix(void **state) {
   fl_session *s = session_as(e, &o, "tt-taken");
   unsigned long long refused = count_of(e, FL_MCP_C_SESSIONS_REFUSED);
   o2.lines = json_array();
-  fl_session *s2 = fl_session_new(e->gw, e->counters, &capture_io, &o2);
+  fl_session *s2 = fl_session_new(e->g.gw, e->counters, &capture_io, &o2);
   json_t *r = send_line(e, s2, &o2,
                         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
                         "\"_meta\":{\"fleet/identity\":{\"name\":\"tt-taken\"}}}}");
@@ -437,7 +422,7 @@ static void test_hints_follow_the_interface(void **state) {
     /* A name held by a live session: pick another, in this reader's words. */
     out o2;
     o2.lines = json_array();
-    fl_session *s2 = fl_session_new(e->gw, e->counters, &capture_io, &o2);
+    fl_session *s2 = fl_session_new(e->g.gw, e->counters, &capture_io, &o2);
     char line[512];
     init_line(line, sizeof line, name, clients[cli]);
     r = send_line(e, s2, &o2, line);

@@ -24,12 +24,11 @@
 #include "common/log.h"
 #include "gateway/gw_internal.h"
 #include "gateway/wait.h"
+#include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 
 typedef struct fixture {
-  char dir[64];
-  uv_loop_t loop;
-  fl_gw *gw;
+  fl_test_gw g;
 } fixture;
 
 /* What a callback saw. */
@@ -48,25 +47,8 @@ static void seen_cb(void *ctx, json_t *result, const char *err) {
 }
 
 static int setup(void **state) {
-  fl_alloc_init();
-  fl_log_set_level(FL_LOG_ERROR);
-  if (sodium_init() < 0)
-    return -1;
   fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_tmpdir("wait", f->dir, sizeof f->dir) != 0) {
-    free(f);
-    return -1;
-  }
-  uv_loop_init(&f->loop);
-  fl_gw_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  snprintf(cfg.host_id, sizeof cfg.host_id, "hostA");
-  snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", f->dir);
-  char err[512];
-  if (fl_gw_new(&f->loop, &cfg, &f->gw, err, sizeof err) != 0) {
-    fprintf(stderr, "fl_gw_new: %s\n", err);
-    uv_loop_close(&f->loop);
-    fl_test_rmtree(f->dir);
+  if (!f || fl_test_init() != 0 || fl_test_gw_open(&f->g, "wait") != 0) {
     free(f);
     return -1;
   }
@@ -76,11 +58,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  fl_gw_shutdown(f->gw);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
-  fl_gw_free(&f->gw);
-  int rc = uv_loop_close(&f->loop);
-  fl_test_rmtree(f->dir);
+  int rc = fl_test_gw_close(&f->g);
   free(f);
   return rc == 0 ? 0 : -1;
 }
@@ -89,7 +67,7 @@ static fl_client *attach(fixture *f, const char *name) {
   fl_ident id = {.name = name};
   fl_client *c = NULL;
   char err[512] = "";
-  assert_int_equal(fl_gw_attach(f->gw, name ? &id : NULL, NULL, NULL, &c, err, sizeof err), 0);
+  assert_int_equal(fl_gw_attach(f->g.gw, name ? &id : NULL, NULL, NULL, &c, err, sizeof err), 0);
   return c;
 }
 
@@ -111,11 +89,11 @@ static void test_timeout_calls_back_once(void **state) {
   fl_wait *w = NULL;
   char err[256] = "";
   assert_int_equal(
-      fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.02, seen_cb, &s, &w, err, sizeof err), 0);
+      fl_wait_new(f->g.gw, c, FL_WAIT_POLL, &count_ops, 0.02, seen_cb, &s, &w, err, sizeof err), 0);
   assert_non_null(w);
   assert_int_equal(c->nwaits, 1);
   assert_int_equal(s.calls, 0); /* never from inside the call */
-  uv_run(&f->loop, UV_RUN_DEFAULT);
+  uv_run(&f->g.loop, UV_RUN_DEFAULT);
   assert_int_equal(s.calls, 1);
   assert_int_equal(timeouts, 1);
   assert_int_equal(forgets, 1); /* released as it completed */
@@ -123,10 +101,10 @@ static void test_timeout_calls_back_once(void **state) {
   assert_string_equal(s.err, "");
   assert_int_equal(c->nwaits, 0);
   /* More loop turns bring nothing more. */
-  uv_run(&f->loop, UV_RUN_NOWAIT);
+  uv_run(&f->g.loop, UV_RUN_NOWAIT);
   assert_int_equal(s.calls, 1);
   json_decref(s.result);
-  fl_gw_detach(f->gw, &c);
+  fl_gw_detach(f->g.gw, &c);
 }
 
 static void test_cancel_never_calls_back(void **state) {
@@ -137,17 +115,17 @@ static void test_cancel_never_calls_back(void **state) {
   fl_wait *w = NULL;
   char err[256] = "";
   assert_int_equal(
-      fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.01, seen_cb, &s, &w, err, sizeof err), 0);
-  fl_gw_cancel(f->gw, &w);
+      fl_wait_new(f->g.gw, c, FL_WAIT_POLL, &count_ops, 0.01, seen_cb, &s, &w, err, sizeof err), 0);
+  fl_gw_cancel(f->g.gw, &w);
   assert_null(w);
   assert_int_equal(forgets, 1);
-  fl_gw_cancel(f->gw, &w); /* NULL-safe */
-  fl_gw_cancel(f->gw, NULL);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
+  fl_gw_cancel(f->g.gw, &w); /* NULL-safe */
+  fl_gw_cancel(f->g.gw, NULL);
+  uv_run(&f->g.loop, UV_RUN_DEFAULT);
   assert_int_equal(s.calls, 0);
   assert_int_equal(timeouts, 0);
   assert_int_equal(c->nwaits, 0);
-  fl_gw_detach(f->gw, &c);
+  fl_gw_detach(f->g.gw, &c);
 }
 
 static void test_detach_releases_silently(void **state) {
@@ -157,12 +135,12 @@ static void test_detach_releases_silently(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_gw_poll(f->gw, c, NULL, 0.02, 0, seen_cb, &s, &result, &w, err, sizeof err),
+  assert_int_equal(fl_gw_poll(f->g.gw, c, NULL, 0.02, 0, seen_cb, &s, &result, &w, err, sizeof err),
                    0);
   assert_null(result);
   assert_non_null(w);
-  fl_gw_detach(f->gw, &c);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
+  fl_gw_detach(f->g.gw, &c);
+  uv_run(&f->g.loop, UV_RUN_DEFAULT);
   assert_int_equal(s.calls, 0);
 }
 
@@ -173,16 +151,16 @@ static void test_poll_times_out_empty(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_gw_poll(f->gw, c, NULL, 0.03, 0, seen_cb, &s, &result, &w, err, sizeof err),
+  assert_int_equal(fl_gw_poll(f->g.gw, c, NULL, 0.03, 0, seen_cb, &s, &result, &w, err, sizeof err),
                    0);
   assert_non_null(w);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
+  uv_run(&f->g.loop, UV_RUN_DEFAULT);
   assert_int_equal(s.calls, 1);
   assert_non_null(s.result);
   assert_int_equal(json_array_size(json_object_get(s.result, "messages")), 0);
   assert_int_equal(json_integer_value(json_object_get(s.result, "remaining")), 0);
   json_decref(s.result);
-  fl_gw_detach(f->gw, &c);
+  fl_gw_detach(f->g.gw, &c);
 }
 
 static void test_per_client_cap(void **state) {
@@ -193,25 +171,25 @@ static void test_per_client_cap(void **state) {
   char err[256] = "";
   for (int i = 0; i < FL_MAX_WAITERS_PER_CLIENT; i++)
     assert_int_equal(
-        fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 10, seen_cb, &s, &w[i], err, sizeof err),
+        fl_wait_new(f->g.gw, c, FL_WAIT_POLL, &count_ops, 10, seen_cb, &s, &w[i], err, sizeof err),
         0);
   assert_int_equal(fl_wait_room(c, err, sizeof err), FL_EFULL);
   fl_wait *over = NULL;
   assert_int_equal(
-      fl_wait_new(f->gw, c, FL_WAIT_POLL, &count_ops, 0.01, seen_cb, &s, &over, err, sizeof err),
+      fl_wait_new(f->g.gw, c, FL_WAIT_POLL, &count_ops, 0.01, seen_cb, &s, &over, err, sizeof err),
       FL_EFULL);
   assert_null(over);
   char want[32];
   snprintf(want, sizeof want, "at most %d", FL_MAX_WAITERS_PER_CLIENT);
   assert_non_null(strstr(err, want));
   /* One ends: there is room again. */
-  fl_gw_cancel(f->gw, &w[0]);
+  fl_gw_cancel(f->g.gw, &w[0]);
   assert_int_equal(fl_wait_room(c, err, sizeof err), 0);
   for (int i = 1; i < FL_MAX_WAITERS_PER_CLIENT; i++)
-    fl_gw_cancel(f->gw, &w[i]);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
+    fl_gw_cancel(f->g.gw, &w[i]);
+  uv_run(&f->g.loop, UV_RUN_DEFAULT);
   assert_int_equal(s.calls, 0);
-  fl_gw_detach(f->gw, &c);
+  fl_gw_detach(f->g.gw, &c);
 }
 
 /* A message for a long poll ends it before its time, with the message. */
@@ -222,13 +200,13 @@ static void test_poll_woken_by_message(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_gw_poll(f->gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_poll(f->g.gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err), 0);
   assert_non_null(w);
   json_t *sent = NULL;
   fl_wait *sw = NULL;
   assert_int_equal(
-      fl_gw_send(f->gw, bob, "alice", "hello", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
+      fl_gw_send(f->g.gw, bob, "alice", "hello", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
   assert_null(sw);
   assert_string_equal(json_string_value(json_object_get(sent, "status")), "sent");
   json_decref(sent);
@@ -238,10 +216,10 @@ static void test_poll_woken_by_message(void **state) {
   assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "content")),
                       "hello");
   json_decref(s.result);
-  uv_run(&f->loop, UV_RUN_DEFAULT);
+  uv_run(&f->g.loop, UV_RUN_DEFAULT);
   assert_int_equal(s.calls, 1);
-  fl_gw_detach(f->gw, &alice);
-  fl_gw_detach(f->gw, &bob);
+  fl_gw_detach(f->g.gw, &alice);
+  fl_gw_detach(f->g.gw, &bob);
 }
 
 /* A blocking send is resolved by its reply. */
@@ -253,14 +231,14 @@ static void test_send_resolved_by_reply(void **state) {
   fl_wait *w = NULL;
   char err[256] = "";
   assert_int_equal(
-      fl_gw_send(f->gw, alice, "bob", "question", 30, seen_cb, &s, &result, &w, err, sizeof err),
+      fl_gw_send(f->g.gw, alice, "bob", "question", 30, seen_cb, &s, &result, &w, err, sizeof err),
       0);
   assert_null(result);
   assert_non_null(w);
   json_t *rep = NULL;
   fl_wait *rw = NULL;
   assert_int_equal(
-      fl_gw_reply(f->gw, bob, "alice", "answer", NULL, seen_cb, NULL, &rep, &rw, err, sizeof err),
+      fl_gw_reply(f->g.gw, bob, "alice", "answer", NULL, seen_cb, NULL, &rep, &rw, err, sizeof err),
       0);
   assert_string_equal(json_string_value(json_object_get(rep, "status")), "delivered");
   json_decref(rep);
@@ -274,8 +252,8 @@ static void test_send_resolved_by_reply(void **state) {
   assert_string_equal(json_string_value(json_object_get(reply, "traceId")),
                       json_string_value(json_object_get(s.result, "traceId")));
   json_decref(s.result);
-  fl_gw_detach(f->gw, &alice);
-  fl_gw_detach(f->gw, &bob);
+  fl_gw_detach(f->g.gw, &alice);
+  fl_gw_detach(f->g.gw, &bob);
 }
 
 /* Shutdown ends every waiting call now: a send reads pending. */
@@ -287,8 +265,9 @@ static void test_shutdown_ends_waits(void **state) {
   fl_wait *w = NULL;
   char err[256] = "";
   assert_int_equal(
-      fl_gw_send(f->gw, alice, "bob", "anyone?", 30, seen_cb, &s, &result, &w, err, sizeof err), 0);
-  fl_gw_shutdown(f->gw);
+      fl_gw_send(f->g.gw, alice, "bob", "anyone?", 30, seen_cb, &s, &result, &w, err, sizeof err),
+      0);
+  fl_gw_shutdown(f->g.gw);
   assert_int_equal(s.calls, 1);
   assert_string_equal(json_string_value(json_object_get(s.result, "status")), "pending");
   json_decref(s.result);
@@ -296,10 +275,10 @@ static void test_shutdown_ends_waits(void **state) {
   /* A shut-down gateway takes no new session. */
   fl_client *late = NULL;
   fl_ident id = {.name = "late"};
-  assert_int_equal(fl_gw_attach(f->gw, &id, NULL, NULL, &late, err, sizeof err), FL_EOFFLINE);
+  assert_int_equal(fl_gw_attach(f->g.gw, &id, NULL, NULL, &late, err, sizeof err), FL_EOFFLINE);
   /* Sessions still end as usual (teardown's shutdown is a no-op now). */
-  fl_gw_detach(f->gw, &alice);
-  fl_gw_detach(f->gw, &bob);
+  fl_gw_detach(f->g.gw, &alice);
+  fl_gw_detach(f->g.gw, &bob);
 }
 
 int main(void) {
