@@ -15,12 +15,13 @@
  *   held_count(to_gid, n)               held rows per recipient, kept by
  *                                       triggers, for the cap check.
  * Every statement is prepared once at open and cached in fl_store; each use
- * ends with fl_stmt_done so no statement keeps a read transaction open (that
+ * ends with fl_store_stmt_done so no statement keeps a read transaction open (that
  * would stop WAL checkpoints). Writes that must be atomic run between BEGIN
  * IMMEDIATE and COMMIT, and any failure rolls the whole transaction back. The
  * store belongs to the loop thread: the connection is opened without SQLite's
- * own mutex. */
+ * own mutex. The entity tables' calls are in store_roster.c. */
 #include "gateway/store.h"
+#include "gateway/store_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,34 +50,6 @@
 /* A take grows its result array from this many slots, so a take of max=100
  * with two messages held does not allocate for a hundred. */
 #define FL_TAKE_FIRST_SLOTS 16
-
-enum fl_stmt_id {
-  FL_ST_BEGIN,
-  FL_ST_COMMIT,
-  FL_ST_ROLLBACK,
-  FL_ST_SAVEPOINT,
-  FL_ST_RELEASE,
-  FL_ST_ROLLBACK_TO,
-  FL_ST_KNOWN,
-  FL_ST_HELD_ALL,
-  FL_ST_INSERT_HELD,
-  FL_ST_INSERT_SEEN,
-  FL_ST_TAKE_SELECT,
-  FL_ST_ID_SELECT,
-  FL_ST_DELETE_SEQ,
-  FL_ST_COUNT,
-  FL_ST_TOTAL,
-  FL_ST_EXPIRE,
-  FL_ST_TRIM_SEEN,
-  FL_ST_ENTITY_PUT,
-  FL_ST_ENTITY_BY_NAME,
-  FL_ST_ENTITY_EACH,
-  FL_ST_IS_HELD,
-  FL_ST_REMOTE_PUT,
-  FL_ST_REMOTE_EACH,
-  FL_ST_REMOTE_DROP_HOST,
-  FL_ST_COUNT_OF
-};
 
 /* The column list every message select returns, in fl_row_msg's order. */
 #define FL_MSG_COLS                                                                                \
@@ -189,21 +162,15 @@ static const char fl_schema[] =
     " DELETE FROM held_count WHERE to_gid = old.to_gid AND n <= 0;"
     " END;";
 
-struct fl_store {
-  sqlite3 *db;
-  sqlite3_stmt *st[FL_ST_COUNT_OF];
-  int batch; /* inside fl_store_batch_begin / _end */
-};
-
 /* Logs a database failure with SQLite's own words and returns FL_ESTORE. */
-static int fl_db_fail(const fl_store *s, const char *trace, const char *what) {
+int fl_store_db_fail(const fl_store *s, const char *trace, const char *what) {
   fl_error(trace, "store: %s failed: %s", what, s->db ? sqlite3_errmsg(s->db) : "no database");
   return FL_ESTORE;
 }
 
 /* Returns st to its unused state and drops its bindings, so a borrowed
  * string bound with SQLITE_STATIC is never touched again. */
-static void fl_stmt_done(sqlite3_stmt *st) {
+void fl_store_stmt_done(sqlite3_stmt *st) {
   if (!st)
     return;
   sqlite3_reset(st);
@@ -211,21 +178,21 @@ static void fl_stmt_done(sqlite3_stmt *st) {
 }
 
 /* Steps st once: 1 for a row, 0 when done, FL_ESTORE (logged) on error. */
-static int fl_step(fl_store *s, sqlite3_stmt *st, const char *trace, const char *what) {
+int fl_store_step(fl_store *s, sqlite3_stmt *st, const char *trace, const char *what) {
   int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW)
     return 1;
   if (rc == SQLITE_DONE)
     return 0;
-  return fl_db_fail(s, trace, what);
+  return fl_store_db_fail(s, trace, what);
 }
 
 /* Runs a statement that returns no rows (BEGIN, DELETE, ...). */
 static int fl_exec(fl_store *s, enum fl_stmt_id id, const char *trace, const char *what) {
-  int rc = fl_step(s, s->st[id], trace, what);
+  int rc = fl_store_step(s, s->st[id], trace, what);
   if (rc > 0)
     rc = 0;
-  fl_stmt_done(s->st[id]);
+  fl_store_stmt_done(s->st[id]);
   return rc;
 }
 
@@ -274,13 +241,13 @@ int fl_store_batch_end(fl_store *s) {
 }
 
 /* Binds a borrowed, NUL-terminated string. */
-static int fl_bind_text(sqlite3_stmt *st, int i, const char *v) {
+int fl_store_bind_text(sqlite3_stmt *st, int i, const char *v) {
   return sqlite3_bind_text(st, i, v ? v : "", -1, SQLITE_STATIC);
 }
 
 /* Copies a text column into a fixed field, truncating (a row written by this
  * code always fits; one edited by hand must not overflow). */
-static void fl_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n) {
+void fl_store_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n) {
   const unsigned char *v = sqlite3_column_text(st, col);
   size_t len = v ? (size_t)sqlite3_column_bytes(st, col) : 0;
   if (len >= n)
@@ -292,31 +259,30 @@ static void fl_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n) {
 
 /* 1 if the fixed field f of size n is NUL-terminated (and, with nonempty,
  * not ""), else 0. */
-static int fl_field_ok(const char *f, size_t n, int nonempty) {
+int fl_store_field_ok(const char *f, size_t n, int nonempty) {
   size_t len = strnlen(f, n);
   return len < n && (!nonempty || len > 0);
 }
-#define FL_FIELD_OK(f, nonempty) fl_field_ok((f), sizeof(f), (nonempty))
 
 /* Fills m from a row of FL_MSG_COLS; m->content is new (NUL-terminated) on
  * success and NULL on failure. Returns 0, FL_ENOMEM or FL_ESTORE. */
 static int fl_row_msg(fl_store *s, sqlite3_stmt *st, fl_msg *m) {
   memset(m, 0, sizeof *m);
   m->seq = sqlite3_column_int64(st, 0);
-  fl_col_copy(st, 1, m->msg_id, sizeof m->msg_id);
-  fl_col_copy(st, 2, m->to_gid, sizeof m->to_gid);
-  fl_col_copy(st, 3, m->trace_id, sizeof m->trace_id);
-  fl_col_copy(st, 4, m->kind, sizeof m->kind);
-  fl_col_copy(st, 5, m->from_gid, sizeof m->from_gid);
-  fl_col_copy(st, 6, m->from_name, sizeof m->from_name);
-  fl_col_copy(st, 7, m->in_reply_to, sizeof m->in_reply_to);
+  fl_store_col_copy(st, 1, m->msg_id, sizeof m->msg_id);
+  fl_store_col_copy(st, 2, m->to_gid, sizeof m->to_gid);
+  fl_store_col_copy(st, 3, m->trace_id, sizeof m->trace_id);
+  fl_store_col_copy(st, 4, m->kind, sizeof m->kind);
+  fl_store_col_copy(st, 5, m->from_gid, sizeof m->from_gid);
+  fl_store_col_copy(st, 6, m->from_name, sizeof m->from_name);
+  fl_store_col_copy(st, 7, m->in_reply_to, sizeof m->in_reply_to);
   m->ts_ms = sqlite3_column_int64(st, 8);
   m->expires_ms = sqlite3_column_int64(st, 9);
   /* blob before bytes: that is the order SQLite documents as safe. */
   const void *blob = sqlite3_column_blob(st, 10);
   int len = sqlite3_column_bytes(st, 10);
   if (len < 0 || (!blob && len > 0))
-    return fl_db_fail(s, m->trace_id, "reading message content");
+    return fl_store_db_fail(s, m->trace_id, "reading message content");
   m->content = fl_malloc((size_t)len + 1);
   if (!m->content)
     return FL_ENOMEM;
@@ -354,10 +320,10 @@ static int fl_pragma(fl_store *s, const char *sql, char *buf, size_t n) {
   int rc = 0;
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK ||
       sqlite3_step(st) != SQLITE_ROW) {
-    rc = fl_db_fail(s, NULL, sql);
+    rc = fl_store_db_fail(s, NULL, sql);
     goto out;
   }
-  fl_col_copy(st, 0, buf, n);
+  fl_store_col_copy(st, 0, buf, n);
 out:
   sqlite3_finalize(st);
   return rc;
@@ -375,9 +341,9 @@ static int fl_setup_db(fl_store *s) {
     return FL_ESTORE;
   }
   if (sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
-    return fl_db_fail(s, NULL, "setting synchronous=NORMAL");
+    return fl_store_db_fail(s, NULL, "setting synchronous=NORMAL");
   if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-    return fl_db_fail(s, NULL, "begin schema");
+    return fl_store_db_fail(s, NULL, "begin schema");
   if ((rc = fl_pragma(s, "PRAGMA user_version", val, sizeof val)))
     goto fail;
   if (atoi(val) > FL_STORE_SCHEMA_VERSION) {
@@ -392,7 +358,7 @@ static int fl_setup_db(fl_store *s) {
       sqlite3_exec(s->db, "PRAGMA user_version=" FL_STORE_STR(FL_STORE_SCHEMA_VERSION), NULL, NULL,
                    NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-    rc = fl_db_fail(s, NULL, "creating the schema");
+    rc = fl_store_db_fail(s, NULL, "creating the schema");
     goto fail;
   }
   return 0;
@@ -432,7 +398,7 @@ int fl_store_open(const char *path, fl_store **out) {
   for (int i = 0; i < FL_ST_COUNT_OF; i++) {
     if (sqlite3_prepare_v3(s->db, fl_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) !=
         SQLITE_OK) {
-      rc = fl_db_fail(s, NULL, fl_sql[i]);
+      rc = fl_store_db_fail(s, NULL, fl_sql[i]);
       goto fail;
     }
   }
@@ -452,7 +418,7 @@ void fl_store_close(fl_store **sp) {
     sqlite3_finalize(s->st[i]);
   /* Closing the last connection checkpoints the WAL into the database. */
   if (s->db && sqlite3_close(s->db) != SQLITE_OK)
-    fl_db_fail(s, NULL, "close");
+    fl_store_db_fail(s, NULL, "close");
   fl_free(s);
   *sp = NULL;
 }
@@ -484,26 +450,26 @@ int fl_store_put(fl_store *s, fl_msg *m) {
   if ((rc = fl_begin(s, trace)))
     return rc;
 
-  if (fl_bind_text(known, 1, m->msg_id) != SQLITE_OK ||
-      fl_bind_text(known, 2, m->to_gid) != SQLITE_OK) {
-    rc = fl_db_fail(s, trace, "binding the dedup check");
+  if (fl_store_bind_text(known, 1, m->msg_id) != SQLITE_OK ||
+      fl_store_bind_text(known, 2, m->to_gid) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, trace, "binding the dedup check");
     goto out;
   }
-  if ((rc = fl_step(s, known, trace, "dedup check")) < 0)
+  if ((rc = fl_store_step(s, known, trace, "dedup check")) < 0)
     goto out;
   if (rc == 1) {
     rc = FL_EDUP;
     goto out;
   }
 
-  if (fl_bind_text(all, 1, m->to_gid) != SQLITE_OK) {
-    rc = fl_db_fail(s, trace, "binding the held count");
+  if (fl_store_bind_text(all, 1, m->to_gid) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, trace, "binding the held count");
     goto out;
   }
-  if ((rc = fl_step(s, all, trace, "held count")) < 0)
+  if ((rc = fl_store_step(s, all, trace, "held count")) < 0)
     goto out;
   if (rc == 0) {
-    rc = fl_db_fail(s, trace, "held count (no row)");
+    rc = fl_store_db_fail(s, trace, "held count (no row)");
     goto out;
   }
   if (sqlite3_column_int64(all, 0) >= FL_MAX_HELD_PER_ENTITY) {
@@ -512,47 +478,47 @@ int fl_store_put(fl_store *s, fl_msg *m) {
   }
 
   /* A zero-length blob needs a non-NULL pointer, or SQLite binds NULL. */
-  if (fl_bind_text(ins, 1, m->msg_id) != SQLITE_OK ||
-      fl_bind_text(ins, 2, m->to_gid) != SQLITE_OK ||
-      fl_bind_text(ins, 3, m->trace_id) != SQLITE_OK ||
-      fl_bind_text(ins, 4, m->kind) != SQLITE_OK ||
-      fl_bind_text(ins, 5, m->from_gid) != SQLITE_OK ||
-      fl_bind_text(ins, 6, m->from_name) != SQLITE_OK ||
-      fl_bind_text(ins, 7, m->in_reply_to) != SQLITE_OK ||
+  if (fl_store_bind_text(ins, 1, m->msg_id) != SQLITE_OK ||
+      fl_store_bind_text(ins, 2, m->to_gid) != SQLITE_OK ||
+      fl_store_bind_text(ins, 3, m->trace_id) != SQLITE_OK ||
+      fl_store_bind_text(ins, 4, m->kind) != SQLITE_OK ||
+      fl_store_bind_text(ins, 5, m->from_gid) != SQLITE_OK ||
+      fl_store_bind_text(ins, 6, m->from_name) != SQLITE_OK ||
+      fl_store_bind_text(ins, 7, m->in_reply_to) != SQLITE_OK ||
       sqlite3_bind_int64(ins, 8, m->ts_ms) != SQLITE_OK ||
       sqlite3_bind_int64(ins, 9, m->expires_ms) != SQLITE_OK ||
       sqlite3_bind_blob(ins, 10, m->content_len ? m->content : "", (int)m->content_len,
                         SQLITE_STATIC) != SQLITE_OK) {
-    rc = fl_db_fail(s, trace, "binding the message");
+    rc = fl_store_db_fail(s, trace, "binding the message");
     goto out;
   }
-  if ((rc = fl_step(s, ins, trace, "storing the message")) < 0)
+  if ((rc = fl_store_step(s, ins, trace, "storing the message")) < 0)
     goto out;
   int64_t seq = sqlite3_last_insert_rowid(s->db);
 
-  if (fl_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
-      fl_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
+  if (fl_store_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
+      fl_store_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
       sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK) {
-    rc = fl_db_fail(s, trace, "binding the seen entry");
+    rc = fl_store_db_fail(s, trace, "binding the seen entry");
     goto out;
   }
-  if ((rc = fl_step(s, seen, trace, "recording the msgId as seen")) < 0)
+  if ((rc = fl_store_step(s, seen, trace, "recording the msgId as seen")) < 0)
     goto out;
 
-  fl_stmt_done(known);
-  fl_stmt_done(all);
-  fl_stmt_done(ins);
-  fl_stmt_done(seen);
+  fl_store_stmt_done(known);
+  fl_store_stmt_done(all);
+  fl_store_stmt_done(ins);
+  fl_store_stmt_done(seen);
   if ((rc = fl_commit(s, trace)))
     return rc;
   m->seq = seq;
   return 0;
 
 out:
-  fl_stmt_done(known);
-  fl_stmt_done(all);
-  fl_stmt_done(ins);
-  fl_stmt_done(seen);
+  fl_store_stmt_done(known);
+  fl_store_stmt_done(all);
+  fl_store_stmt_done(ins);
+  fl_store_stmt_done(seen);
   fl_rollback(s, trace);
   return rc;
 }
@@ -561,8 +527,8 @@ out:
 static int fl_delete_seq(fl_store *s, int64_t seq, const char *trace) {
   sqlite3_stmt *del = s->st[FL_ST_DELETE_SEQ];
   if (sqlite3_bind_int64(del, 1, seq) != SQLITE_OK) {
-    fl_stmt_done(del);
-    return fl_db_fail(s, trace, "binding the delete");
+    fl_store_stmt_done(del);
+    return fl_store_db_fail(s, trace, "binding the delete");
   }
   return fl_exec(s, FL_ST_DELETE_SEQ, trace, "removing a taken message");
 }
@@ -596,13 +562,14 @@ int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t 
   int rc = fl_begin(s, NULL);
   if (rc)
     return rc;
-  if (fl_bind_text(sel, 1, to_gid) != SQLITE_OK || fl_bind_text(sel, 2, from_gid) != SQLITE_OK ||
+  if (fl_store_bind_text(sel, 1, to_gid) != SQLITE_OK ||
+      fl_store_bind_text(sel, 2, from_gid) != SQLITE_OK ||
       sqlite3_bind_int64(sel, 3, now_ms) != SQLITE_OK ||
       sqlite3_bind_int64(sel, 4, (sqlite3_int64)max) != SQLITE_OK) {
-    rc = fl_db_fail(s, NULL, "binding the take");
+    rc = fl_store_db_fail(s, NULL, "binding the take");
     goto fail;
   }
-  while ((rc = fl_step(s, sel, NULL, "selecting held messages")) == 1) {
+  while ((rc = fl_store_step(s, sel, NULL, "selecting held messages")) == 1) {
     if (got == cap) {
       size_t ncap = cap ? cap * 2 : FL_TAKE_FIRST_SLOTS;
       if (ncap > max)
@@ -621,7 +588,7 @@ int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t 
   }
   if (rc < 0)
     goto fail;
-  fl_stmt_done(sel);
+  fl_store_stmt_done(sel);
 
   for (size_t i = 0; i < got; i++)
     if ((rc = fl_delete_seq(s, msgs[i].seq, msgs[i].trace_id)))
@@ -635,7 +602,7 @@ int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t 
   return 0;
 
 fail:
-  fl_stmt_done(sel);
+  fl_store_stmt_done(sel);
   fl_rollback(s, NULL);
   fl_msgs_free(msgs, got);
   return rc;
@@ -651,11 +618,12 @@ int fl_store_take_id(fl_store *s, const char *to_gid, const char *msg_id, fl_msg
   int rc = fl_begin(s, NULL);
   if (rc)
     return rc;
-  if (fl_bind_text(sel, 1, to_gid) != SQLITE_OK || fl_bind_text(sel, 2, msg_id) != SQLITE_OK) {
-    rc = fl_db_fail(s, NULL, "binding the take by id");
+  if (fl_store_bind_text(sel, 1, to_gid) != SQLITE_OK ||
+      fl_store_bind_text(sel, 2, msg_id) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, NULL, "binding the take by id");
     goto fail;
   }
-  if ((rc = fl_step(s, sel, NULL, "selecting a held message")) < 0)
+  if ((rc = fl_store_step(s, sel, NULL, "selecting a held message")) < 0)
     goto fail;
   if (rc == 0) {
     rc = FL_ENOTFOUND;
@@ -663,13 +631,13 @@ int fl_store_take_id(fl_store *s, const char *to_gid, const char *msg_id, fl_msg
   }
   if ((rc = fl_row_msg(s, sel, out)))
     goto fail;
-  fl_stmt_done(sel);
+  fl_store_stmt_done(sel);
   if ((rc = fl_delete_seq(s, out->seq, out->trace_id)) || (rc = fl_commit(s, out->trace_id)))
     goto fail;
   return 0;
 
 fail:
-  fl_stmt_done(sel);
+  fl_store_stmt_done(sel);
   fl_rollback(s, NULL);
   fl_free(out->content);
   out->content = NULL;
@@ -679,14 +647,14 @@ fail:
 
 /* Runs a one-row count(*) statement whose parameters are already bound. */
 static int fl_count_stmt(fl_store *s, sqlite3_stmt *st, const char *what, size_t *n) {
-  int rc = fl_step(s, st, NULL, what);
+  int rc = fl_store_step(s, st, NULL, what);
   if (rc == 1) {
     *n = (size_t)sqlite3_column_int64(st, 0);
     rc = 0;
   } else if (rc == 0) {
-    rc = fl_db_fail(s, NULL, what);
+    rc = fl_store_db_fail(s, NULL, what);
   }
-  fl_stmt_done(st);
+  fl_store_stmt_done(st);
   return rc;
 }
 
@@ -697,9 +665,10 @@ int fl_store_count(fl_store *s, const char *to_gid, int64_t now_ms, size_t *n) {
   if (!s || !to_gid)
     return FL_EINVAL;
   sqlite3_stmt *st = s->st[FL_ST_COUNT];
-  if (fl_bind_text(st, 1, to_gid) != SQLITE_OK || sqlite3_bind_int64(st, 2, now_ms) != SQLITE_OK) {
-    fl_stmt_done(st);
-    return fl_db_fail(s, NULL, "binding the count");
+  if (fl_store_bind_text(st, 1, to_gid) != SQLITE_OK ||
+      sqlite3_bind_int64(st, 2, now_ms) != SQLITE_OK) {
+    fl_store_stmt_done(st);
+    return fl_store_db_fail(s, NULL, "binding the count");
   }
   return fl_count_stmt(s, st, "counting held messages", n);
 }
@@ -711,9 +680,10 @@ int fl_store_is_held(fl_store *s, const char *to_gid, const char *msg_id, int *h
   if (!s || !to_gid || !msg_id)
     return FL_EINVAL;
   sqlite3_stmt *st = s->st[FL_ST_IS_HELD];
-  if (fl_bind_text(st, 1, to_gid) != SQLITE_OK || fl_bind_text(st, 2, msg_id) != SQLITE_OK) {
-    fl_stmt_done(st);
-    return fl_db_fail(s, NULL, "binding the held check");
+  if (fl_store_bind_text(st, 1, to_gid) != SQLITE_OK ||
+      fl_store_bind_text(st, 2, msg_id) != SQLITE_OK) {
+    fl_store_stmt_done(st);
+    return fl_store_db_fail(s, NULL, "binding the held check");
   }
   size_t n = 0;
   int rc = fl_count_stmt(s, st, "checking a held message", &n);
@@ -742,20 +712,20 @@ int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped) {
   if (rc)
     return rc;
   if (sqlite3_bind_int64(exp, 1, now_ms) != SQLITE_OK) {
-    rc = fl_db_fail(s, NULL, "binding the expiry");
+    rc = fl_store_db_fail(s, NULL, "binding the expiry");
     goto fail;
   }
-  if ((rc = fl_step(s, exp, NULL, "deleting expired messages")) < 0)
+  if ((rc = fl_store_step(s, exp, NULL, "deleting expired messages")) < 0)
     goto fail;
   gone = (size_t)sqlite3_changes(s->db);
-  fl_stmt_done(exp);
+  fl_store_stmt_done(exp);
   if (sqlite3_bind_int64(trim, 1, FL_MAX_SEEN) != SQLITE_OK) {
-    rc = fl_db_fail(s, NULL, "binding the seen trim");
+    rc = fl_store_db_fail(s, NULL, "binding the seen trim");
     goto fail;
   }
-  if ((rc = fl_step(s, trim, NULL, "trimming the seen-set")) < 0)
+  if ((rc = fl_store_step(s, trim, NULL, "trimming the seen-set")) < 0)
     goto fail;
-  fl_stmt_done(trim);
+  fl_store_stmt_done(trim);
   if ((rc = fl_commit(s, NULL)))
     return rc;
   if (dropped)
@@ -763,122 +733,8 @@ int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped) {
   return 0;
 
 fail:
-  fl_stmt_done(exp);
-  fl_stmt_done(trim);
+  fl_store_stmt_done(exp);
+  fl_store_stmt_done(trim);
   fl_rollback(s, NULL);
-  return rc;
-}
-
-int fl_store_entity_put(fl_store *s, const fl_entity_rec *e) {
-  if (!s || !e || !FL_FIELD_OK(e->gid, 1) || !FL_FIELD_OK(e->name, 1) || !FL_FIELD_OK(e->role, 0) ||
-      !FL_FIELD_OK(e->groups, 0))
-    return FL_EINVAL;
-  sqlite3_stmt *st = s->st[FL_ST_ENTITY_PUT];
-  int rc;
-  if (fl_bind_text(st, 1, e->gid) != SQLITE_OK || fl_bind_text(st, 2, e->name) != SQLITE_OK ||
-      fl_bind_text(st, 3, e->role) != SQLITE_OK || fl_bind_text(st, 4, e->groups) != SQLITE_OK) {
-    rc = fl_db_fail(s, NULL, "binding the entity");
-    goto out;
-  }
-  int src = sqlite3_step(st);
-  if (src == SQLITE_DONE) {
-    rc = 0;
-  } else if (src == SQLITE_CONSTRAINT_UNIQUE) {
-    /* The gid conflict is the upsert; a unique failure left is the name. */
-    fl_warn(NULL, "store: name '%s' already belongs to another gid than %s", e->name, e->gid);
-    rc = FL_ENAMETAKEN;
-  } else {
-    rc = fl_db_fail(s, NULL, "storing the entity");
-  }
-out:
-  fl_stmt_done(st);
-  return rc;
-}
-
-static void fl_row_entity(sqlite3_stmt *st, fl_entity_rec *e) {
-  memset(e, 0, sizeof *e);
-  fl_col_copy(st, 0, e->gid, sizeof e->gid);
-  fl_col_copy(st, 1, e->name, sizeof e->name);
-  fl_col_copy(st, 2, e->role, sizeof e->role);
-  fl_col_copy(st, 3, e->groups, sizeof e->groups);
-}
-
-int fl_store_entity_by_name(fl_store *s, const char *name, fl_entity_rec *e) {
-  if (!s || !name || !*name || !e)
-    return FL_EINVAL;
-  sqlite3_stmt *st = s->st[FL_ST_ENTITY_BY_NAME];
-  int rc;
-  if (fl_bind_text(st, 1, name) != SQLITE_OK) {
-    rc = fl_db_fail(s, NULL, "binding the entity name");
-    goto out;
-  }
-  rc = fl_step(s, st, NULL, "finding an entity by name");
-  if (rc == 1) {
-    fl_row_entity(st, e);
-    rc = 0;
-  } else if (rc == 0) {
-    rc = FL_ENOTFOUND;
-  }
-out:
-  fl_stmt_done(st);
-  return rc;
-}
-
-int fl_store_remote_put(fl_store *s, const fl_entity_rec *e) {
-  if (!s || !e || !FL_FIELD_OK(e->gid, 1) || !FL_FIELD_OK(e->name, 1) || !FL_FIELD_OK(e->role, 0) ||
-      !FL_FIELD_OK(e->groups, 0) || !FL_FIELD_OK(e->host, 1))
-    return FL_EINVAL;
-  sqlite3_stmt *st = s->st[FL_ST_REMOTE_PUT];
-  int rc;
-  if (fl_bind_text(st, 1, e->gid) != SQLITE_OK || fl_bind_text(st, 2, e->name) != SQLITE_OK ||
-      fl_bind_text(st, 3, e->role) != SQLITE_OK || fl_bind_text(st, 4, e->groups) != SQLITE_OK ||
-      fl_bind_text(st, 5, e->host) != SQLITE_OK) {
-    rc = fl_db_fail(s, NULL, "binding the remote entity");
-  } else {
-    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fl_db_fail(s, NULL, "storing a remote entity");
-  }
-  fl_stmt_done(st);
-  return rc;
-}
-
-int fl_store_remote_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx) {
-  if (!s || !cb)
-    return FL_EINVAL;
-  sqlite3_stmt *st = s->st[FL_ST_REMOTE_EACH];
-  fl_entity_rec e;
-  int rc;
-  while ((rc = fl_step(s, st, NULL, "listing remote entities")) == 1) {
-    fl_row_entity(st, &e);
-    fl_col_copy(st, 4, e.host, sizeof e.host);
-    cb(ctx, &e);
-  }
-  fl_stmt_done(st);
-  return rc;
-}
-
-int fl_store_remote_drop_host(fl_store *s, const char *host) {
-  if (!s || !host || !*host)
-    return FL_EINVAL;
-  sqlite3_stmt *st = s->st[FL_ST_REMOTE_DROP_HOST];
-  int rc;
-  if (fl_bind_text(st, 1, host) != SQLITE_OK)
-    rc = fl_db_fail(s, NULL, "binding the host");
-  else
-    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fl_db_fail(s, NULL, "forgetting a host's entities");
-  fl_stmt_done(st);
-  return rc;
-}
-
-int fl_store_entity_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx) {
-  if (!s || !cb)
-    return FL_EINVAL;
-  sqlite3_stmt *st = s->st[FL_ST_ENTITY_EACH];
-  fl_entity_rec e;
-  int rc;
-  while ((rc = fl_step(s, st, NULL, "listing entities")) == 1) {
-    fl_row_entity(st, &e);
-    cb(ctx, &e);
-  }
-  fl_stmt_done(st);
   return rc;
 }

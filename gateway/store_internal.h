@@ -1,0 +1,62 @@
+/* store_internal.h — what the hold store's files share (store.c: the
+ * database, its statements, transactions and the held messages;
+ * store_roster.c: the entity tables). Nothing outside them includes this. */
+#ifndef FL_STORE_INTERNAL_H
+#define FL_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "gateway/store.h"
+
+/* Every statement, prepared once at open (store.c's table of SQL). */
+enum fl_stmt_id {
+  FL_ST_BEGIN,
+  FL_ST_COMMIT,
+  FL_ST_ROLLBACK,
+  FL_ST_SAVEPOINT,
+  FL_ST_RELEASE,
+  FL_ST_ROLLBACK_TO,
+  FL_ST_KNOWN,
+  FL_ST_HELD_ALL,
+  FL_ST_INSERT_HELD,
+  FL_ST_INSERT_SEEN,
+  FL_ST_TAKE_SELECT,
+  FL_ST_ID_SELECT,
+  FL_ST_DELETE_SEQ,
+  FL_ST_COUNT,
+  FL_ST_TOTAL,
+  FL_ST_EXPIRE,
+  FL_ST_TRIM_SEEN,
+  FL_ST_ENTITY_PUT,
+  FL_ST_ENTITY_BY_NAME,
+  FL_ST_ENTITY_EACH,
+  FL_ST_IS_HELD,
+  FL_ST_REMOTE_PUT,
+  FL_ST_REMOTE_EACH,
+  FL_ST_REMOTE_DROP_HOST,
+  FL_ST_COUNT_OF
+};
+
+struct fl_store {
+  sqlite3 *db;
+  sqlite3_stmt *st[FL_ST_COUNT_OF];
+  int batch; /* inside fl_store_batch_begin / _end */
+};
+
+/* Logs a database failure with SQLite's own words and returns FL_ESTORE. */
+int fl_store_db_fail(const fl_store *s, const char *trace, const char *what);
+/* Returns st to its unused state and drops its bindings. NULL-safe. */
+void fl_store_stmt_done(sqlite3_stmt *st);
+/* Steps st once: 1 for a row, 0 when done, FL_ESTORE (logged) on error. */
+int fl_store_step(fl_store *s, sqlite3_stmt *st, const char *trace, const char *what);
+/* Binds a borrowed, NUL-terminated string (NULL binds ""). */
+int fl_store_bind_text(sqlite3_stmt *st, int i, const char *v);
+/* Copies a text column into a fixed field, truncating. */
+void fl_store_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n);
+/* 1 if the fixed field f of size n is NUL-terminated (and, with nonempty,
+ * not ""), else 0. */
+int fl_store_field_ok(const char *f, size_t n, int nonempty);
+#define FL_FIELD_OK(f, nonempty) fl_store_field_ok((f), sizeof(f), (nonempty))
+
+#endif
