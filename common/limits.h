@@ -47,6 +47,16 @@
 #define FL_MAX_PANE 64
 #define FL_MAX_PATH 1024
 
+/* What fleetd reads of one tmux pane to tell whether it is idle (the
+ * visible screen, from capture-pane): far above any real screen; a bigger
+ * capture reads as "cannot tell". The prompt is looked for in the first
+ * FL_MAX_PROMPT_SCAN bytes of the cursor line. */
+#define FL_MAX_CAPTURE (256u * 1024u)
+#define FL_MAX_PROMPT_SCAN 256u
+
+/* nudge.quietMs: the screen must stay unchanged this long to read as idle. */
+#define FL_MAX_QUIET_MS 10000
+
 /* Waiting tool calls (send with wait_s, poll with wait_s) per client. */
 #define FL_MAX_WAITERS_PER_CLIENT 64
 

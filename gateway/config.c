@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/names.h"
 #include "common/paths.h"
 
@@ -37,8 +39,8 @@ static const char *const fl_top_keys[] = {"hostId", "stateDir", "socket", "broke
 static const char *const fl_broker_keys[] = {"uri",           "caFile",     "queueType",
                                              "prefetch",      "heartbeatS", "presenceIntervalMs",
                                              "presenceTtlMs", NULL};
-static const char *const fl_nudge_keys[] = {"enabled",      "firstDelayMs", "backoffMs",
-                                            "maxBackoffMs", "text",         NULL};
+static const char *const fl_nudge_keys[] = {"enabled", "firstDelayMs", "backoffMs", "maxBackoffMs",
+                                            "text",    "prompt",       "quietMs",   NULL};
 
 /* What a JSON value is, for "must be a string, not a number". */
 static const char *fl_json_kind(const json_t *v) {
@@ -190,12 +192,29 @@ static int fl_apply_nudge(fl_config *cfg, json_t *nudge, const char *file, char 
   if (fl_file_ms(nudge, "nudge", "firstDelayMs", &n->first_ms, 86400000, file, err, errlen) ||
       fl_file_ms(nudge, "nudge", "backoffMs", &n->backoff_ms, 86400000, file, err, errlen) ||
       fl_file_ms(nudge, "nudge", "maxBackoffMs", &n->max_ms, 86400000, file, err, errlen) ||
-      fl_file_str(nudge, "nudge", "text", n->text, sizeof n->text, file, err, errlen))
+      fl_file_str(nudge, "nudge", "text", n->text, sizeof n->text, file, err, errlen) ||
+      fl_file_str(nudge, "nudge", "prompt", n->prompt, sizeof n->prompt, file, err, errlen) ||
+      fl_file_ms(nudge, "nudge", "quietMs", &n->quiet_ms, FL_MAX_QUIET_MS, file, err, errlen))
     return FL_ECONFIG;
   if (n->backoff_ms == 0) {
     fl_errf(err, errlen, "%s: key \"nudge.backoffMs\" must be above 0", file);
     return FL_ECONFIG;
   }
+  /* The prompt is compiled again for each look at a pane (inject_tmux.c);
+   * here it only has to compile. */
+  regex_t re;
+  int rc = n->prompt[0] ? regcomp(&re, n->prompt, REG_EXTENDED | REG_NOSUB) : 0;
+  if (rc) {
+    char why[128];
+    regerror(rc, &re, why, sizeof why);
+    fl_errf(err, errlen,
+            "%s: key \"nudge.prompt\" is not a valid POSIX extended regular expression (%s): "
+            "fix it, or set \"\" to type without looking for a prompt",
+            file, why);
+    return FL_ECONFIG;
+  }
+  if (n->prompt[0])
+    regfree(&re);
   return 0;
 }
 
@@ -291,6 +310,14 @@ int fl_config_parse(fl_config *cfg, const char *text, size_t len, const char *fi
   return rc;
 }
 
+/* nudge.prompt's default: the empty input line of Claude Code, "> " (or
+ * "❯ "), alone or inside the box border "│ > … │" (or ASCII "|"), with any
+ * spaces or no-break spaces (U+00A0) around it. A plain shell's "$ " is
+ * deliberately not in it: a shell is not an agent waiting for input. */
+#define FL_NUDGE_PROMPT_DEFAULT                                                                    \
+  "^(\xe2\x94\x82|\\|)?( |\xc2\xa0)*(>|\xe2\x9d\xaf)( |\xc2\xa0)*(\xe2\x94\x82|\\|)?( "            \
+  "|\xc2\xa0)*$"
+
 void fl_config_defaults(fl_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
   snprintf(cfg->log_level, sizeof cfg->log_level, "info");
@@ -301,6 +328,11 @@ void fl_config_defaults(fl_config *cfg) {
   cfg->gw.nudge.max_ms = 600000;       /* ... up to every 10 minutes */
   snprintf(cfg->gw.nudge.text, sizeof cfg->gw.nudge.text,
            "fleet: new message(s) waiting - call the fleet_poll tool to read them");
+  /* Typed only into an idle, empty input: Claude Code's input line is "> "
+   * (inside a box "│ > … │" in older versions), and the screen must hold
+   * still for half a second (its spinner moves while it works). */
+  snprintf(cfg->gw.nudge.prompt, sizeof cfg->gw.nudge.prompt, "%s", FL_NUDGE_PROMPT_DEFAULT);
+  cfg->gw.nudge.quiet_ms = 500;
   /* The host id defaults to the machine's short host name. */
   char host[128] = "localhost";
   gethostname(host, sizeof host - 1);

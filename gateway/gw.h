@@ -33,6 +33,11 @@ typedef struct fl_nudge_config {
   unsigned backoff_ms; /* first reminder gap; doubles after each reminder */
   unsigned max_ms;     /* cap on the reminder gap */
   char text[256];      /* the line typed into the pane */
+  /* The line is typed only when the pane is idle with an empty input: its
+   * cursor line matches prompt (a POSIX ERE; "" = no prompt test) and the
+   * screen has not changed for quiet_ms (0 = no quiet test). */
+  char prompt[256];
+  unsigned quiet_ms;
 } fl_nudge_config;
 
 typedef struct fl_gw_config {

@@ -32,6 +32,7 @@
   X(MSGS_EXPIRED, "messages_expired")                                                              \
   X(NUDGES, "nudges")                                                                              \
   X(NUDGE_FAILURES, "nudge_failures")                                                              \
+  X(NUDGES_DEFERRED, "nudges_deferred")                                                            \
   X(STORE_ERRORS, "store_errors")                                                                  \
   X(REMOTE_PUBLISHED, "remote_published")                                                          \
   X(REMOTE_PUBLISH_FAILED, "remote_publish_failed")                                                \

@@ -16,3 +16,18 @@ const fl_inject_type *fl_inject_lookup(const char *name) {
       return fl_inject_types[i];
   return NULL;
 }
+
+const char *fl_inject_state_name(enum fl_inject_state state) {
+  switch (state) {
+  case FL_INJECT_READY:
+    return "ready";
+  case FL_INJECT_BUSY:
+    return "busy";
+  case FL_INJECT_DRAFT:
+    return "draft";
+  case FL_INJECT_GONE:
+    return "gone";
+  default:
+    return "unknown";
+  }
+}

@@ -21,15 +21,27 @@ typedef struct fl_inject_target {
   const char *pane;   /* the terminal, as the backend names it (tmux: %N) */
   const char *socket; /* tmux: the server's socket path, "" for the default */
   const char *label;  /* who sits there, for log lines */
+  /* For status: a POSIX ERE matching the cursor line of an idle agent whose
+   * input is empty (NULL or "" = no prompt test), and how long the screen
+   * must stay unchanged to count as idle (0 = no quiet test). */
+  const char *prompt;
+  unsigned quiet_ms;
 } fl_inject_target;
 
-/* What a backend can tell of a target without waiting. */
+/* What a backend can tell of a target. */
 enum fl_inject_state {
-  FL_INJECT_UNKNOWN, /* cannot tell (yet) */
-  FL_INJECT_READY,   /* there and idle: typing now lands on a prompt */
+  FL_INJECT_UNKNOWN, /* cannot tell */
+  FL_INJECT_READY,   /* there and idle: typing now lands on an empty prompt */
   FL_INJECT_BUSY,    /* there, but in the middle of something */
+  FL_INJECT_DRAFT,   /* at its prompt, but with text typed after it: hands off */
   FL_INJECT_GONE     /* not there any more */
 };
+
+/* The state of the target, once the backend has looked. */
+typedef void (*fl_inject_status_cb)(void *ctx, enum fl_inject_state state);
+
+/* A word for state, for log lines ("ready", "busy", "draft", ...). */
+const char *fl_inject_state_name(enum fl_inject_state state);
 
 /* A started operation finished: status 0, or a negative code when the
  * backend says the keys did not go in. */
@@ -37,8 +49,11 @@ typedef void (*fl_inject_done_cb)(void *ctx, int status);
 
 typedef struct fl_inject_type {
   const char *name;
-  /* Is the target there, and idle? */
-  enum fl_inject_state (*status)(const fl_inject_target *t);
+  /* Is the target there, and idle with an empty input? Looks (which may
+   * take t->quiet_ms and a child process or two), then calls done with the
+   * state. 0 and done runs later, or a negative code (FL_EINVAL: t or its
+   * prompt is not usable). */
+  int (*status)(uv_loop_t *loop, const fl_inject_target *t, fl_inject_status_cb done, void *ctx);
   /* Types text into the target as one input (literally, then Enter). 0 and
    * done runs later, or a negative code. */
   int (*deliver)(uv_loop_t *loop, const fl_inject_target *t, const char *text,

@@ -7,7 +7,17 @@
  * through that terminal's backend (inject.h; this file calls no backend by
  * name). Reminders follow with a gap that starts at cfg.nudge.backoff_ms and
  * doubles up to cfg.nudge.max_ms, until the entity has drained (then
- * fl_nudge_stop resets the backoff) or its session ends. */
+ * fl_nudge_stop resets the backoff) or its session ends.
+ *
+ * The line passes the same gate as injection: it is typed only when the
+ * backend's status says the pane is READY (idle, its input empty, per
+ * cfg.nudge.prompt and cfg.nudge.quiet_ms). A busy pane, or one holding a
+ * draft a human is typing, is left alone: the line stays pending and the
+ * pane is looked at again every quiet_ms until it is ready, the entity
+ * drains or its session ends. At most one line is pending: reminders that
+ * come due meanwhile join it rather than queue more. A deferral is counted
+ * (nudges_deferred) and logged once per pending line, not per look. The MCP
+ * notification is not typed and does not wait. */
 #include "gateway/nudge.h"
 
 #include "common/error.h"
@@ -15,12 +25,21 @@
 #include "gateway/gw_internal.h"
 #include "gateway/inject.h"
 
+/* The shortest gap between two looks at a pane that is not idle. */
+#define FL_NUDGE_MIN_RECHECK_MS 50
+
 void fl_nudge_init(fl_entity *e) {
   uv_timer_init(e->gw->loop, &e->nudge.timer);
   e->nudge.timer.data = e;
+  uv_timer_init(e->gw->loop, &e->nudge.recheck);
+  e->nudge.recheck.data = e;
 }
 
-void fl_nudge_close(fl_entity *e) { uv_close((uv_handle_t *)&e->nudge.timer, NULL); }
+void fl_nudge_close(fl_entity *e) {
+  e->nudge.pending = 0;
+  uv_close((uv_handle_t *)&e->nudge.timer, NULL);
+  uv_close((uv_handle_t *)&e->nudge.recheck, NULL);
+}
 
 void fl_nudge_stop(fl_entity *e) {
   if (e->nudge.armed) {
@@ -28,6 +47,11 @@ void fl_nudge_stop(fl_entity *e) {
     e->nudge.armed = 0;
   }
   e->nudge.step = 0;
+  /* A line still waiting for the pane is dropped; a look in flight finds
+   * nothing pending and does nothing. */
+  e->nudge.pending = 0;
+  e->nudge.deferred = 0;
+  uv_timer_stop(&e->nudge.recheck);
 }
 
 /* The line typed into the terminal has gone in, or not. */
@@ -46,6 +70,76 @@ static void fl_nudge_type(fl_entity *e) {
     fl_gw_count(gw, FL_C_NUDGE_FAILURES);
     fl_warn(NULL, "nudge: cannot run %s for '%s': %s", e->inject->name, e->name, fl_strerror(rc));
   }
+}
+
+static void fl_nudge_look(fl_entity *e);
+
+static void fl_nudge_recheck(uv_timer_t *t) { fl_nudge_look(t->data); }
+
+/* The backend has looked at the pane: type the pending line if it is ready,
+ * else look again later. */
+static void fl_nudge_seen(void *ctx, enum fl_inject_state st) {
+  fl_entity *e = ctx; /* entities live as long as the gateway */
+  fl_gw *gw = e->gw;
+  e->nudge.checking = 0;
+  if (!e->nudge.pending || !e->client || gw->shutting_down)
+    return; /* drained, gone offline or shutting down meanwhile */
+  if (st == FL_INJECT_READY) {
+    if (e->nudge.deferred)
+      fl_info(NULL, "nudge: the pane %s of '%s' is idle again: typing the nudge line", e->pane,
+              e->name);
+    e->nudge.pending = 0;
+    e->nudge.deferred = 0;
+    fl_nudge_type(e);
+    return;
+  }
+  if (st == FL_INJECT_GONE) {
+    e->nudge.pending = 0;
+    e->nudge.deferred = 0;
+    fl_gw_count(gw, FL_C_NUDGE_FAILURES);
+    fl_warn(NULL, "nudge: the pane %s of '%s' is gone: nothing typed", e->pane, e->name);
+    return;
+  }
+  if (!e->nudge.deferred) {
+    e->nudge.deferred = 1;
+    fl_gw_count(gw, FL_C_NUDGES_DEFERRED);
+    fl_info(NULL,
+            "nudge: the pane %s of '%s' is not at an empty prompt (%s): the nudge line waits "
+            "until it is",
+            e->pane, e->name, st == FL_INJECT_DRAFT ? "a draft is typed there" : "it is busy");
+  }
+  unsigned gap = gw->cfg.nudge.quiet_ms;
+  if (gap < FL_NUDGE_MIN_RECHECK_MS)
+    gap = FL_NUDGE_MIN_RECHECK_MS;
+  uv_timer_start(&e->nudge.recheck, fl_nudge_recheck, gap, 0);
+}
+
+/* Asks the pane's backend whether the pending line may be typed now. */
+static void fl_nudge_look(fl_entity *e) {
+  fl_gw *gw = e->gw;
+  if (!e->nudge.pending || e->nudge.checking)
+    return;
+  if (!e->inject->status) { /* a backend that cannot tell: type as before */
+    e->nudge.pending = 0;
+    fl_nudge_type(e);
+    return;
+  }
+  fl_inject_target t = {.pane = e->pane,
+                        .socket = e->tmux_socket,
+                        .label = e->name,
+                        .prompt = gw->cfg.nudge.prompt,
+                        .quiet_ms = gw->cfg.nudge.quiet_ms};
+  int rc = e->inject->status(gw->loop, &t, fl_nudge_seen, e);
+  if (rc) {
+    e->nudge.pending = 0;
+    e->nudge.deferred = 0;
+    fl_gw_count(gw, FL_C_NUDGE_FAILURES);
+    fl_warn(NULL, "nudge: cannot look at the pane %s of '%s' (%s): %s", e->pane, e->name,
+            e->inject->name, fl_strerror(rc));
+    return;
+  }
+  uv_timer_stop(&e->nudge.recheck);
+  e->nudge.checking = 1;
 }
 
 static void fl_nudge_fire(uv_timer_t *t) {
@@ -67,8 +161,10 @@ static void fl_nudge_fire(uv_timer_t *t) {
       if (data)
         e->client->ops->notify(e->client->ctx, data);
     }
-    if (e->inject && e->pane[0])
-      fl_nudge_type(e);
+    if (e->inject && e->pane[0]) {
+      e->nudge.pending = 1; /* joins a line still pending, if any */
+      fl_nudge_look(e);
+    }
   }
   unsigned long long gap = gw->cfg.nudge.backoff_ms;
   for (unsigned i = 0; i < e->nudge.step && gap < gw->cfg.nudge.max_ms; i++)

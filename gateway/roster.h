@@ -39,10 +39,14 @@ struct fl_entity {
   char pane[FL_MAX_PANE + 1];
   char tmux_socket[FL_MAX_PATH + 1];
   struct {
-    uv_timer_t timer; /* open from fl_entity_new to fl_roster_close */
-    unsigned step;    /* reminders sent since the last drain */
+    uv_timer_t timer;   /* open from fl_entity_new to fl_roster_close */
+    uv_timer_t recheck; /* the next look at a pane that was not idle; as timer */
+    unsigned step;      /* reminders sent since the last drain */
     int armed;
-  } nudge; /* nudge.c's */
+    int pending;  /* a nudge line waits for the pane to be idle */
+    int checking; /* a status look at the pane is in flight */
+    int deferred; /* the pending line was put off (counted and logged once) */
+  } nudge;        /* nudge.c's */
   /* Remote entities (from another gateway's presence) live only here. */
   int remote;
   char host[64];

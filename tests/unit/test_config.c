@@ -119,7 +119,7 @@ static void test_unknown_nested_keys(void **state) {
   fx_write(f, "{\"nudge\": {\"firstDelay\": 100}}");
   assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
   assert_err_has(f, ": unknown key \"nudge.firstDelay\" (known: enabled, firstDelayMs, "
-                    "backoffMs, maxBackoffMs, text)");
+                    "backoffMs, maxBackoffMs, text, prompt, quietMs)");
   assert_err_has(f, f->file);
   fx_write(f, "{\"broker\": {\"url\": \"amqp://h/\"}}");
   assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
