@@ -471,6 +471,24 @@ static int fl_apply_profiles(fl_config *cfg, json_t *profiles, const char *file,
   return 0;
 }
 
+json_t *fl_config_profiles_json(const fl_gw_config *gw) {
+  json_t *arr = json_array();
+  for (size_t i = 0; arr && i < gw->nprofiles; i++) {
+    const fl_profile *pr = &gw->profiles[i];
+    json_t *groups = json_array();
+    for (size_t g = 0; groups && g < pr->ngroups; g++)
+      json_array_append_new(groups, json_string(pr->groups[g]));
+    json_t *o = groups ? json_pack("{s:s, s:s, s:s, s:o}", "name", pr->name, "backend", pr->backend,
+                                   "role", pr->role, "groups", groups)
+                       : NULL;
+    if (!o || json_array_append_new(arr, o) != 0) {
+      json_decref(arr);
+      return NULL;
+    }
+  }
+  return arr;
+}
+
 /* Applies a loaded file (borrowed) onto cfg. */
 static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, size_t errlen) {
   if (!json_is_object(root)) {
