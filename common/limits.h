@@ -130,10 +130,10 @@
 #define FL_PROFILE_QUIET_MAX_MS 60000
 #define FL_PROFILE_QUIET_DEFAULT_MS 500
 
-/* Other hosts whose _gateway beat (their spawn profiles) is remembered.
- * Only pinned hosts get that far, so this bounds a misconfigured fleet, not
- * a hostile one; past it a new host's beat is refused and logged. */
-#define FL_MAX_HOSTS 256
+/* Other hosts whose _gateway beat (their spawn profiles) is remembered: as
+ * many as can be pinned (FL_PEERS_MAX, gateway/peers.h), since only pinned
+ * hosts get that far. Past it a new host's beat is refused and logged. */
+#define FL_MAX_HOSTS 1024
 
 /* One log line, and how many traced lines fleetd remembers for
  * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */

@@ -64,9 +64,10 @@ typedef struct fl_parked {
 typedef struct fl_host_seen {
   struct fl_host_seen *next;
   char host[FL_MAX_NAME + 1];
-  long long ts_ms;      /* the beat's own stamp, against replays */
-  long long expires_ms; /* when it reads unknown, on our clock */
-  fl_gateway_beat beat;
+  long long ts_ms;         /* the beat's own stamp, against replays */
+  long long expires_ms;    /* when it reads unknown, on our clock */
+  fl_profile_ad *profiles; /* owned; nprofiles of them, as its last beat said */
+  size_t nprofiles;
 } fl_host_seen;
 
 struct fl_presence {
@@ -241,6 +242,7 @@ void fl_presence_free(fl_presence **pp) {
   fl_park_clear(*pp);
   while ((*pp)->hosts) {
     fl_host_seen *n = (*pp)->hosts->next;
+    fl_free((*pp)->hosts->profiles);
     fl_free((*pp)->hosts);
     (*pp)->hosts = n;
   }
@@ -356,8 +358,8 @@ json_t *fl_presence_hosts(fl_presence *p) {
     if (!fl_roster_host_trusted(p->gw, h->host))
       continue; /* unpinned since: not believed */
     json_t *profiles = json_array();
-    for (size_t i = 0; profiles && i < h->beat.nprofiles; i++)
-      json_array_append_new(profiles, fl_ad_json(&h->beat.profiles[i]));
+    for (size_t i = 0; profiles && i < h->nprofiles; i++)
+      json_array_append_new(profiles, fl_ad_json(&h->profiles[i]));
     const char *status = p->up && now <= h->expires_ms ? "online" : "unknown";
     json_t *o = profiles ? json_pack("{s:s, s:b, s:s, s:o}", "host", h->host, "self", 0, "status",
                                      status, "profiles", profiles)
@@ -396,11 +398,21 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
     fl_free(b);
     return;
   }
+  /* Only the profiles it announced are kept, not room for FL_MAX_PROFILES:
+   * most hosts offer a few, or none. */
+  fl_profile_ad *ads = NULL;
+  if (b->nprofiles && !(ads = fl_malloc(b->nprofiles * sizeof *ads))) {
+    fl_free(b);
+    return;
+  }
+  if (b->nprofiles)
+    memcpy(ads, b->profiles, b->nprofiles * sizeof *ads);
   if (!h) {
     if (p->nhosts >= FL_MAX_HOSTS || !(h = fl_calloc(1, sizeof *h))) {
       fl_gw_count(p->gw, FL_C_PRESENCE_REFUSED);
       fl_warn(NULL, "%d hosts are known already: the gateway presence of host '%s' is ignored",
               FL_MAX_HOSTS, env->host);
+      fl_free(ads);
       fl_free(b);
       return;
     }
@@ -410,7 +422,9 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
     p->nhosts++;
     fl_info(NULL, "host '%s' announces %zu spawn profile(s)", env->host, b->nprofiles);
   }
-  h->beat = *b;
+  fl_free(h->profiles);
+  h->profiles = ads;
+  h->nprofiles = b->nprofiles;
   fl_free(b);
   h->ts_ms = ts;
   h->expires_ms = fl_now_ms() + p->ttl_ms;
