@@ -123,6 +123,28 @@
 #define FL_MAX_REFUSING_HOSTS 64
 #define FL_REFUSAL_NAMES 16
 
+/* Spawn profiles (config "profiles", gateway/config.c). 32 profiles is far
+ * more than one host runs kinds of agent; every field has its own cap so a
+ * profile fits the fixed fl_profile that fl_gw_config copies by value. The
+ * command and env are kept as one compact JSON text of at most
+ * FL_MAX_PROFILE_LAUNCH bytes (a long agent command line with a few
+ * variables takes well under 1 KiB). readyTimeoutS runs to 10 minutes, past
+ * which a spawn has surely failed; quietMs to a minute. */
+#define FL_MAX_PROFILES 32
+#define FL_MAX_PROFILE_ARGS 64
+#define FL_MAX_PROFILE_ENV 64
+#define FL_MAX_PROFILE_LAUNCH 4096
+#define FL_MAX_PROFILE_PROMPT 256
+#define FL_PROFILE_READY_MAX_S 600
+#define FL_PROFILE_READY_DEFAULT_S 60
+#define FL_PROFILE_QUIET_MAX_MS 60000
+#define FL_PROFILE_QUIET_DEFAULT_MS 500
+
+/* Other hosts whose _gateway beat (their spawn profiles) is remembered: as
+ * many as can be pinned (FL_PEERS_MAX, gateway/peers.h), since only pinned
+ * hosts get that far. Past it a new host's beat is refused and logged. */
+#define FL_MAX_HOSTS 1024
+
 /* One log line, and how many traced lines fleetd remembers for
  * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */
 #define FL_LOG_LINE_MAX 1024

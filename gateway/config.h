@@ -40,4 +40,9 @@ int fl_config_parse(fl_config *cfg, const char *text, size_t len, const char *fi
  * XDG_RUNTIME_DIR; writes nothing to disk. */
 int fl_config_load(fl_config *cfg, int argc, char **argv, char *err, size_t errlen);
 
+/* What this host announces of its spawn profiles (presence beats,
+ * fleet_list): a new array of {name, backend, role, groups}, in name order,
+ * never the command, cwd or env. NULL on out-of-memory. Pure. */
+json_t *fl_config_profiles_json(const fl_gw_config *gw);
+
 #endif

@@ -531,6 +531,11 @@ static int fl_fabric_unpinned_claim(void *ctx, const char *name, char *host, siz
   return fl_presence_unpinned_claim(f->presence, name, host, hostlen);
 }
 
+static json_t *fl_fabric_hosts(void *ctx) {
+  fl_fabric *f = ctx;
+  return fl_presence_hosts(f->presence);
+}
+
 static void fl_fabric_stop(void *ctx) {
   fl_fabric *f = ctx;
   fl_presence_stop(f->presence);
@@ -558,6 +563,7 @@ static const fl_remote_ops fl_fabric_ops = {
     .drained = fl_fabric_drained,
     .sweep = fl_fabric_sweep,
     .status = fl_fabric_status,
+    .hosts = fl_fabric_hosts,
     .describe = fl_fabric_describe,
     .unpinned_claim = fl_fabric_unpinned_claim,
     .stop = fl_fabric_stop,

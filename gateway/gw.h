@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "common/limits.h"
+
 typedef struct fl_gw fl_gw;
 typedef struct fl_client fl_client;
 typedef struct fl_wait fl_wait;
@@ -40,6 +42,26 @@ typedef struct fl_nudge_config {
   unsigned quiet_ms;
 } fl_nudge_config;
 
+/* One spawn profile (config "profiles.<name>"), validated by config.c:
+ * every string NUL-terminated, name, role and groups by the name rule,
+ * prompt a POSIX ERE that compiles. What it runs (command argv and env)
+ * stays on this host: presence and fleet_list announce only name, backend,
+ * role and groups. */
+typedef struct fl_profile {
+  char name[FL_MAX_NAME + 1];
+  char backend[8]; /* "tmux" or "exec" */
+  char role[FL_MAX_ROLE + 1];
+  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
+  size_t ngroups;
+  char cwd[FL_MAX_PATH];              /* "" = the gateway's working directory */
+  char prompt[FL_MAX_PROFILE_PROMPT]; /* "" = none given */
+  unsigned ready_timeout_s;
+  unsigned quiet_ms;
+  /* {"command":[argv...],"env":{name:value...}} as compact JSON: argv has
+   * 1..FL_MAX_PROFILE_ARGS strings, env at most FL_MAX_PROFILE_ENV. */
+  char launch[FL_MAX_PROFILE_LAUNCH];
+} fl_profile;
+
 typedef struct fl_gw_config {
   char host_id[128];
   char state_dir[1024];
@@ -52,6 +74,8 @@ typedef struct fl_gw_config {
   unsigned presence_interval_ms; /* presence beat period */
   unsigned presence_ttl_ms;      /* a remote entry unheard this long reads offline */
   fl_nudge_config nudge;
+  fl_profile profiles[FL_MAX_PROFILES]; /* sorted by name */
+  size_t nprofiles;
 } fl_gw_config;
 
 /* Who a session says it is (from fleet-mcp's environment). All strings are

@@ -30,6 +30,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/config.h"
 #include "gateway/gw_internal.h"
 #include "gateway/refusals.h"
 #include "gateway/sign.h"
@@ -59,6 +60,16 @@ typedef struct fl_parked {
   size_t len;
 } fl_parked;
 
+/* Another host as its last taken _gateway beat said. */
+typedef struct fl_host_seen {
+  struct fl_host_seen *next;
+  char host[FL_MAX_NAME + 1];
+  long long ts_ms;         /* the beat's own stamp, against replays */
+  long long expires_ms;    /* when it reads unknown, on our clock */
+  fl_profile_ad *profiles; /* owned; nprofiles of them, as its last beat said */
+  size_t nprofiles;
+} fl_host_seen;
+
 struct fl_presence {
   fl_gw *gw;
   fl_inbound *in;    /* where released parked deliveries go */
@@ -71,6 +82,8 @@ struct fl_presence {
   size_t nparked;
   uv_timer_t park_timer;
   fl_refusals refusals; /* hosts whose beats are refused, for the log */
+  fl_host_seen *hosts;  /* other hosts' _gateway beats, at most FL_MAX_HOSTS */
+  size_t nhosts;
 };
 
 /* ---- pure parts ------------------------------------------------------------- */
@@ -95,6 +108,53 @@ int fl_presence_parse(const char *body, size_t len, fl_beat *out) {
       fl_copy(out->groups[out->ngroups++], FL_MAX_GROUP_NAME + 1, gn);
   }
   out->online = strcmp(status, "online") == 0;
+  json_decref(o);
+  return 0;
+}
+
+/* The valid group names of arr (a JSON array) into groups, at most
+ * FL_MAX_GROUPS; returns how many. */
+static size_t fl_parse_groups(json_t *arr, char groups[][FL_MAX_GROUP_NAME + 1]) {
+  size_t n = 0, i;
+  json_t *g;
+  json_array_foreach(arr, i, g) {
+    const char *gn = json_string_value(g);
+    if (gn && fl_name_valid(gn, FL_MAX_GROUP_NAME) && n < FL_MAX_GROUPS)
+      fl_copy(groups[n++], FL_MAX_GROUP_NAME + 1, gn);
+  }
+  return n;
+}
+
+int fl_presence_parse_gateway(const char *body, size_t len, const char *host,
+                              fl_gateway_beat *out) {
+  memset(out, 0, sizeof *out);
+  json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
+  const char *h = json_string_value(json_object_get(o, "host"));
+  if (!h || !host || strcmp(h, host) != 0) {
+    json_decref(o);
+    return FL_EINVAL;
+  }
+  json_t *profiles = json_object_get(o, "profiles"), *pr;
+  size_t i;
+  json_array_foreach(profiles, i, pr) {
+    const char *name = json_string_value(json_object_get(pr, "name"));
+    const char *backend = json_string_value(json_object_get(pr, "backend"));
+    const char *role = json_string_value(json_object_get(pr, "role"));
+    if (out->nprofiles >= FL_MAX_PROFILES || !name || !fl_name_valid(name, FL_MAX_NAME) ||
+        !backend || (strcmp(backend, "tmux") != 0 && strcmp(backend, "exec") != 0))
+      continue;
+    int dup = 0;
+    for (size_t k = 0; k < out->nprofiles && !dup; k++)
+      dup = strcmp(out->profiles[k].name, name) == 0;
+    if (dup)
+      continue;
+    fl_profile_ad *ad = &out->profiles[out->nprofiles++];
+    fl_copy(ad->name, sizeof ad->name, name);
+    fl_copy(ad->backend, sizeof ad->backend, backend);
+    fl_copy(ad->role, sizeof ad->role,
+            (role && fl_name_valid(role, FL_MAX_ROLE)) ? role : "worker");
+    ad->ngroups = fl_parse_groups(json_object_get(pr, "groups"), ad->groups);
+  }
   json_decref(o);
   return 0;
 }
@@ -180,6 +240,12 @@ void fl_presence_free(fl_presence **pp) {
   if (!pp || !*pp)
     return;
   fl_park_clear(*pp);
+  while ((*pp)->hosts) {
+    fl_host_seen *n = (*pp)->hosts->next;
+    fl_free((*pp)->hosts->profiles);
+    fl_free((*pp)->hosts);
+    (*pp)->hosts = n;
+  }
   fl_free(*pp);
   *pp = NULL;
 }
@@ -247,9 +313,13 @@ static void fl_presence_all(fl_presence *p) {
   char key[256];
   if (fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, FL_GID_GATEWAY) != 0)
     return;
+  /* The profiles make an agentless host visible as a spawn target. */
+  json_t *profiles = fl_config_profiles_json(&gw->cfg);
+  if (!profiles)
+    return;
   fl_presence_send(p, key, "", FL_GID_GATEWAY,
-                   json_pack("{s:s, s:s, s:I}", "host", gw->cfg.host_id, "version", FLEET_VERSION,
-                             "entities", (json_int_t)local));
+                   json_pack("{s:s, s:s, s:I, s:o}", "host", gw->cfg.host_id, "version",
+                             FLEET_VERSION, "entities", (json_int_t)local, "profiles", profiles));
 }
 
 static void fl_beat_tick(uv_timer_t *t) { fl_presence_all(t->data); }
@@ -268,6 +338,96 @@ const char *fl_presence_status(const fl_presence *p, const fl_entity *e) {
   if (e->dropped || fl_now_ms() > e->presence.expires_ms)
     return "offline";
   return e->presence.online ? "online" : "offline";
+}
+
+/* ---- other hosts ------------------------------------------------------------ */
+
+static json_t *fl_ad_json(const fl_profile_ad *ad) {
+  json_t *groups = json_array();
+  for (size_t i = 0; groups && i < ad->ngroups; i++)
+    json_array_append_new(groups, json_string(ad->groups[i]));
+  return groups ? json_pack("{s:s, s:s, s:s, s:o}", "name", ad->name, "backend", ad->backend,
+                            "role", ad->role, "groups", groups)
+                : NULL;
+}
+
+json_t *fl_presence_hosts(fl_presence *p) {
+  json_t *arr = json_array();
+  long long now = fl_now_ms();
+  for (fl_host_seen *h = p->hosts; arr && h; h = h->next) {
+    if (!fl_roster_host_trusted(p->gw, h->host))
+      continue; /* unpinned since: not believed */
+    json_t *profiles = json_array();
+    for (size_t i = 0; profiles && i < h->nprofiles; i++)
+      json_array_append_new(profiles, fl_ad_json(&h->profiles[i]));
+    const char *status = p->up && now <= h->expires_ms ? "online" : "unknown";
+    json_t *o = profiles ? json_pack("{s:s, s:b, s:s, s:o}", "host", h->host, "self", 0, "status",
+                                     status, "profiles", profiles)
+                         : NULL;
+    if (!o || json_array_append_new(arr, o) != 0) {
+      json_decref(arr);
+      return NULL;
+    }
+  }
+  return arr;
+}
+
+/* Takes a verified _gateway beat of host: its profiles replace the ones
+ * its last beat announced. Kept sorted by host. */
+static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d) {
+  const fl_envelope *env = d->env;
+  fl_host_seen **at = &p->hosts;
+  while (*at && strcmp((*at)->host, env->host) < 0)
+    at = &(*at)->next;
+  fl_host_seen *h = (*at && strcmp((*at)->host, env->host) == 0) ? *at : NULL;
+  long long ts = 0;
+  if (fl_presence_fresh(env->ts, env->expires_at, fl_now_ms(), h ? &h->ts_ms : NULL, &ts) != 0) {
+    fl_gw_count(p->gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL,
+            "gateway presence from host '%s' is expired or older than one already taken: "
+            "ignored",
+            env->host);
+    return;
+  }
+  fl_gateway_beat *b = fl_malloc(sizeof *b);
+  if (!b)
+    return;
+  if (fl_presence_parse_gateway(d->body, d->len, env->host, b) != 0) {
+    fl_gw_count(p->gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL, "gateway presence from host '%s' is malformed: ignored", env->host);
+    fl_free(b);
+    return;
+  }
+  /* Only the profiles it announced are kept, not room for FL_MAX_PROFILES:
+   * most hosts offer a few, or none. */
+  fl_profile_ad *ads = NULL;
+  if (b->nprofiles && !(ads = fl_malloc(b->nprofiles * sizeof *ads))) {
+    fl_free(b);
+    return;
+  }
+  if (b->nprofiles)
+    memcpy(ads, b->profiles, b->nprofiles * sizeof *ads);
+  if (!h) {
+    if (p->nhosts >= FL_MAX_HOSTS || !(h = fl_calloc(1, sizeof *h))) {
+      fl_gw_count(p->gw, FL_C_PRESENCE_REFUSED);
+      fl_warn(NULL, "%d hosts are known already: the gateway presence of host '%s' is ignored",
+              FL_MAX_HOSTS, env->host);
+      fl_free(ads);
+      fl_free(b);
+      return;
+    }
+    fl_copy(h->host, sizeof h->host, env->host);
+    h->next = *at;
+    *at = h;
+    p->nhosts++;
+    fl_info(NULL, "host '%s' announces %zu spawn profile(s)", env->host, b->nprofiles);
+  }
+  fl_free(h->profiles);
+  h->profiles = ads;
+  h->nprofiles = b->nprofiles;
+  fl_free(b);
+  h->ts_ms = ts;
+  h->expires_ms = fl_now_ms() + p->ttl_ms;
 }
 
 /* ---- taking ----------------------------------------------------------------- */
@@ -385,8 +545,10 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
   }
   if (p->refusals.n)
     fl_refusals_forget(&p->refusals, env->host);
-  if (strcmp(gid, FL_GID_GATEWAY) == 0)
+  if (strcmp(gid, FL_GID_GATEWAY) == 0) {
+    fl_presence_take_gateway(p, d);
     return;
+  }
   fl_gw_count(gw, FL_C_PRESENCE_RECEIVED);
   if (!fl_is_uuid(gid) || strcmp(gid, env->from) != 0) {
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);

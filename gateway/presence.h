@@ -40,6 +40,30 @@ typedef struct fl_beat {
   int online; /* status was "online" */
 } fl_beat;
 
+/* A spawn profile as another host announces it: what it is, never what it
+ * runs (command, cwd and env stay on that host). */
+typedef struct fl_profile_ad {
+  char name[FL_MAX_NAME + 1];
+  char backend[8]; /* "tmux" or "exec" */
+  char role[FL_MAX_ROLE + 1];
+  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
+  size_t ngroups;
+} fl_profile_ad;
+
+/* The body of a host's _gateway beat, as taken. */
+typedef struct fl_gateway_beat {
+  fl_profile_ad profiles[FL_MAX_PROFILES];
+  size_t nprofiles;
+} fl_gateway_beat;
+
+/* Parses a _gateway beat's JSON body (len bytes; body may be NULL when len
+ * is 0) from host: an object whose "host" is host, with an optional
+ * "profiles" array of {name, backend, role, groups}. A profile with an
+ * invalid name or backend, a repeated name or past FL_MAX_PROFILES is
+ * dropped; an invalid role reads "worker", invalid groups are dropped. 0
+ * with *out filled, or FL_EINVAL (out zeroed). Pure. */
+int fl_presence_parse_gateway(const char *body, size_t len, const char *host, fl_gateway_beat *out);
+
 /* Parses a beat's JSON body (len bytes, body may be NULL when len is 0):
  * an object with a valid "name" and a string "status"; "role" and "groups"
  * optional. 0 with *out filled, or FL_EINVAL (out zeroed). Pure. */
@@ -77,6 +101,12 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d);
  * logged. */
 int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl_beat *b,
                      long long beat_ts_ms);
+/* Every pinned host whose _gateway beat was taken, sorted by host: a new
+ * array of {host, self: false, status, profiles: [{name, backend, role,
+ * groups}]}, status "online" while its last beat is within the TTL and the
+ * link is up, else "unknown" (its last profiles are kept). NULL on
+ * out-of-memory. */
+json_t *fl_presence_hosts(fl_presence *p);
 /* "online", "offline" or "unknown" for a remote entity. */
 const char *fl_presence_status(const fl_presence *p, const fl_entity *e);
 /* Did the refused presence of a host that is not pinned announce name in

@@ -93,6 +93,10 @@ json_t *fl_remote_describe(fl_gw *gw) {
   return gw->remote ? gw->remote->describe(gw->remote_ctx) : NULL;
 }
 
+json_t *fl_remote_hosts(fl_gw *gw) {
+  return gw->remote && gw->remote->hosts ? gw->remote->hosts(gw->remote_ctx) : json_array();
+}
+
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen) {
   return gw->remote ? gw->remote->unpinned_claim(gw->remote_ctx, name, host, hostlen) : 0;
 }

@@ -24,7 +24,7 @@
 typedef struct fl_entity fl_entity;
 
 /* What a cross-host backend does for the core. ctx is the backend's own
- * state, given to fl_gw_set_remote. Every member must be set. */
+ * state, given to fl_gw_set_remote. Every member must be set, but hosts. */
 typedef struct fl_remote_ops {
   /* Hands m (filled by the core) to dst, an entity of another host. On
    * success *wait is a CONFIRM waiter of c: once the next hop took the
@@ -46,6 +46,10 @@ typedef struct fl_remote_ops {
   void (*sweep)(void *ctx);
   /* "online", "offline" or "unknown" for a remote entity (static string). */
   const char *(*status)(void *ctx, const fl_entity *e);
+  /* Every other (pinned) host heard from, with its spawn profiles, for
+   * fl_gw_list: a new array of {host, self, status, profiles}, or NULL on
+   * out-of-memory. The one optional member: unset reads as no other host. */
+  json_t *(*hosts)(void *ctx);
   /* The link's state for fl_gw_status: a new object, or NULL. */
   json_t *(*describe)(void *ctx);
   /* Did a host that is not pinned announce an entity called name? Its
@@ -95,6 +99,7 @@ void fl_remote_drained(fl_gw *gw, const char *to_gid, const char *msg_id);
 void fl_remote_sweep(fl_gw *gw);
 const char *fl_remote_status(fl_gw *gw, const fl_entity *e);
 json_t *fl_remote_describe(fl_gw *gw);
+json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);

@@ -21,6 +21,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/config.h"
 #include "gateway/envelope.h"
 #include "gateway/gw_internal.h"
 #include "gateway/nudge.h"
@@ -464,7 +465,23 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
       json_array_set_new(arr, j, a);
     }
   }
-  *result = json_pack("{s:s, s:s?, s:o}", "host", gw->cfg.host_id, "self",
-                      (c && c->entity) ? c->entity->gid : NULL, "entities", arr);
+  /* Every host a spawn can target, this one first, then the others as
+   * their gateway beats said (even with no agent on them). */
+  json_t *hosts = json_array(), *mine = fl_config_profiles_json(&gw->cfg);
+  json_t *others = fl_remote_hosts(gw);
+  if (!hosts || !mine || !others ||
+      json_array_append_new(hosts, json_pack("{s:s, s:b, s:s, s:O}", "host", gw->cfg.host_id,
+                                             "self", 1, "status", "online", "profiles", mine)) ||
+      json_array_extend(hosts, others)) {
+    json_decref(hosts);
+    json_decref(mine);
+    json_decref(others);
+    json_decref(arr);
+    return FL_ENOMEM;
+  }
+  json_decref(mine);
+  json_decref(others);
+  *result = json_pack("{s:s, s:s?, s:o, s:o}", "host", gw->cfg.host_id, "self",
+                      (c && c->entity) ? c->entity->gid : NULL, "entities", arr, "hosts", hosts);
   return *result ? 0 : FL_ENOMEM;
 }

@@ -108,7 +108,7 @@ static void test_unknown_key_names_key_and_file(void **state) {
   char want[512];
   snprintf(want, sizeof want,
            "%s: unknown key \"colour\" (known: hostId, stateDir, socket, broker, nudge, "
-           "logLevel)",
+           "logLevel, profiles)",
            f->file);
   assert_string_equal(f->err, want);
 }
@@ -418,6 +418,171 @@ static void test_parse_in_memory(void **state) {
   assert_err_has(f, "mem.json:1: ");
 }
 
+/* Parses text as mem.json onto defaults; returns fl_config_parse's code. */
+static int fx_parse(fx *f, const char *text) {
+  fl_config_defaults(&f->cfg);
+  f->err[0] = '\0';
+  return fl_config_parse(&f->cfg, text, strlen(text), "mem.json", f->err, sizeof f->err);
+}
+
+/* Asserts text fails to parse with an error holding want. */
+static void assert_profile_err(fx *f, const char *text, const char *want) {
+  if (fx_parse(f, text) != FL_ECONFIG)
+    fail_msg("accepted: %s", text);
+  assert_err_has(f, "mem.json: ");
+  assert_err_has(f, want);
+  assert_int_equal(f->cfg.gw.nprofiles, 0);
+}
+
+static void test_profiles_round_trip(void **state) {
+  fx *f = *state;
+  static const char text[] =
+      "{\"profiles\": {"
+      "\"claude\": {\"backend\": \"tmux\", \"command\": [\"claude\", \"--model\", \"opus\"],"
+      " \"cwd\": \"/srv/repo\", \"env\": {\"FOO\": \"bar\", \"_X1\": \"\"}, \"role\": \"lead\","
+      " \"groups\": [\"backend\", \"web\"], \"readyTimeoutS\": 90, \"prompt\": \"^> *$\","
+      " \"quietMs\": 1500},"
+      "\"aider\": {\"backend\": \"exec\", \"command\": [\"aider\"]}}}";
+  assert_int_equal(fx_parse(f, text), 0);
+  const fl_gw_config *gw = &f->cfg.gw;
+  assert_int_equal(gw->nprofiles, 2);
+  /* Sorted by name, defaults filled in. */
+  const fl_profile *a = &gw->profiles[0], *c = &gw->profiles[1];
+  assert_string_equal(a->name, "aider");
+  assert_string_equal(a->backend, "exec");
+  assert_string_equal(a->role, "worker");
+  assert_int_equal(a->ngroups, 0);
+  assert_string_equal(a->cwd, "");
+  assert_string_equal(a->prompt, "");
+  assert_int_equal(a->ready_timeout_s, FL_PROFILE_READY_DEFAULT_S);
+  assert_int_equal(a->quiet_ms, FL_PROFILE_QUIET_DEFAULT_MS);
+  assert_string_equal(a->launch, "{\"command\":[\"aider\"],\"env\":{}}");
+  assert_string_equal(c->name, "claude");
+  assert_string_equal(c->backend, "tmux");
+  assert_string_equal(c->role, "lead");
+  assert_int_equal(c->ngroups, 2);
+  assert_string_equal(c->groups[0], "backend");
+  assert_string_equal(c->groups[1], "web");
+  assert_string_equal(c->cwd, "/srv/repo");
+  assert_string_equal(c->prompt, "^> *$");
+  assert_int_equal(c->ready_timeout_s, 90);
+  assert_int_equal(c->quiet_ms, 1500);
+  json_t *launch = json_loads(c->launch, 0, NULL);
+  assert_non_null(launch);
+  json_t *want = json_pack("{s:[s,s,s], s:{s:s, s:s}}", "command", "claude", "--model", "opus",
+                           "env", "FOO", "bar", "_X1", "");
+  assert_true(json_equal(launch, want));
+  json_decref(launch);
+  json_decref(want);
+  /* A later file's profiles replace the earlier ones; null means none. */
+  assert_int_equal(
+      fl_config_parse(&f->cfg, "{\"profiles\": null}", 18, "mem.json", f->err, sizeof f->err), 0);
+  assert_int_equal(f->cfg.gw.nprofiles, 0);
+  /* The bounds themselves are accepted. */
+  assert_int_equal(fx_parse(f, "{\"profiles\": {\"p\": {\"backend\": \"exec\", \"command\": "
+                               "[\"x\", \"\"], \"readyTimeoutS\": 600, \"quietMs\": 0}}}"),
+                   0);
+  assert_int_equal(f->cfg.gw.profiles[0].ready_timeout_s, 600);
+  assert_int_equal(f->cfg.gw.profiles[0].quiet_ms, 0);
+}
+
+static void test_profiles_errors(void **state) {
+  fx *f = *state;
+#define P(body) "{\"profiles\": {\"claude\": {" body "}}}"
+#define OK "\"backend\": \"tmux\", \"command\": [\"claude\"]"
+  assert_profile_err(f, "{\"profiles\": [1]}",
+                     "key \"profiles\" must be an object of named profiles like");
+  assert_profile_err(f, "{\"profiles\": {\"claude\": 3}}",
+                     "key \"profiles.claude\" must be an object like {\"backend\": \"tmux\"");
+  assert_profile_err(f, "{\"profiles\": {\"bad name\": {" OK "}}}",
+                     "key \"profiles.bad name\": the profile name is not valid: use 1-63 "
+                     "letters, digits, '-' or '_'");
+  assert_profile_err(f, "{\"profiles\": {\"a.b\": {" OK "}}}", "\"profiles.a.b\": the profile");
+  assert_profile_err(f, P(OK ", \"comand\": []"),
+                     "unknown key \"profiles.claude.comand\" (known: backend, command, cwd, env, "
+                     "role, groups, readyTimeoutS, prompt, quietMs)");
+  /* backend */
+  assert_profile_err(f, P("\"command\": [\"claude\"]"),
+                     "key \"profiles.claude.backend\" must be \"tmux\" (a tmux window running "
+                     "the command) or \"exec\" (the command, given each message on stdin); it is "
+                     "missing");
+  assert_profile_err(f, P("\"backend\": \"herdr\", \"command\": [\"claude\"]"),
+                     "key \"profiles.claude.backend\" must be \"tmux\"");
+  /* command */
+  assert_profile_err(f, P("\"backend\": \"tmux\""),
+                     "key \"profiles.claude.command\" is missing: give the program and its "
+                     "arguments, e.g. [\"claude\"]");
+  assert_profile_err(f, P("\"backend\": \"tmux\", \"command\": []"),
+                     "key \"profiles.claude.command\" must be a non-empty array of strings (the "
+                     "program, then its arguments), e.g. [\"claude\", \"--model\", \"opus\"]; it "
+                     "is empty");
+  assert_profile_err(f, P("\"backend\": \"tmux\", \"command\": \"claude\""),
+                     "key \"profiles.claude.command\" must be a non-empty array of strings");
+  assert_profile_err(f, P("\"backend\": \"tmux\", \"command\": [\"claude\", 3]"),
+                     "key \"profiles.claude.command\" item 1 must be a string, not a number");
+  assert_profile_err(f, P("\"backend\": \"tmux\", \"command\": [\"\"]"),
+                     "key \"profiles.claude.command\" item 0 must be a program name, not empty");
+  /* wrong types */
+  assert_profile_err(f, P(OK ", \"cwd\": 1"),
+                     "key \"profiles.claude.cwd\" must be a string, not a number");
+  assert_profile_err(f, P(OK ", \"env\": []"),
+                     "key \"profiles.claude.env\" must be an object of strings like {\"FOO\": "
+                     "\"bar\"}, not an array");
+  assert_profile_err(f, P(OK ", \"env\": {\"N\": 1}"),
+                     "key \"profiles.claude.env.N\" must be a string, not a number (quote it)");
+  assert_profile_err(f, P(OK ", \"env\": {\"A=B\": \"x\"}"),
+                     "key \"profiles.claude.env\" names the variable \"A=B\", which is not a "
+                     "variable name");
+  assert_profile_err(f, P(OK ", \"readyTimeoutS\": 0"),
+                     "key \"profiles.claude.readyTimeoutS\" must be a whole number from 1 to 600");
+  assert_profile_err(f, P(OK ", \"readyTimeoutS\": 601"),
+                     "key \"profiles.claude.readyTimeoutS\" must be a whole number from 1 to 600");
+  assert_profile_err(f, P(OK ", \"readyTimeoutS\": \"60\""),
+                     "key \"profiles.claude.readyTimeoutS\" must be a whole number");
+  assert_profile_err(f, P(OK ", \"quietMs\": -1"),
+                     "key \"profiles.claude.quietMs\" must be a whole number from 0 to 60000");
+  assert_profile_err(f, P(OK ", \"prompt\": true"),
+                     "key \"profiles.claude.prompt\" must be a string, not true or false");
+  /* role and groups by the name rule */
+  assert_profile_err(f, P(OK ", \"role\": \"team lead\""),
+                     "key \"profiles.claude.role\" must be a role name of 1-32 letters, digits, "
+                     "'-' or '_' (e.g. worker, lead), not \"team lead\"");
+  assert_profile_err(f, P(OK ", \"role\": 7"),
+                     "key \"profiles.claude.role\" must be a role name of 1-32");
+  assert_profile_err(f, P(OK ", \"groups\": \"web\""),
+                     "key \"profiles.claude.groups\" must be an array of group names like "
+                     "[\"backend\"], not a string");
+  assert_profile_err(f, P(OK ", \"groups\": [\"web\", \"a b\"]"),
+                     "key \"profiles.claude.groups\" item 1 is not a valid group name: use 1-63 "
+                     "letters, digits, '-' or '_'");
+  /* the prompt regex must compile */
+  assert_profile_err(f, P(OK ", \"prompt\": \"(unclosed\""),
+                     "key \"profiles.claude.prompt\" is not a POSIX extended regular expression (");
+  /* too many profiles */
+  char big[8192] = "{\"profiles\": {";
+  for (int i = 0; i <= FL_MAX_PROFILES; i++) {
+    char one[128];
+    snprintf(one, sizeof one, "%s\"p%d\": {" OK "}", i ? ", " : "", i);
+    strcat(big, one);
+  }
+  strcat(big, "}}");
+  assert_profile_err(f, big, "key \"profiles\" has 33 profiles, at most 32: remove some");
+  /* a launch text over its cap */
+  char longcmd[FL_MAX_PROFILE_LAUNCH + 256];
+  snprintf(longcmd, sizeof longcmd, P("\"backend\": \"exec\", \"command\": [\"%0*d\"]"),
+           FL_MAX_PROFILE_LAUNCH, 7);
+  assert_profile_err(f, longcmd, "key \"profiles.claude\": command and env take ");
+  /* the file name is in every message, as from fl_config_load */
+  fx_write(f, P(OK ", \"colour\": 1"));
+  char *argv[] = {"fleetd", "--config", f->file};
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  char want[512];
+  snprintf(want, sizeof want, "%s: unknown key \"profiles.claude.colour\"", f->file);
+  assert_err_has(f, want);
+#undef P
+#undef OK
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -437,6 +602,8 @@ int main(void) {
       T(test_log_level_not_in_list),
       T(test_usage_errors),
       T(test_parse_in_memory),
+      T(test_profiles_round_trip),
+      T(test_profiles_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
