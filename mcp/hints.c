@@ -14,12 +14,15 @@ typedef struct fl_hint_words {
   const char *roster;     /* what lists who is there */
   const char *other_name; /* how to pick another name (after "; ") */
   const char *give_name;  /* how to give a name at all */
+  const char *read_held;  /* how to read what is held (a nudge's hint) */
 } fl_hint_words;
 
 static const fl_hint_words fl_words[] = {
     [FL_IFACE_AGENT] = {"fleet_list", "set another FLEET_NAME",
-                        "set FLEET_NAME in the MCP server's environment"},
-    [FL_IFACE_FLEETCTL] = {"fleetctl roster", "use another --as NAME", "give --as NAME"},
+                        "set FLEET_NAME in the MCP server's environment",
+                        "call fleet_poll to read them"},
+    [FL_IFACE_FLEETCTL] = {"fleetctl roster", "use another --as NAME", "give --as NAME",
+                           "run fleetctl poll to read them"},
 };
 
 static const fl_hint_words *fl_words_of(fl_iface iface) {
@@ -47,3 +50,5 @@ void fl_hints_refusal(fl_iface iface, int rc, const char *err, char *out, size_t
 }
 
 const char *fl_hints_give_name(fl_iface iface) { return fl_words_of(iface)->give_name; }
+
+const char *fl_hints_read_held(fl_iface iface) { return fl_words_of(iface)->read_held; }

@@ -33,4 +33,8 @@ void fl_hints_refusal(fl_iface iface, int rc, const char *err, char *out, size_t
  * refused): the words after "fleet identity has no name: ". Static. */
 const char *fl_hints_give_name(fl_iface iface);
 
+/* How this session reads what is held for it: the hint of a nudge's
+ * messages_waiting notification ("call fleet_poll to read them"). Static. */
+const char *fl_hints_read_held(fl_iface iface);
+
 #endif

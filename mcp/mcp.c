@@ -87,6 +87,9 @@ static void fl_session_notify(void *ctx, json_t *data) {
     json_decref(data);
     return;
   }
+  /* The gateway's hint is neutral; the session says it in its own words. */
+  if (json_object_get(data, "hint"))
+    json_object_set_new(data, "hint", json_string(fl_hints_read_held(s->iface)));
   json_t *params = json_pack("{s:s, s:s, s:o}", "level", "notice", "logger", "fleet", "data", data);
   fl_send_line(s, fl_rpc_notification("notifications/message", params));
 }
