@@ -8,6 +8,7 @@
  * where the bad value came from (the file and key, the variable, the flag)
  * and what to do about it. Nothing here writes to disk. */
 #include "gateway/config.h"
+#include "gateway/config_internal.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -39,14 +40,11 @@ static const char *const fl_top_keys[] = {"hostId", "stateDir", "socket",   "bro
 static const char *const fl_broker_keys[] = {"uri",           "caFile",     "queueType",
                                              "prefetch",      "heartbeatS", "presenceIntervalMs",
                                              "presenceTtlMs", NULL};
-static const char *const fl_profile_keys[] = {"backend", "command", "cwd",           "env",
-                                              "role",    "groups",  "readyTimeoutS", "prompt",
-                                              "quietMs", NULL};
 static const char *const fl_nudge_keys[] = {"enabled", "firstDelayMs", "backoffMs", "maxBackoffMs",
                                             "text",    "prompt",       "quietMs",   NULL};
 
 /* What a JSON value is, for "must be a string, not a number". */
-static const char *fl_json_kind(const json_t *v) {
+const char *fl_config_json_kind(const json_t *v) {
   switch (json_typeof(v)) {
   case JSON_OBJECT:
     return "an object";
@@ -78,7 +76,7 @@ static int fl_set(char *dst, size_t n, const char *v, const char *what, char *er
 }
 
 /* The key as the user wrote it: "uri" inside "broker" is "broker.uri". */
-static void fl_key_name(char *out, size_t n, const char *section, const char *key) {
+void fl_config_key_name(char *out, size_t n, const char *section, const char *key) {
   if (section)
     snprintf(out, n, "%s.%s", section, key);
   else
@@ -86,15 +84,16 @@ static void fl_key_name(char *out, size_t n, const char *section, const char *ke
 }
 
 /* A string at obj.key, if present, into dst. */
-static int fl_file_str(json_t *obj, const char *section, const char *key, char *dst, size_t n,
+int fl_config_file_str(json_t *obj, const char *section, const char *key, char *dst, size_t n,
                        const char *file, char *err, size_t errlen) {
   json_t *v = json_object_get(obj, key);
   if (!v)
     return 0;
   char name[128]; /* "profiles.<name>.readyTimeoutS" at the longest */
-  fl_key_name(name, sizeof name, section, key);
+  fl_config_key_name(name, sizeof name, section, key);
   if (!json_is_string(v)) {
-    fl_errf(err, errlen, "%s: key \"%s\" must be a string, not %s", file, name, fl_json_kind(v));
+    fl_errf(err, errlen, "%s: key \"%s\" must be a string, not %s", file, name,
+            fl_config_json_kind(v));
     return FL_ECONFIG;
   }
   char what[1200];
@@ -103,7 +102,7 @@ static int fl_file_str(json_t *obj, const char *section, const char *key, char *
 }
 
 /* A whole number from 0 to max at obj.key, if present, into dst. */
-static int fl_file_ms(json_t *obj, const char *section, const char *key, unsigned *dst, long max,
+int fl_config_file_ms(json_t *obj, const char *section, const char *key, unsigned *dst, long max,
                       const char *file, char *err, size_t errlen) {
   json_t *v = json_object_get(obj, key);
   if (!v)
@@ -118,7 +117,7 @@ static int fl_file_ms(json_t *obj, const char *section, const char *key, unsigne
 }
 
 /* Fails on the first key of obj not in known, listing the known ones. */
-static int fl_known_keys(json_t *obj, const char *section, const char *const known[],
+int fl_config_known_keys(json_t *obj, const char *section, const char *const known[],
                          const char *file, char *err, size_t errlen) {
   const char *key;
   json_t *val;
@@ -133,7 +132,7 @@ static int fl_known_keys(json_t *obj, const char *section, const char *const kno
     for (int i = 0; known[i] && used < sizeof list; i++)
       used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", known[i]);
     char name[1100];
-    fl_key_name(name, sizeof name, section, key);
+    fl_config_key_name(name, sizeof name, section, key);
     fl_errf(err, errlen, "%s: unknown key \"%s\" (known: %s)", file, name, list);
     return FL_ECONFIG;
   }
@@ -151,19 +150,19 @@ static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, cha
   }
   unsigned prefetch = 0, hb = 0;
   fl_gw_config *gw = &cfg->gw;
-  if (fl_known_keys(broker, "broker", fl_broker_keys, file, err, errlen) ||
-      fl_file_str(broker, "broker", "uri", gw->broker_uri, sizeof gw->broker_uri, file, err,
-                  errlen) ||
-      fl_file_str(broker, "broker", "caFile", gw->broker_ca_file, sizeof gw->broker_ca_file, file,
-                  err, errlen) ||
-      fl_file_str(broker, "broker", "queueType", gw->broker_queue_type,
-                  sizeof gw->broker_queue_type, file, err, errlen) ||
-      fl_file_ms(broker, "broker", "prefetch", &prefetch, 65535, file, err, errlen) ||
-      fl_file_ms(broker, "broker", "heartbeatS", &hb, 3600, file, err, errlen) ||
-      fl_file_ms(broker, "broker", "presenceIntervalMs", &gw->presence_interval_ms, 3600000, file,
-                 err, errlen) ||
-      fl_file_ms(broker, "broker", "presenceTtlMs", &gw->presence_ttl_ms, 86400000, file, err,
-                 errlen))
+  if (fl_config_known_keys(broker, "broker", fl_broker_keys, file, err, errlen) ||
+      fl_config_file_str(broker, "broker", "uri", gw->broker_uri, sizeof gw->broker_uri, file, err,
+                         errlen) ||
+      fl_config_file_str(broker, "broker", "caFile", gw->broker_ca_file, sizeof gw->broker_ca_file,
+                         file, err, errlen) ||
+      fl_config_file_str(broker, "broker", "queueType", gw->broker_queue_type,
+                         sizeof gw->broker_queue_type, file, err, errlen) ||
+      fl_config_file_ms(broker, "broker", "prefetch", &prefetch, 65535, file, err, errlen) ||
+      fl_config_file_ms(broker, "broker", "heartbeatS", &hb, 3600, file, err, errlen) ||
+      fl_config_file_ms(broker, "broker", "presenceIntervalMs", &gw->presence_interval_ms, 3600000,
+                        file, err, errlen) ||
+      fl_config_file_ms(broker, "broker", "presenceTtlMs", &gw->presence_ttl_ms, 86400000, file,
+                        err, errlen))
     return FL_ECONFIG;
   gw->broker_prefetch = prefetch;
   gw->broker_heartbeat_s = hb;
@@ -182,7 +181,7 @@ static int fl_apply_nudge(fl_config *cfg, json_t *nudge, const char *file, char 
     return FL_ECONFIG;
   }
   fl_nudge_config *n = &cfg->gw.nudge;
-  if (fl_known_keys(nudge, "nudge", fl_nudge_keys, file, err, errlen))
+  if (fl_config_known_keys(nudge, "nudge", fl_nudge_keys, file, err, errlen))
     return FL_ECONFIG;
   json_t *en = json_object_get(nudge, "enabled");
   if (en && !json_is_boolean(en)) {
@@ -192,12 +191,15 @@ static int fl_apply_nudge(fl_config *cfg, json_t *nudge, const char *file, char 
   if (en)
     n->enabled = json_is_true(en);
   /* A day bounds every delay: longer is surely a typo. */
-  if (fl_file_ms(nudge, "nudge", "firstDelayMs", &n->first_ms, 86400000, file, err, errlen) ||
-      fl_file_ms(nudge, "nudge", "backoffMs", &n->backoff_ms, 86400000, file, err, errlen) ||
-      fl_file_ms(nudge, "nudge", "maxBackoffMs", &n->max_ms, 86400000, file, err, errlen) ||
-      fl_file_str(nudge, "nudge", "text", n->text, sizeof n->text, file, err, errlen) ||
-      fl_file_str(nudge, "nudge", "prompt", n->prompt, sizeof n->prompt, file, err, errlen) ||
-      fl_file_ms(nudge, "nudge", "quietMs", &n->quiet_ms, FL_MAX_QUIET_MS, file, err, errlen))
+  if (fl_config_file_ms(nudge, "nudge", "firstDelayMs", &n->first_ms, 86400000, file, err,
+                        errlen) ||
+      fl_config_file_ms(nudge, "nudge", "backoffMs", &n->backoff_ms, 86400000, file, err, errlen) ||
+      fl_config_file_ms(nudge, "nudge", "maxBackoffMs", &n->max_ms, 86400000, file, err, errlen) ||
+      fl_config_file_str(nudge, "nudge", "text", n->text, sizeof n->text, file, err, errlen) ||
+      fl_config_file_str(nudge, "nudge", "prompt", n->prompt, sizeof n->prompt, file, err,
+                         errlen) ||
+      fl_config_file_ms(nudge, "nudge", "quietMs", &n->quiet_ms, FL_MAX_QUIET_MS, file, err,
+                        errlen))
     return FL_ECONFIG;
   if (n->backoff_ms == 0) {
     fl_errf(err, errlen, "%s: key \"nudge.backoffMs\" must be above 0", file);
@@ -223,304 +225,23 @@ static int fl_apply_nudge(fl_config *cfg, json_t *nudge, const char *file, char 
 
 /* ---- spawn profiles ----------------------------------------------------------- */
 
-/* profiles.<name>.command: 1..FL_MAX_PROFILE_ARGS non-empty strings. */
-static int fl_profile_command(json_t *cmd, const char *key, const char *file, char *err,
-                              size_t errlen) {
-  if (!cmd) {
-    fl_errf(err, errlen,
-            "%s: key \"%s.command\" is missing: give the program and its arguments, e.g. "
-            "[\"claude\"]",
-            file, key);
-    return FL_ECONFIG;
-  }
-  if (!json_is_array(cmd) || json_array_size(cmd) == 0) {
-    fl_errf(err, errlen,
-            "%s: key \"%s.command\" must be a non-empty array of strings (the program, then its "
-            "arguments), e.g. [\"claude\", \"--model\", \"opus\"]; it is %s",
-            file, key, json_is_array(cmd) ? "empty" : fl_json_kind(cmd));
-    return FL_ECONFIG;
-  }
-  if (json_array_size(cmd) > FL_MAX_PROFILE_ARGS) {
-    fl_errf(err, errlen, "%s: key \"%s.command\" has %zu arguments, at most %d: shorten it", file,
-            key, json_array_size(cmd), FL_MAX_PROFILE_ARGS);
-    return FL_ECONFIG;
-  }
-  size_t i;
-  json_t *a;
-  json_array_foreach(cmd, i, a) {
-    if (!json_is_string(a) || (i == 0 && json_string_length(a) == 0)) {
-      fl_errf(err, errlen,
-              "%s: key \"%s.command\" item %zu must be %s, not %s (write every argument as a "
-              "JSON string)",
-              file, key, i, i == 0 ? "a program name" : "a string",
-              json_is_string(a) ? "empty" : fl_json_kind(a));
-      return FL_ECONFIG;
-    }
-  }
-  return 0;
-}
-
-/* profiles.<name>.env: at most FL_MAX_PROFILE_ENV string values under
- * variable names (letters, digits and '_', not starting with a digit). */
-static int fl_profile_env(json_t *env, const char *key, const char *file, char *err,
-                          size_t errlen) {
-  if (!json_is_object(env)) {
-    fl_errf(err, errlen,
-            "%s: key \"%s.env\" must be an object of strings like {\"FOO\": \"bar\"}, not %s", file,
-            key, fl_json_kind(env));
-    return FL_ECONFIG;
-  }
-  if (json_object_size(env) > FL_MAX_PROFILE_ENV) {
-    fl_errf(err, errlen, "%s: key \"%s.env\" has %zu variables, at most %d: remove some", file, key,
-            json_object_size(env), FL_MAX_PROFILE_ENV);
-    return FL_ECONFIG;
-  }
-  const char *name;
-  json_t *v;
-  json_object_foreach(env, name, v) {
-    int ok = name[0] && !(name[0] >= '0' && name[0] <= '9');
-    for (const char *c = name; *c && ok; c++)
-      ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-           *c == '_';
-    if (!ok) {
-      fl_errf(err, errlen,
-              "%s: key \"%s.env\" names the variable \"%.64s\", which is not a variable name: use "
-              "letters, digits and '_', not starting with a digit",
-              file, key, name);
-      return FL_ECONFIG;
-    }
-    if (!json_is_string(v)) {
-      fl_errf(err, errlen, "%s: key \"%s.env.%.64s\" must be a string, not %s (quote it)", file,
-              key, name, fl_json_kind(v));
-      return FL_ECONFIG;
-    }
-  }
-  return 0;
-}
-
-/* A whole number from min to max at obj.field, if present, into dst. */
-static int fl_profile_num(json_t *obj, const char *key, const char *field, long min, long max,
-                          unsigned *dst, const char *file, char *err, size_t errlen) {
-  json_t *v = json_object_get(obj, field);
-  if (!v)
-    return 0;
-  if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
-    fl_errf(err, errlen, "%s: key \"%s.%s\" must be a whole number from %ld to %ld", file, key,
-            field, min, max);
-    return FL_ECONFIG;
-  }
-  *dst = (unsigned)json_integer_value(v);
-  return 0;
-}
-
-/* profiles.<name>.role and .groups, by the name rule. */
-static int fl_profile_names(fl_profile *pr, json_t *obj, const char *key, const char *file,
-                            char *err, size_t errlen) {
-  json_t *role = json_object_get(obj, "role");
-  if (role) {
-    const char *r = json_string_value(role);
-    if (!r || !fl_name_valid(r, FL_MAX_ROLE)) {
-      fl_errf(err, errlen,
-              "%s: key \"%s.role\" must be a role name of 1-%d letters, digits, '-' or '_' (e.g. "
-              "worker, lead), not %s%.40s%s",
-              file, key, FL_MAX_ROLE, r ? "\"" : "", r ? r : fl_json_kind(role), r ? "\"" : "");
-      return FL_ECONFIG;
-    }
-    snprintf(pr->role, sizeof pr->role, "%s", r);
-  }
-  json_t *groups = json_object_get(obj, "groups");
-  if (!groups)
-    return 0;
-  if (!json_is_array(groups)) {
-    fl_errf(err, errlen,
-            "%s: key \"%s.groups\" must be an array of group names like [\"backend\"], not %s",
-            file, key, fl_json_kind(groups));
-    return FL_ECONFIG;
-  }
-  if (json_array_size(groups) > FL_MAX_GROUPS) {
-    fl_errf(err, errlen, "%s: key \"%s.groups\" has %zu groups, at most %d: remove some", file, key,
-            json_array_size(groups), FL_MAX_GROUPS);
-    return FL_ECONFIG;
-  }
-  size_t i;
-  json_t *g;
-  json_array_foreach(groups, i, g) {
-    const char *gn = json_string_value(g);
-    if (!gn || !fl_name_valid(gn, FL_MAX_GROUP_NAME)) {
-      fl_errf(err, errlen,
-              "%s: key \"%s.groups\" item %zu is not a valid group name: use %s, e.g. "
-              "\"backend\"",
-              file, key, i, fl_name_rule);
-      return FL_ECONFIG;
-    }
-    snprintf(pr->groups[pr->ngroups++], FL_MAX_GROUP_NAME + 1, "%s", gn);
-  }
-  return 0;
-}
-
-/* profiles.<name>.prompt: a POSIX extended regular expression. */
-static int fl_profile_prompt(fl_profile *pr, json_t *obj, const char *key, const char *file,
-                             char *err, size_t errlen) {
-  if (fl_file_str(obj, key, "prompt", pr->prompt, sizeof pr->prompt, file, err, errlen))
-    return FL_ECONFIG;
-  if (!pr->prompt[0])
-    return 0;
-  regex_t re;
-  int rc = regcomp(&re, pr->prompt, REG_EXTENDED | REG_NOSUB);
-  if (rc != 0) {
-    char why[128];
-    regerror(rc, &re, why, sizeof why);
-    fl_errf(err, errlen,
-            "%s: key \"%s.prompt\" is not a POSIX extended regular expression (%s): fix it, e.g. "
-            "\"^> $\" for a line that is just \"> \"",
-            file, key, why);
-    return FL_ECONFIG;
-  }
-  regfree(&re);
-  return 0;
-}
-
-/* One profile: obj (borrowed) at profiles.<name> into pr. */
-static int fl_apply_profile(fl_profile *pr, const char *name, json_t *obj, const char *file,
-                            char *err, size_t errlen) {
-  char key[16 + FL_MAX_NAME];
-  snprintf(key, sizeof key, "profiles.%s", name);
-  if (!json_is_object(obj)) {
-    fl_errf(err, errlen,
-            "%s: key \"%s\" must be an object like {\"backend\": \"tmux\", \"command\": "
-            "[\"claude\"]}, not %s",
-            file, key, fl_json_kind(obj));
-    return FL_ECONFIG;
-  }
-  memset(pr, 0, sizeof *pr);
-  snprintf(pr->name, sizeof pr->name, "%s", name);
-  snprintf(pr->role, sizeof pr->role, "worker");
-  pr->ready_timeout_s = FL_PROFILE_READY_DEFAULT_S;
-  pr->quiet_ms = FL_PROFILE_QUIET_DEFAULT_MS;
-  if (fl_known_keys(obj, key, fl_profile_keys, file, err, errlen))
-    return FL_ECONFIG;
-  const char *backend = json_string_value(json_object_get(obj, "backend"));
-  if (!backend || (strcmp(backend, "tmux") != 0 && strcmp(backend, "exec") != 0)) {
-    fl_errf(err, errlen,
-            "%s: key \"%s.backend\" must be \"tmux\" (a tmux window running the command) or "
-            "\"exec\" (the command, given each message on stdin)%s",
-            file, key, json_object_get(obj, "backend") ? "" : "; it is missing");
-    return FL_ECONFIG;
-  }
-  snprintf(pr->backend, sizeof pr->backend, "%s", backend);
-  json_t *cmd = json_object_get(obj, "command"), *env = json_object_get(obj, "env");
-  if (fl_profile_command(cmd, key, file, err, errlen) ||
-      (env && fl_profile_env(env, key, file, err, errlen)) ||
-      fl_file_str(obj, key, "cwd", pr->cwd, sizeof pr->cwd, file, err, errlen) ||
-      fl_profile_names(pr, obj, key, file, err, errlen) ||
-      fl_profile_num(obj, key, "readyTimeoutS", 1, FL_PROFILE_READY_MAX_S, &pr->ready_timeout_s,
-                     file, err, errlen) ||
-      fl_profile_num(obj, key, "quietMs", 0, FL_PROFILE_QUIET_MAX_MS, &pr->quiet_ms, file, err,
-                     errlen) ||
-      fl_profile_prompt(pr, obj, key, file, err, errlen))
-    return FL_ECONFIG;
-  /* What it runs, kept as one JSON text so the profile stays a flat,
-   * copyable struct. */
-  json_t *launch = json_object();
-  char *text = NULL;
-  if (launch && json_object_set(launch, "command", cmd) == 0 &&
-      json_object_set_new(launch, "env", env ? json_incref(env) : json_object()) == 0)
-    text = json_dumps(launch, JSON_COMPACT);
-  json_decref(launch);
-  if (!text) {
-    fl_errf(err, errlen, "%s: key \"%s\": out of memory", file, key);
-    return FL_ECONFIG;
-  }
-  size_t len = strlen(text);
-  if (len >= sizeof pr->launch) {
-    fl_errf(err, errlen,
-            "%s: key \"%s\": command and env take %zu bytes as JSON, at most %zu: shorten them "
-            "(a wrapper script can hold a long command)",
-            file, key, len, sizeof pr->launch - 1);
-    free(text);
-    return FL_ECONFIG;
-  }
-  memcpy(pr->launch, text, len + 1);
-  free(text);
-  return 0;
-}
-
-static int fl_profile_cmp(const void *a, const void *b) {
-  return strcmp(((const fl_profile *)a)->name, ((const fl_profile *)b)->name);
-}
-
-/* profiles: {name: profile}; replaces any profiles applied before. */
-static int fl_apply_profiles(fl_config *cfg, json_t *profiles, const char *file, char *err,
-                             size_t errlen) {
-  fl_gw_config *gw = &cfg->gw;
-  gw->nprofiles = 0;
-  if (json_is_null(profiles))
-    return 0;
-  if (!json_is_object(profiles)) {
-    fl_errf(err, errlen,
-            "%s: key \"profiles\" must be an object of named profiles like {\"claude\": "
-            "{\"backend\": \"tmux\", \"command\": [\"claude\"]}}, not %s",
-            file, fl_json_kind(profiles));
-    return FL_ECONFIG;
-  }
-  if (json_object_size(profiles) > FL_MAX_PROFILES) {
-    fl_errf(err, errlen, "%s: key \"profiles\" has %zu profiles, at most %d: remove some", file,
-            json_object_size(profiles), FL_MAX_PROFILES);
-    return FL_ECONFIG;
-  }
-  const char *name;
-  json_t *obj;
-  json_object_foreach(profiles, name, obj) {
-    if (!fl_name_valid(name, FL_MAX_NAME)) {
-      fl_errf(err, errlen,
-              "%s: key \"profiles.%.80s\": the profile name is not valid: use %s, e.g. "
-              "\"claude-worker\"",
-              file, name, fl_name_rule);
-      gw->nprofiles = 0;
-      return FL_ECONFIG;
-    }
-    if (fl_apply_profile(&gw->profiles[gw->nprofiles], name, obj, file, err, errlen)) {
-      gw->nprofiles = 0;
-      return FL_ECONFIG;
-    }
-    gw->nprofiles++;
-  }
-  qsort(gw->profiles, gw->nprofiles, sizeof gw->profiles[0], fl_profile_cmp);
-  return 0;
-}
-
-json_t *fl_config_profiles_json(const fl_gw_config *gw) {
-  json_t *arr = json_array();
-  for (size_t i = 0; arr && i < gw->nprofiles; i++) {
-    const fl_profile *pr = &gw->profiles[i];
-    json_t *groups = json_array();
-    for (size_t g = 0; groups && g < pr->ngroups; g++)
-      json_array_append_new(groups, json_string(pr->groups[g]));
-    json_t *o = groups ? json_pack("{s:s, s:s, s:s, s:o}", "name", pr->name, "backend", pr->backend,
-                                   "role", pr->role, "groups", groups)
-                       : NULL;
-    if (!o || json_array_append_new(arr, o) != 0) {
-      json_decref(arr);
-      return NULL;
-    }
-  }
-  return arr;
-}
-
 /* Applies a loaded file (borrowed) onto cfg. */
 static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, size_t errlen) {
   if (!json_is_object(root)) {
     fl_errf(err, errlen,
             "%s: the file must hold one JSON object, not %s (put the keys in one {...})", file,
-            fl_json_kind(root));
+            fl_config_json_kind(root));
     return FL_ECONFIG;
   }
   fl_gw_config *gw = &cfg->gw;
-  if (fl_known_keys(root, NULL, fl_top_keys, file, err, errlen) ||
-      fl_file_str(root, NULL, "hostId", gw->host_id, sizeof gw->host_id, file, err, errlen) ||
-      fl_file_str(root, NULL, "stateDir", gw->state_dir, sizeof gw->state_dir, file, err, errlen) ||
-      fl_file_str(root, NULL, "socket", gw->socket, sizeof gw->socket, file, err, errlen) ||
-      fl_file_str(root, NULL, "logLevel", cfg->log_level, sizeof cfg->log_level, file, err, errlen))
+  if (fl_config_known_keys(root, NULL, fl_top_keys, file, err, errlen) ||
+      fl_config_file_str(root, NULL, "hostId", gw->host_id, sizeof gw->host_id, file, err,
+                         errlen) ||
+      fl_config_file_str(root, NULL, "stateDir", gw->state_dir, sizeof gw->state_dir, file, err,
+                         errlen) ||
+      fl_config_file_str(root, NULL, "socket", gw->socket, sizeof gw->socket, file, err, errlen) ||
+      fl_config_file_str(root, NULL, "logLevel", cfg->log_level, sizeof cfg->log_level, file, err,
+                         errlen))
     return FL_ECONFIG;
   json_t *broker = json_object_get(root, "broker");
   if (broker && !json_is_null(broker) && fl_apply_broker(cfg, broker, file, err, errlen))
@@ -529,7 +250,7 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
   if (nudge && fl_apply_nudge(cfg, nudge, file, err, errlen))
     return FL_ECONFIG;
   json_t *profiles = json_object_get(root, "profiles");
-  if (profiles && fl_apply_profiles(cfg, profiles, file, err, errlen))
+  if (profiles && fl_config_apply_profiles(cfg, profiles, file, err, errlen))
     return FL_ECONFIG;
   return 0;
 }
