@@ -176,7 +176,7 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
           "is there; fleet_send messages one (wait_s waits for the reply); fleet_poll reads "
           "what is waiting for you; fleet_reply answers.%s",
           who ? "; you are " : "", who ? who : "",
-          s->channel ? " A message for you also arrives as a <channel source=\"fleet\"> event "
+          s->channel ? " A message for you also arrives as a <channel> event "
                        "(from, msgId, kind): it stays waiting until fleet_poll reads it, and "
                        "fleet_reply answers it."
                      : "");
