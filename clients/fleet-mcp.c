@@ -6,8 +6,9 @@
  * socket to stdout, so every MCP session is one fleetd connection. The one
  * thing it adds is who the session is: the "initialize" request gets
  * params._meta["fleet/identity"], built from this process's environment
- * (FLEET_NAME, FLEET_ROLE, ...) which the MCP client's config sets. Every
- * other line passes through byte for byte.
+ * (FLEET_NAME, FLEET_ROLE, ...) which the MCP client's config sets;
+ * FLEET_CHANNEL=1 adds channel:true to it (Claude Code channels). Every other line
+ * passes through byte for byte.
  *
  * When fleetd is not running, fleet-mcp still answers on stdio: the client's
  * first request gets a JSON-RPC error that names the socket and how to start
@@ -199,6 +200,11 @@ static json_t *identity_new(void) {
     goto fail;
   char cwd[PATH_MAX];
   if (getcwd(cwd, sizeof cwd) && set_str(id, "cwd", cwd, "the current directory") != 0)
+    goto fail;
+  /* FLEET_CHANNEL=1 (only "1") asks fleetd to also push held messages as
+   * Claude Code channel notifications, if the client declared it takes them. */
+  const char *channel = env("FLEET_CHANNEL");
+  if (channel && strcmp(channel, "1") == 0 && set_new(id, "channel", json_true()) != 0)
     goto fail;
   fl_free(sock);
   return id;

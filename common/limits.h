@@ -29,6 +29,14 @@
 #define FL_MAX_WAIT_S 55
 #define FL_DEFAULT_WAIT_S 30
 
+/* Claude Code channel pushes (FLEET_CHANNEL=1): the msgIds one session
+ * remembers having pushed (so each goes out once), the pushes one session
+ * gets per second (past it a message waits for its poll, still held), and
+ * the held messages pushed when a session attaches. */
+#define FL_CHANNEL_REMEMBERED 1024
+#define FL_CHANNEL_PUSHES_PER_S 50
+#define FL_CHANNEL_BACKLOG 100
+
 /* Messages returned by one fleet_poll. */
 #define FL_MAX_POLL 100
 #define FL_DEFAULT_POLL 20

@@ -93,11 +93,30 @@ typedef struct fl_ident {
   long pid;
 } fl_ident;
 
+/* A held message, borrowed for one callback: every string NUL-terminated,
+ * in_reply_to "" when it answers nothing. */
+typedef struct fl_msg_view {
+  const char *msg_id;
+  const char *kind; /* SEND, REPLY, BROADCAST */
+  const char *from_gid;
+  const char *from_name;
+  const char *trace_id;
+  const char *in_reply_to;
+  long long ts_ms; /* accepted at, ms since epoch */
+  const char *content;
+  size_t content_len;
+} fl_msg_view;
+
+typedef void (*fl_gw_held_cb)(void *ctx, const fl_msg_view *m);
+
 /* Callbacks from the gateway into a session. */
 typedef struct fl_client_ops {
   /* A nudge for this session: data (stolen) becomes the payload of an MCP
    * notifications/message. */
   void (*notify)(void *ctx, json_t *data);
+  /* Optional (NULL = none): a message was just held for this session and no
+   * waiting call took it. It stays held until a poll drains it. */
+  fl_gw_held_cb held;
 } fl_client_ops;
 
 /* Creates the gateway on loop: loads (or creates) the node identity and the
@@ -146,6 +165,10 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
                void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
 int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content, fl_gw_cb cb,
                     void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+
+/* Calls cb for each message held for c now, oldest first, at most max,
+ * without draining any. 0, or the store's code. */
+int fl_gw_each_held(fl_gw *gw, fl_client *c, size_t max, fl_gw_held_cb cb, void *ctx);
 
 /* Node identity and pinned peers (fleetctl identity / peer). */
 json_t *fl_gw_identity(fl_gw *gw);

@@ -5,9 +5,10 @@
  * (fl_router_accept), then the recipient is woken (fl_router_wake). Waking
  * hands the message to a waiting call of the recipient if one matches (a
  * send waiting for this reply, else a long poll), taking it out of the
- * store in the same step; otherwise it stays held and the recipient's nudge
- * is armed. So a message the gateway accepted is either in the store or in
- * a result on its way to the client, never only in memory.
+ * store in the same step; otherwise it stays held, the session's held
+ * callback (if it has one) sees it, and the recipient's nudge is armed.
+ * So a message the gateway accepted is either in the store or in a result
+ * on its way to the client, never only in memory.
  *
  * The routing fork: a recipient on another host is handed to the cross-host
  * backend (remote.h) instead, and the sender's call waits for it to be
@@ -71,6 +72,37 @@ static json_t *fl_msg_json(const fl_msg *m) {
   if (o && m->in_reply_to[0])
     json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
   return o;
+}
+
+static void fl_msg_view_of(const fl_msg *m, fl_msg_view *v) {
+  v->msg_id = m->msg_id;
+  v->kind = m->kind;
+  v->from_gid = m->from_gid;
+  v->from_name = m->from_name;
+  v->trace_id = m->trace_id;
+  v->in_reply_to = m->in_reply_to;
+  v->ts_ms = m->ts_ms;
+  v->content = m->content ? m->content : "";
+  v->content_len = m->content ? m->content_len : 0;
+}
+
+int fl_gw_each_held(fl_gw *gw, fl_client *c, size_t max, fl_gw_held_cb cb, void *ctx) {
+  if (!gw || !c || !c->entity || !cb)
+    return 0;
+  fl_msg *msgs = NULL;
+  size_t n = 0;
+  int rc = fl_store_peek(gw->store, c->entity->gid, max, fl_now_ms(), &msgs, &n);
+  if (rc) {
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+    return rc;
+  }
+  for (size_t i = 0; i < n; i++) {
+    fl_msg_view v;
+    fl_msg_view_of(&msgs[i], &v);
+    cb(ctx, &v);
+  }
+  fl_msgs_free(msgs, n);
+  return 0;
 }
 
 static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t max) {
@@ -157,6 +189,11 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     json_t *res = fl_poll_result(gw, to, w->peer_gid[0] ? w->peer_gid : NULL, w->max);
     fl_wait_complete(w, res, NULL);
     return 1;
+  }
+  if (c->ops && c->ops->held) {
+    fl_msg_view v;
+    fl_msg_view_of(m, &v);
+    c->ops->held(c->ctx, &v);
   }
   fl_nudge_arm(to);
   return 0;

@@ -541,8 +541,10 @@ void fl_msgs_free(fl_msg *msgs, size_t n) {
   fl_free(msgs);
 }
 
-int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t max, int64_t now_ms,
-                  fl_msg **out, size_t *n) {
+/* fl_store_take and fl_store_peek: the same select; drain deletes what it
+ * returned in the same transaction. */
+static int fl_store_select(fl_store *s, const char *to_gid, const char *from_gid, size_t max,
+                           int64_t now_ms, int drain, fl_msg **out, size_t *n) {
   if (!out || !n)
     return FL_EINVAL;
   *out = NULL;
@@ -590,7 +592,7 @@ int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t 
     goto fail;
   fl_store_stmt_done(sel);
 
-  for (size_t i = 0; i < got; i++)
+  for (size_t i = 0; drain && i < got; i++)
     if ((rc = fl_delete_seq(s, msgs[i].seq, msgs[i].trace_id)))
       goto fail;
   if ((rc = fl_commit(s, NULL)))
@@ -606,6 +608,16 @@ fail:
   fl_rollback(s, NULL);
   fl_msgs_free(msgs, got);
   return rc;
+}
+
+int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t max, int64_t now_ms,
+                  fl_msg **out, size_t *n) {
+  return fl_store_select(s, to_gid, from_gid, max, now_ms, 1, out, n);
+}
+
+int fl_store_peek(fl_store *s, const char *to_gid, size_t max, int64_t now_ms, fl_msg **out,
+                  size_t *n) {
+  return fl_store_select(s, to_gid, NULL, max, now_ms, 0, out, n);
 }
 
 int fl_store_take_id(fl_store *s, const char *to_gid, const char *msg_id, fl_msg *out) {

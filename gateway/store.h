@@ -69,6 +69,10 @@ int fl_store_put(fl_store *s, fl_msg *m);
  * fl_msgs_free (NULL when *n is 0). Drained msgIds stay in the seen-set. */
 int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t max, int64_t now_ms,
                   fl_msg **out, size_t *n);
+/* As fl_store_take for every sender, but the messages stay held: a copy
+ * of the oldest max unexpired ones for to_gid (free with fl_msgs_free). */
+int fl_store_peek(fl_store *s, const char *to_gid, size_t max, int64_t now_ms, fl_msg **out,
+                  size_t *n);
 
 /* Removes and returns the one held message (to_gid, msg_id) into *out
  * (caller frees out->content with fl_free). FL_ENOTFOUND if not held. Expiry

@@ -7,7 +7,9 @@
  * response: a result, a JSON-RPC error, or, for a tool call the gateway
  * parks, a result later. Notifications get none; notifications/cancelled
  * drops a parked call. Nudges from the gateway go out as
- * notifications/message. initialize also tells which interface reads the
+ * notifications/message; with Claude Code channels on (channel.h), each
+ * message held for the session is also pushed as
+ * notifications/claude/channel. initialize also tells which interface reads the
  * session's messages (an agent or fleetctl), and refusals are worded for it
  * (hints.h). What the session sees go wrong (lines that are not
  * JSON-RPC, unknown methods) is counted in its server's counters. */
@@ -20,6 +22,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "mcp/admin.h"
+#include "mcp/channel.h"
 #include "mcp/counters.h"
 #include "mcp/hints.h"
 #include "mcp/jsonrpc.h"
@@ -46,6 +49,7 @@ struct fl_session {
   fl_iface iface; /* who reads its messages: an agent, or fleetctl (hints.h) */
   int log_level;  /* index into fl_levels; notifications below it are dropped */
   fl_tool_call *parked;
+  fl_channel *channel; /* NULL unless channel pushes are on (channel.h) */
 };
 
 int fl_mcp_init(void) { return fl_tools_init(); }
@@ -94,7 +98,14 @@ static void fl_session_notify(void *ctx, json_t *data) {
   fl_send_line(s, fl_rpc_notification("notifications/message", params));
 }
 
-static const fl_client_ops fl_session_ops = {.notify = fl_session_notify};
+/* A message held for the session: a channel push when channels are on. */
+static void fl_session_held(void *ctx, const fl_msg_view *m) {
+  fl_session *s = ctx;
+  if (s->channel)
+    fl_send_line(s, fl_channel_line(s->channel, m));
+}
+
+static const fl_client_ops fl_session_ops = {.notify = fl_session_notify, .held = fl_session_held};
 
 /* ---- the MCP lifecycle methods ------------------------------------------------ */
 
@@ -140,6 +151,11 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
       return;
     }
   }
+  if (id_c.name && fl_channel_wanted(params) && !(s->channel = fl_channel_new())) {
+    fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
+                           "fleetd could not start channel pushes (out of memory)");
+    return;
+  }
   char err[512] = "";
   int rc = fl_gw_attach(s->gw, id_c.name ? &id_c : NULL, &fl_session_ops, s, &s->client, err,
                         sizeof err);
@@ -149,21 +165,33 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
     fl_mcp_counters_bump(s->counters, FL_MCP_C_SESSIONS_REFUSED);
     fl_warn(NULL, "session refused: %s", msg);
     fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, msg);
+    fl_channel_free(&s->channel);
     return;
   }
   s->initialized = 1;
   const char *who = fl_client_name(s->client);
-  char instructions[512];
+  char instructions[768];
   fl_errf(instructions, sizeof instructions,
           "fleet connects you with the other agents in your fleet%s%s. fleet_list shows who "
           "is there; fleet_send messages one (wait_s waits for the reply); fleet_poll reads "
-          "what is waiting for you; fleet_reply answers.",
-          who ? "; you are " : "", who ? who : "");
+          "what is waiting for you; fleet_reply answers.%s",
+          who ? "; you are " : "", who ? who : "",
+          s->channel ? " A message for you also arrives as a <channel> event "
+                       "(from, msgId, kind): it stays waiting until fleet_poll reads it, and "
+                       "fleet_reply answers it."
+                     : "");
   json_t *result =
       json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
                 "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name",
                 "fleetd", "version", FLEET_VERSION, "instructions", instructions);
+  /* A channel server declares the capability back (Claude Code channels). */
+  if (s->channel && result)
+    json_object_set_new(json_object_get(result, "capabilities"), "experimental",
+                        json_pack("{s:{}}", FL_CHANNEL_CAPABILITY));
   fl_session_reply(s, id, result);
+  /* What was held before the session attached is pushed after its reply. */
+  if (s->channel)
+    fl_gw_each_held(s->gw, s->client, FL_CHANNEL_BACKLOG, fl_session_held, s);
 }
 
 static void fl_ping(fl_session *s, json_t *id, json_t *params) {
@@ -289,6 +317,7 @@ void fl_session_free(fl_session **sp) {
   fl_tools_cancel_all(s);
   if (s->client)
     fl_gw_detach(s->gw, &s->client);
+  fl_channel_free(&s->channel);
   fl_free(s);
   *sp = NULL;
 }

@@ -181,6 +181,32 @@ static void test_put_take_oldest_first(void **state) {
   assert_int_equal(count(f->s, "B", 2000), 1);
 }
 
+/* A peek copies the oldest held messages and leaves every one held. */
+static void test_peek_leaves_held(void **state) {
+  fixture *f = *state;
+  assert_int_equal(put(f->s, "p1", "A", "X", "first", 0), 0);
+  assert_int_equal(put(f->s, "p2", "A", "Y", "second", 0), 0);
+  assert_int_equal(put(f->s, "p3", "B", "X", "for B", 0), 0);
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_peek(f->s, "A", 10, 2000, &out, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(out[0].msg_id, "p1");
+  assert_string_equal(out[0].content, "first");
+  assert_string_equal(out[1].msg_id, "p2");
+  fl_msgs_free(out, n);
+  assert_int_equal(fl_store_peek(f->s, "A", 1, 2000, &out, &n), 0);
+  assert_int_equal(n, 1);
+  fl_msgs_free(out, n);
+  assert_int_equal(count(f->s, "A", 2000), 2);
+  assert_int_equal(fl_store_take(f->s, "A", NULL, 10, 2000, &out, &n), 0);
+  assert_int_equal(n, 2);
+  fl_msgs_free(out, n);
+  assert_int_equal(fl_store_peek(f->s, "A", 10, 2000, &out, &n), 0);
+  assert_int_equal(n, 0);
+  assert_null(out);
+}
+
 static void test_take_from_filter(void **state) {
   fixture *f = *state;
   assert_int_equal(put(f->s, "1", "A", "X", "x1", 0), 0);
@@ -818,6 +844,7 @@ static void test_alloc_failure(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_put_take_oldest_first, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_peek_leaves_held, setup, teardown),
       cmocka_unit_test_setup_teardown(test_take_from_filter, setup, teardown),
       cmocka_unit_test_setup_teardown(test_take_max, setup, teardown),
       cmocka_unit_test_setup_teardown(test_take_id, setup, teardown),
