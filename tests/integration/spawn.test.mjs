@@ -82,6 +82,11 @@ fleetTest('fleet_spawn starts an agent that registers: ready, in fleet_list with
     assert.equal(e.status, 'online');
     const mine = await panes(f, sock);
     assert.equal(mine.length, before.length + 1, 'one new pane');
+    const agentPane = mine.find((p) => !before.includes(p));
+
+    // The brief was held for it as a message from the spawner; it polls it.
+    await waitFor(async () => (await tmux(f, sock, 'capture-pane', '-p', '-J', '-t', agentPane))
+      .includes('got SEND: your first task'), { what: 'the agent polling its brief' });
 
     // Someone unrelated may not stop it.
     const refused = await callToolRaw(other, 'fleet_stop', { to: res.gid });
@@ -94,11 +99,20 @@ fleetTest('fleet_spawn starts an agent that registers: ready, in fleet_list with
     const after = await callTool(boss, 'fleet_list', {});
     assert.equal(after.entities.find((x) => x.gid === res.gid), undefined, 'gone from fleet_list');
     await waitFor(async () => (await panes(f, sock)).length === before.length, { what: 'the agent pane closed' });
+    assert.ok(!(await panes(f, sock)).includes(agentPane));
 
     const status = JSON.parse((await f.fleetctl(['--json', 'status'])).stdout);
     const counters = status.counters || status;
     assert.equal(counters.spawns, 1);
     assert.equal(counters.stops, 1);
+
+    // Stopped for good: not back after a restart.
+    await f.stopFleetd();
+    await f.startFleetd({ config: profiles() });
+    const lead = await f.mcpClient('lead2', { role: 'lead' });
+    const again = await callTool(lead, 'fleet_list', {});
+    assert.equal(again.entities.find((x) => x.name === 'agent-1'), undefined, 'not back after a restart');
+    assert.ok(again.entities.find((x) => x.name === 'boss'), 'others are');
   });
 });
 
