@@ -473,7 +473,7 @@ static int fl_fabric_broadcast(void *ctx, fl_client *c, const fl_msg *m, const c
 
 static void fl_fabric_entity_changed(void *ctx, fl_entity *e) {
   fl_fabric *f = ctx;
-  if (e->remote)
+  if (e->remote || e->removed)
     return;
   const char *groups[FL_MAX_GROUPS];
   for (size_t i = 0; i < e->ngroups; i++)
@@ -482,6 +482,13 @@ static void fl_fabric_entity_changed(void *ctx, fl_entity *e) {
   if (rc)
     fl_error(NULL, "cannot add the inbox of '%s': %s", e->name, fl_strerror(rc));
   fl_presence_entity(f->presence, e);
+}
+
+static void fl_fabric_remove_inbox(void *ctx, const char *gid) {
+  fl_fabric *f = ctx;
+  int rc = fl_broker_remove_inbox(f->broker, gid);
+  if (rc)
+    fl_error(NULL, "cannot delete the inbox of %s: %s", gid, fl_strerror(rc));
 }
 
 static const char *fl_fabric_status(void *ctx, const fl_entity *e) {
@@ -566,6 +573,7 @@ static const fl_remote_ops fl_fabric_ops = {
     .hosts = fl_fabric_hosts,
     .describe = fl_fabric_describe,
     .unpinned_claim = fl_fabric_unpinned_claim,
+    .remove_inbox = fl_fabric_remove_inbox,
     .stop = fl_fabric_stop,
     .free = fl_fabric_free,
 };

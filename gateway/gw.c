@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
+#include "gateway/spawn.h"
 
 /* How often held messages past their expiry are swept. */
 #define FL_SWEEP_MS 30000
@@ -42,7 +43,7 @@ json_t *fl_gw_status(fl_gw *gw) {
   fl_store_total(gw->store, &held);
   for (fl_entity *e = gw->entities; e; e = e->next) {
     online += e->client != NULL;
-    dropped += e->dropped != 0;
+    dropped += e->dropped || e->removed;
   }
   json_t *broker = fl_remote_describe(gw);
   json_t *counters = json_object();
@@ -172,6 +173,7 @@ void fl_gw_shutdown(fl_gw *gw) {
         fl_wait_expire(e->client->waits);
     }
   }
+  fl_spawn_shutdown(gw);
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
   fl_remote_stop(gw);

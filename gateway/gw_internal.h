@@ -48,7 +48,10 @@
   X(VERIFY_EXPIRED, "verify_expired")                                                              \
   X(VERIFY_DUPLICATE, "verify_duplicate")                                                          \
   X(VERIFY_NEWER_MAJOR, "verify_newer_major")                                                      \
-  X(VERIFY_MALFORMED, "verify_malformed")
+  X(VERIFY_MALFORMED, "verify_malformed")                                                          \
+  X(SPAWNS, "spawns")                                                                              \
+  X(SPAWN_FAILURES, "spawn_failures")                                                              \
+  X(STOPS, "stops")
 
 #define FL_COUNTER_ENUM(name, text) FL_C_##name,
 enum fl_counter { FL_COUNTERS(FL_COUNTER_ENUM) FL_C_COUNT };
@@ -85,6 +88,8 @@ struct fl_gw {
   /* The cross-host backend (remote.h), NULL in single-host mode. */
   const struct fl_remote_ops *remote;
   void *remote_ctx;
+  /* Spawns waiting for their agent to register (spawn.c). */
+  struct fl_spawn *spawns;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

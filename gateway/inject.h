@@ -47,6 +47,20 @@ const char *fl_inject_state_name(enum fl_inject_state state);
  * backend says the keys did not go in. */
 typedef void (*fl_inject_done_cb)(void *ctx, int status);
 
+/* What to open a new terminal for (fl_inject_type.open); every string is
+ * borrowed for the call. */
+typedef struct fl_inject_launch {
+  const char *socket;      /* tmux: the server's socket path, "" for the default */
+  const char *cwd;         /* "" or NULL = the gateway's working directory */
+  const char *const *env;  /* NAME=VALUE strings, NULL-terminated */
+  const char *const *argv; /* the command, NULL-terminated, at least one */
+} fl_inject_launch;
+
+/* A terminal opened: status 0 with the new pane's id, or a negative code with
+ * what the backend said (its stderr, "" when it said nothing). Both strings
+ * are borrowed for the call. */
+typedef void (*fl_inject_opened_cb)(void *ctx, int status, const char *pane, const char *said);
+
 typedef struct fl_inject_type {
   const char *name;
   /* Is the target there, and idle with an empty input? Looks (which may
@@ -61,6 +75,13 @@ typedef struct fl_inject_type {
   /* Types the nudge line (a reminder to poll) into the target; as deliver. */
   int (*nudge)(uv_loop_t *loop, const fl_inject_target *t, const char *line, fl_inject_done_cb done,
                void *ctx);
+  /* Opens a new terminal (tmux: a detached window) running l->argv with
+   * l->env added. 0 and done runs later with the pane, or a negative code
+   * (FL_EINVAL: l is not usable). NULL = the backend cannot open one. */
+  int (*open)(uv_loop_t *loop, const fl_inject_launch *l, fl_inject_opened_cb done, void *ctx);
+  /* Closes the target's terminal (tmux: kill-pane), ending what runs in it.
+   * 0 and done (may be NULL) runs later, or a negative code. */
+  int (*close)(uv_loop_t *loop, const fl_inject_target *t, fl_inject_done_cb done, void *ctx);
 } fl_inject_type;
 
 /* The backend called name ("tmux"), or NULL. */

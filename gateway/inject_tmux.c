@@ -34,6 +34,7 @@ typedef struct fl_tmux_run {
   void *ctx;
   char pane[72]; /* for the log line: FL_MAX_PANE and a little */
   char label[72];
+  const char *what; /* "send-keys", "kill-pane" */
 } fl_tmux_run;
 
 static void fl_tmux_close_cb(uv_handle_t *h) { fl_free(h->data); }
@@ -42,7 +43,7 @@ static void fl_tmux_exit_cb(uv_process_t *p, int64_t status, int sig) {
   fl_tmux_run *run = p->data;
   int rc = 0;
   if (status != 0 || sig != 0) {
-    fl_warn(NULL, "tmux send-keys to pane %s of '%s' failed (exit %lld, signal %d)", run->pane,
+    fl_warn(NULL, "tmux %s to pane %s of '%s' failed (exit %lld, signal %d)", run->what, run->pane,
             run->label, (long long)status, sig);
     rc = FL_EOFFLINE; /* the pane or its server is not there */
   }
@@ -50,6 +51,9 @@ static void fl_tmux_exit_cb(uv_process_t *p, int64_t status, int sig) {
     run->done(run->ctx, rc);
   uv_close((uv_handle_t *)p, fl_tmux_close_cb);
 }
+
+static int fl_tmux_run_args(uv_loop_t *loop, char **args, const char *what,
+                            const fl_inject_target *t, fl_inject_done_cb done, void *ctx);
 
 /* Types text literally into t's pane, then Enter. */
 static int fl_tmux_type(uv_loop_t *loop, const fl_inject_target *t, const char *text,
@@ -74,10 +78,36 @@ static int fl_tmux_type(uv_loop_t *loop, const fl_inject_target *t, const char *
   args[n++] = (char *)t->pane;
   args[n++] = "Enter";
   args[n] = NULL;
+  return fl_tmux_run_args(loop, args, "send-keys", t, done, ctx);
+}
 
+/* Closes t's pane: kill-pane, which ends what runs in it. */
+static int fl_tmux_close(uv_loop_t *loop, const fl_inject_target *t, fl_inject_done_cb done,
+                         void *ctx) {
+  if (!t || !t->pane || !t->pane[0])
+    return FL_EINVAL;
+  char *args[8];
+  int n = 0;
+  args[n++] = "tmux";
+  if (t->socket && t->socket[0]) {
+    args[n++] = "-S";
+    args[n++] = (char *)t->socket;
+  }
+  args[n++] = "kill-pane";
+  args[n++] = "-t";
+  args[n++] = (char *)t->pane;
+  args[n] = NULL;
+  return fl_tmux_run_args(loop, args, "kill-pane", t, done, ctx);
+}
+
+/* Runs one tmux command (args, NULL-terminated) with no stdio about t;
+ * done gets its outcome. */
+static int fl_tmux_run_args(uv_loop_t *loop, char **args, const char *what,
+                            const fl_inject_target *t, fl_inject_done_cb done, void *ctx) {
   fl_tmux_run *run = fl_calloc(1, sizeof *run);
   if (!run)
     return FL_ENOMEM;
+  run->what = what;
   run->done = done;
   run->ctx = ctx;
   snprintf(run->pane, sizeof run->pane, "%s", t->pane);
@@ -369,9 +399,162 @@ static int fl_tmux_status(uv_loop_t *loop, const fl_inject_target *t, fl_inject_
   return 0;
 }
 
+/* ---- opening a window ---- */
+
+/* One new-window in flight: its process and its stdout (the pane id) and
+ * stderr (what tmux said) pipes. Freed when all three handles have closed. */
+typedef struct fl_tmux_open {
+  uv_process_t proc;
+  uv_pipe_t out, errp;
+  fl_inject_opened_cb done;
+  void *ctx;
+  int open;    /* handles not yet closed */
+  int pending; /* of exit, stdout EOF, stderr EOF: still to come */
+  int failed;
+  size_t outlen, errlen;
+  char outbuf[FL_MAX_PANE + 2];
+  char errbuf[512];
+} fl_tmux_open;
+
+static void fl_tmux_open_closed(uv_handle_t *h) {
+  fl_tmux_open *o = h->data;
+  if (--o->open == 0)
+    fl_free(o);
+}
+
+/* Exit and both EOFs seen: tell the caller, close the handles. */
+static void fl_tmux_open_step(fl_tmux_open *o) {
+  if (--o->pending > 0)
+    return;
+  o->outbuf[o->outlen] = '\0';
+  o->errbuf[o->errlen] = '\0';
+  o->outbuf[strcspn(o->outbuf, "\r\n")] = '\0';
+  size_t n = strlen(o->errbuf);
+  while (n && (o->errbuf[n - 1] == '\n' || o->errbuf[n - 1] == '\r'))
+    o->errbuf[--n] = '\0';
+  int ok = !o->failed && o->outbuf[0] == '%';
+  if (o->done)
+    o->done(o->ctx, ok ? 0 : FL_EOFFLINE, ok ? o->outbuf : "", o->errbuf);
+  uv_close((uv_handle_t *)&o->proc, fl_tmux_open_closed);
+  uv_close((uv_handle_t *)&o->out, fl_tmux_open_closed);
+  uv_close((uv_handle_t *)&o->errp, fl_tmux_open_closed);
+}
+
+static void fl_tmux_open_exit(uv_process_t *p, int64_t status, int sig) {
+  fl_tmux_open *o = p->data;
+  o->failed = status != 0 || sig != 0;
+  fl_tmux_open_step(o);
+}
+
+static void fl_tmux_open_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
+  fl_tmux_open *o = h->data;
+  (void)hint;
+  static char sink[64]; /* past a buffer's end: read only to drain */
+  int is_out = h == (uv_handle_t *)&o->out;
+  char *buf = is_out ? o->outbuf : o->errbuf;
+  size_t cap = (is_out ? sizeof o->outbuf : sizeof o->errbuf) - 1;
+  size_t len = is_out ? o->outlen : o->errlen;
+  *b = len < cap ? uv_buf_init(buf + len, (unsigned)(cap - len)) : uv_buf_init(sink, sizeof sink);
+}
+
+static void fl_tmux_open_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  fl_tmux_open *o = st->data;
+  int is_out = st == (uv_stream_t *)&o->out;
+  char *buf = is_out ? o->outbuf : o->errbuf;
+  if (n > 0) {
+    if (b->base >= buf && b->base < buf + (is_out ? sizeof o->outbuf : sizeof o->errbuf))
+      *(is_out ? &o->outlen : &o->errlen) += (size_t)n;
+    return;
+  }
+  if (n == 0)
+    return;
+  uv_read_stop(st);
+  fl_tmux_open_step(o);
+}
+
+/* `tmux [-S socket] new-window -d -P -F '#{pane_id}' [-c cwd] [-e NAME=VALUE]...
+ * -- argv...`: the new pane's id comes back on stdout. */
+static int fl_tmux_window_open(uv_loop_t *loop, const fl_inject_launch *l, fl_inject_opened_cb done,
+                               void *ctx) {
+  if (!l || !l->argv || !l->argv[0])
+    return FL_EINVAL;
+  size_t nenv = 0, nargv = 0;
+  while (l->env && l->env[nenv])
+    nenv++;
+  while (l->argv[nargv])
+    nargv++;
+  char **args = fl_calloc(16 + 2 * nenv + nargv, sizeof *args);
+  fl_tmux_open *o = fl_calloc(1, sizeof *o);
+  int rc = FL_ENOMEM;
+  if (!args || !o)
+    goto fail;
+  size_t n = 0;
+  args[n++] = "tmux";
+  if (l->socket && l->socket[0]) {
+    args[n++] = "-S";
+    args[n++] = (char *)l->socket;
+  }
+  args[n++] = "new-window";
+  args[n++] = "-d";
+  args[n++] = "-P";
+  args[n++] = "-F";
+  args[n++] = "#{pane_id}";
+  if (l->cwd && l->cwd[0]) {
+    args[n++] = "-c";
+    args[n++] = (char *)l->cwd;
+  }
+  for (size_t i = 0; i < nenv; i++) {
+    args[n++] = "-e";
+    args[n++] = (char *)l->env[i];
+  }
+  args[n++] = "--";
+  for (size_t i = 0; i < nargv; i++)
+    args[n++] = (char *)l->argv[i];
+  args[n] = NULL;
+
+  o->done = done;
+  o->ctx = ctx;
+  o->proc.data = o;
+  uv_pipe_init(loop, &o->out, 0);
+  uv_pipe_init(loop, &o->errp, 0);
+  o->out.data = o;
+  o->errp.data = o;
+  o->open = 3;
+  o->pending = 3;
+  uv_stdio_container_t stdio[3] = {
+      {.flags = UV_IGNORE},
+      {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&o->out},
+      {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&o->errp}};
+  uv_process_options_t opt = {
+      .exit_cb = fl_tmux_open_exit, .file = "tmux", .args = args, .stdio_count = 3, .stdio = stdio};
+  rc = uv_spawn(loop, &o->proc, &opt);
+  if (rc == 0)
+    rc = uv_read_start((uv_stream_t *)&o->out, fl_tmux_open_alloc, fl_tmux_open_read);
+  if (rc == 0)
+    rc = uv_read_start((uv_stream_t *)&o->errp, fl_tmux_open_alloc, fl_tmux_open_read);
+  if (rc) {
+    if (uv_is_active((uv_handle_t *)&o->proc))
+      uv_process_kill(&o->proc, SIGKILL);
+    uv_close((uv_handle_t *)&o->proc, fl_tmux_open_closed);
+    uv_close((uv_handle_t *)&o->out, fl_tmux_open_closed);
+    uv_close((uv_handle_t *)&o->errp, fl_tmux_open_closed);
+    o = NULL; /* freed by the close callbacks; done never runs */
+    goto fail;
+  }
+  fl_free(args);
+  return 0;
+
+fail:
+  fl_free(args);
+  fl_free(o);
+  return rc;
+}
+
 const fl_inject_type fl_inject_tmux = {
     .name = "tmux",
     .status = fl_tmux_status,
     .deliver = fl_tmux_type,
     .nudge = fl_tmux_type,
+    .open = fl_tmux_window_open,
+    .close = fl_tmux_close,
 };

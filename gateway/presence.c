@@ -283,7 +283,7 @@ static void fl_presence_send(fl_presence *p, const char *key, const char *from, 
 }
 
 void fl_presence_entity(fl_presence *p, fl_entity *e) {
-  if (!p->up || !p->broker || e->remote)
+  if (!p->up || !p->broker || e->remote || e->removed)
     return;
   fl_gw *gw = p->gw;
   json_t *groups = json_array();

@@ -101,6 +101,11 @@ int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hos
   return gw->remote ? gw->remote->unpinned_claim(gw->remote_ctx, name, host, hostlen) : 0;
 }
 
+void fl_remote_remove_inbox(fl_gw *gw, const char *gid) {
+  if (gw->remote && gw->remote->remove_inbox)
+    gw->remote->remove_inbox(gw->remote_ctx, gid);
+}
+
 void fl_remote_stop(fl_gw *gw) {
   if (gw->remote)
     gw->remote->stop(gw->remote_ctx);

@@ -56,6 +56,9 @@ typedef struct fl_remote_ops {
    * presence was refused unread, so this is a hint for an error message,
    * never a route: 1 with host (hostlen bytes) set, else 0. */
   int (*unpinned_claim)(void *ctx, const char *name, char *host, size_t hostlen);
+  /* A local entity left for good (fleet_stop): delete its inbox. Optional:
+   * unset reads as nothing to delete. */
+  void (*remove_inbox)(void *ctx, const char *gid);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -101,6 +104,7 @@ const char *fl_remote_status(fl_gw *gw, const fl_entity *e);
 json_t *fl_remote_describe(fl_gw *gw);
 json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
+void fl_remote_remove_inbox(fl_gw *gw, const char *gid);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 

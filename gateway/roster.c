@@ -46,7 +46,7 @@ fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid) {
 
 fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name) {
   for (fl_entity *e = gw->entities; e; e = e->next)
-    if (!e->remote && strcmp(e->name, name) == 0)
+    if (!e->remote && !e->removed && strcmp(e->name, name) == 0)
       return e;
   return NULL;
 }
@@ -152,7 +152,7 @@ int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, siz
   *out = NULL;
   if (fl_is_uuid(to)) {
     fl_entity *e = fl_entity_by_gid(gw, to);
-    if (e && !e->dropped) {
+    if (e && !e->dropped && !e->removed) {
       *out = e;
       return 0;
     }
@@ -173,7 +173,7 @@ int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, siz
   fl_entity *found = NULL;
   size_t matches = 0;
   for (fl_entity *e = gw->entities; e; e = e->next) {
-    if (e->dropped || strcmp(e->name, name) != 0)
+    if (e->dropped || e->removed || strcmp(e->name, name) != 0)
       continue;
     if (host && strcmp(host, fl_entity_host(e)) != 0)
       continue;
@@ -199,7 +199,7 @@ int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, siz
   char list[1024] = "";
   size_t off = 0;
   for (fl_entity *e = gw->entities; e; e = e->next) {
-    if (e->dropped || strcmp(e->name, name) != 0)
+    if (e->dropped || e->removed || strcmp(e->name, name) != 0)
       continue;
     int w = snprintf(list + off, sizeof list - off, " %s@%s", e->name, fl_entity_host(e));
     if (w < 0 || (size_t)w >= sizeof list - off)

@@ -47,6 +47,19 @@ struct fl_entity {
     int checking; /* a status look at the pane is in flight */
     int deferred; /* the pending line was put off (counted and logged once) */
   } nudge;        /* nudge.c's */
+  /* A spawned agent (spawn.c): who spawned it (a gid, "" = not spawned or
+   * not since this fleetd started) and the terminal its launch opened,
+   * which fleet_stop closes. */
+  struct {
+    char by[FL_ID_LEN];
+    char profile[FL_MAX_NAME + 1];
+    const struct fl_inject_type *backend;
+    char pane[FL_MAX_PANE + 1];
+    char socket[FL_MAX_PATH + 1];
+  } spawn;
+  /* Stopped (fleet_stop): a local entity that has left the roster for good;
+   * hidden like a dropped one, and gone from the store. */
+  int removed;
   /* Remote entities (from another gateway's presence) live only here. */
   int remote;
   char host[64];

@@ -470,8 +470,8 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
   json_t *arr = json_array();
   long long now = fl_now_ms();
   for (fl_entity *e = gw->entities; e; e = e->next) {
-    if (e->dropped)
-      continue; /* its host is not pinned: not believed */
+    if (e->dropped || e->removed)
+      continue; /* its host is not pinned (not believed), or it was stopped */
     size_t held = 0;
     fl_store_count(gw->store, e->gid, now, &held);
     json_t *groups = json_array();

@@ -18,6 +18,7 @@
 #include "gateway/inject.h"
 #include "gateway/nudge.h"
 #include "gateway/remote.h"
+#include "gateway/spawn.h"
 
 int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *ctx,
                  fl_client **out, char *err, size_t errlen) {
@@ -129,6 +130,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   if (fl_store_count(gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
     fl_nudge_arm(e);
   *out = c;
+  fl_spawn_attached(gw, e); /* the readiness gate of a spawn waiting for e's gid */
   return 0;
 
 fail:

@@ -108,6 +108,7 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
     [FL_ST_REMOTE_EACH] = "SELECT gid, name, role, \"groups\", host FROM remote_entities "
                           "ORDER BY rowid",
     [FL_ST_REMOTE_DROP_HOST] = "DELETE FROM remote_entities WHERE host = ?1",
+    [FL_ST_ENTITY_DELETE] = "DELETE FROM entities WHERE gid = ?1",
 };
 
 /* Idempotent, so opening an existing store runs it too. content is a BLOB

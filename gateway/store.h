@@ -97,6 +97,8 @@ int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped);
 /* Inserts or updates an entity by gid. FL_ENAMETAKEN if another gid already
  * has e->name (nothing changes). */
 int fl_store_entity_put(fl_store *s, const fl_entity_rec *e);
+/* Deletes the entity gid (its row only; a gid not stored is not an error). */
+int fl_store_entity_delete(fl_store *s, const char *gid);
 /* Finds an entity by name. Returns 0 and fills *e, or FL_ENOTFOUND. */
 int fl_store_entity_by_name(fl_store *s, const char *name, fl_entity_rec *e);
 /* Calls cb for every stored entity (for loading the roster at start), in

@@ -200,10 +200,26 @@ static int fl_tool_broadcast(fl_session *s, fl_tool_call *call, json_t *args, js
                          errlen);
 }
 
+static int fl_tool_spawn(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                         fl_wait **wait, char *err, size_t errlen) {
+  json_t *w = json_object_get(args, "wait_s");
+  return fl_gw_spawn(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "profile"),
+                     fl_arg_str(args, "host"), fl_arg_str(args, "name"), fl_arg_str(args, "brief"),
+                     w ? json_number_value(w) : -1, fl_tool_call_done, call, result, wait, err,
+                     errlen);
+}
+
+static int fl_tool_stop(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                        fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_stop(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"), result, err,
+                    errlen);
+}
+
 static const fl_tool fl_tool_table[] = {
     {"fleet_list", fl_tool_list},           {"fleet_send", fl_tool_send},
     {"fleet_poll", fl_tool_poll},           {"fleet_reply", fl_tool_reply},
-    {"fleet_broadcast", fl_tool_broadcast},
+    {"fleet_broadcast", fl_tool_broadcast}, {"fleet_spawn", fl_tool_spawn},
+    {"fleet_stop", fl_tool_stop},
 };
 
 const fl_tool *fl_tools_table(size_t *n) {

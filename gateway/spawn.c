@@ -1,0 +1,493 @@
+/* spawn.c — agents started on this host from a spawn profile (spawn.h).
+ *
+ * A spawn is one launch waiting for its agent: fl_gw_spawn mints the gid,
+ * picks the name, opens the profile's terminal with the agent's identity in
+ * its environment (FLEET_GID, FLEET_NAME, FLEET_ROLE, FLEET_SOCKET,
+ * FLEET_GROUPS, then the profile's env), and keeps the spawn armed until
+ * the profile's readyTimeoutS. The caller waits wait_s on a waiter of its
+ * own: if the agent's session attaches first (fl_spawn_attached) the answer
+ * is `ready`; if wait_s runs out first it is `pending` and the spawn stays
+ * armed. When readyTimeoutS passes unregistered the terminal is closed and
+ * the spawn fails: as the caller's error if it still waits, else as a loud
+ * log line and the spawn_failures counter.
+ *
+ * A spawn is freed once its deadline timer has closed and no terminal
+ * operation of its is in flight (refs). fl_gw_stop is the reverse of a
+ * spawn: it closes the agent's terminal, hides the entity (removed), deletes
+ * its row from the store and its inbox on the broker. */
+#include "gateway/spawn.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "gateway/gw_internal.h"
+#include "gateway/inject.h"
+#include "gateway/nudge.h"
+#include "gateway/remote.h"
+
+struct fl_spawn {
+  fl_spawn *next; /* in gw->spawns while armed */
+  fl_gw *gw;
+  const fl_profile *profile; /* in gw->cfg, which lives as long as gw */
+  const fl_inject_type *backend;
+  char gid[FL_ID_LEN];
+  char name[FL_MAX_NAME + 1];
+  char by[FL_ID_LEN]; /* the spawner's gid */
+  char pane[FL_MAX_PANE + 1];
+  char socket[FL_MAX_PATH + 1];
+  char *brief;   /* owned, or NULL */
+  fl_wait *wait; /* the caller's waiting call, or NULL once answered */
+  uv_timer_t deadline;
+  int refs;       /* the deadline timer, and each terminal operation in flight */
+  int opened;     /* pane holds the terminal */
+  int covers;     /* the caller's wait runs to the deadline */
+  int finished;   /* out of gw->spawns: no more outcomes */
+  char fail[256]; /* the failure to report once the terminal is closed */
+};
+
+static void fl_spawn_put(fl_spawn *s) {
+  if (--s->refs > 0)
+    return;
+  fl_free(s->brief);
+  fl_free(s);
+}
+
+static void fl_spawn_timer_closed(uv_handle_t *h) { fl_spawn_put(h->data); }
+
+/* Out of the armed list; the deadline goes. */
+static void fl_spawn_finish(fl_spawn *s) {
+  if (s->finished)
+    return;
+  s->finished = 1;
+  for (fl_spawn **pp = &s->gw->spawns; *pp; pp = &(*pp)->next) {
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  }
+  /* A waiting caller (a failure still closing the terminal) is answered by
+   * fl_spawn_report; s lives until then. */
+  uv_close((uv_handle_t *)&s->deadline, fl_spawn_timer_closed);
+}
+
+static json_t *fl_spawn_result(const fl_spawn *s, const char *status) {
+  return json_pack("{s:s, s:s, s:s, s:s, s:s}", "gid", s->gid, "name", s->name, "host",
+                   s->gw->cfg.host_id, "profile", s->profile->name, "status", status);
+}
+
+/* The failure is final (the terminal, if any, is closed): tell the caller,
+ * or the log when the caller already heard `pending`. */
+static void fl_spawn_report(fl_spawn *s) {
+  fl_gw_count(s->gw, FL_C_SPAWN_FAILURES);
+  if (s->wait) {
+    fl_wait *w = s->wait;
+    s->wait = NULL;
+    w->ext = NULL;
+    fl_wait_complete(w, NULL, s->fail);
+  } else {
+    fl_error(NULL,
+             "SPAWN FAILED after it was reported pending: '%s' (gid %s, profile %s): %s "
+             "(spawn_failures %llu)",
+             s->name, s->gid, s->profile->name, s->fail, s->gw->counters[FL_C_SPAWN_FAILURES]);
+  }
+}
+
+static void fl_spawn_closed(void *ctx, int status) {
+  fl_spawn *s = ctx;
+  (void)status; /* a pane already gone is closed too */
+  fl_spawn_report(s);
+  fl_spawn_put(s);
+}
+
+/* Fails s with msg: closes its terminal first, so that the caller who hears
+ * of it finds the terminal gone. */
+static void fl_spawn_fail(fl_spawn *s, const char *msg) {
+  if (s->finished)
+    return;
+  fl_copy(s->fail, sizeof s->fail, msg);
+  fl_warn(NULL, "spawn of '%s' (gid %s, profile %s) failed: %s", s->name, s->gid, s->profile->name,
+          msg);
+  int closing = 0;
+  if (s->opened && s->backend->close) {
+    fl_inject_target t = {.pane = s->pane, .socket = s->socket, .label = s->name};
+    s->refs++;
+    if (s->backend->close(s->gw->loop, &t, fl_spawn_closed, s) == 0)
+      closing = 1;
+    else
+      s->refs--;
+  }
+  fl_spawn_finish(s); /* holds the refs: s lives until the close is done */
+  if (!closing)
+    fl_spawn_report(s);
+}
+
+static void fl_spawn_not_ready(fl_spawn *s) {
+  char msg[128];
+  fl_errf(msg, sizeof msg,
+          "not ready within %u s: the agent's MCP client never registered (check the profile's "
+          "command, and that it runs fleet-mcp with the FLEET_* environment it is given)",
+          s->profile->ready_timeout_s);
+  fl_spawn_fail(s, msg);
+}
+
+static void fl_spawn_deadline_cb(uv_timer_t *t) { fl_spawn_not_ready(t->data); }
+
+/* The caller's wait_s is up (or the gateway is shutting down). */
+static void fl_spawn_wait_timeout(fl_wait *w) {
+  fl_spawn *s = w->ext;
+  if (s && s->covers && !s->gw->shutting_down) {
+    fl_spawn_not_ready(s);
+    return;
+  }
+  if (s)
+    s->wait = NULL;
+  w->ext = NULL;
+  fl_wait_complete(w, s ? fl_spawn_result(s, "pending") : NULL, s ? NULL : "spawn ended");
+}
+
+static void fl_spawn_wait_forget(fl_wait *w) {
+  fl_spawn *s = w->ext;
+  if (s)
+    s->wait = NULL;
+  w->ext = NULL;
+}
+
+static const fl_wait_ops fl_spawn_wait_ops = {.timeout = fl_spawn_wait_timeout,
+                                              .forget = fl_spawn_wait_forget};
+
+static void fl_spawn_opened(void *ctx, int status, const char *pane, const char *said) {
+  fl_spawn *s = ctx;
+  if (status == 0) {
+    fl_copy(s->pane, sizeof s->pane, pane);
+    s->opened = 1;
+  }
+  if (s->finished) {
+    /* Shut down (or failed) while the terminal was opening: leave it be. */
+  } else if (status != 0) {
+    char msg[256];
+    fl_errf(msg, sizeof msg, "launch failed: %s (check the profile's command and backend)",
+            said && said[0] ? said : fl_strerror(status));
+    fl_spawn_fail(s, msg);
+  } else {
+    fl_info(NULL, "spawned '%s' (gid %s, profile %s) in pane %s; waiting for it to register",
+            s->name, s->gid, s->profile->name, s->pane);
+  }
+  fl_spawn_put(s);
+}
+
+static const fl_profile *fl_profile_find(const fl_gw *gw, const char *name) {
+  for (size_t i = 0; name && i < gw->cfg.nprofiles; i++)
+    if (strcmp(gw->cfg.profiles[i].name, name) == 0)
+      return &gw->cfg.profiles[i];
+  return NULL;
+}
+
+static int fl_name_taken(fl_gw *gw, const char *name) {
+  if (fl_entity_local_by_name(gw, name))
+    return 1;
+  for (fl_spawn *s = gw->spawns; s; s = s->next)
+    if (strcmp(s->name, name) == 0)
+      return 1;
+  return 0;
+}
+
+/* Picks s->name: the one given, else <profile>-<n>, the first free n. */
+static int fl_spawn_name(fl_spawn *s, const char *given, char *err, size_t errlen) {
+  fl_gw *gw = s->gw;
+  if (given && *given) {
+    if (!fl_name_valid(given, FL_MAX_NAME) || fl_is_uuid(given)) {
+      fl_errf(err, errlen, "the name '%.80s' is not valid: use %s, and not a UUID", given,
+              fl_name_rule);
+      return FL_EINVAL;
+    }
+    if (fl_name_taken(gw, given)) {
+      fl_errf(err, errlen, "the name '%s' is taken on this host; pick another or leave name out",
+              given);
+      return FL_ENAMETAKEN;
+    }
+    fl_copy(s->name, sizeof s->name, given);
+    return 0;
+  }
+  for (unsigned n = 1; n <= FL_MAX_ENTITIES + 1; n++) {
+    char cand[FL_MAX_NAME + 16];
+    snprintf(cand, sizeof cand, "%s-%u", s->profile->name, n);
+    if (!fl_name_valid(cand, FL_MAX_NAME))
+      break;
+    if (!fl_name_taken(gw, cand)) {
+      fl_copy(s->name, sizeof s->name, cand);
+      return 0;
+    }
+  }
+  fl_errf(err, errlen, "no free name for profile '%s': give one in name", s->profile->name);
+  return FL_EINVAL;
+}
+
+/* "NAME=VALUE" in a new string (NULL on out-of-memory). */
+static char *fl_env_pair(const char *name, const char *value) {
+  size_t n = strlen(name) + strlen(value) + 2;
+  char *p = fl_malloc(n);
+  if (p)
+    snprintf(p, n, "%s=%s", name, value);
+  return p;
+}
+
+/* Opens s's terminal: the profile's argv with the agent's environment. */
+static int fl_spawn_open(fl_spawn *s, char *err, size_t errlen) {
+  const fl_profile *p = s->profile;
+  json_error_t je;
+  json_t *launch = json_loads(p->launch, 0, &je);
+  json_t *cmd = json_object_get(launch, "command"), *env = json_object_get(launch, "env");
+  const char *argv[FL_MAX_PROFILE_ARGS + 1] = {0};
+  char *envs[FL_MAX_PROFILE_ENV + 8] = {0};
+  size_t ne = 0;
+  int rc = FL_ENOMEM;
+  size_t i;
+  json_t *v;
+  const char *k;
+  char groups[FL_MAX_GROUPS * (FL_MAX_GROUP_NAME + 1) + 1] = "";
+  if (!json_is_array(cmd) || json_array_size(cmd) == 0 ||
+      json_array_size(cmd) > FL_MAX_PROFILE_ARGS) {
+    rc = FL_EINVAL;
+    fl_errf(err, errlen, "profile '%s' has no usable command", p->name);
+    goto out;
+  }
+  json_array_foreach(cmd, i, v) argv[i] = json_string_value(v);
+  for (i = 0; i < p->ngroups; i++) {
+    if (i)
+      strcat(groups, ",");
+    strcat(groups, p->groups[i]);
+  }
+  if (!(envs[ne++] = fl_env_pair("FLEET_GID", s->gid)) ||
+      !(envs[ne++] = fl_env_pair("FLEET_NAME", s->name)) ||
+      !(envs[ne++] = fl_env_pair("FLEET_ROLE", p->role[0] ? p->role : "worker")) ||
+      !(envs[ne++] = fl_env_pair("FLEET_SOCKET", s->gw->cfg.socket)))
+    goto oom;
+  if (groups[0] && !(envs[ne++] = fl_env_pair("FLEET_GROUPS", groups)))
+    goto oom;
+  json_object_foreach(env, k, v) {
+    if (ne >= FL_MAX_PROFILE_ENV + 6)
+      break;
+    if (json_is_string(v) && !(envs[ne++] = fl_env_pair(k, json_string_value(v))))
+      goto oom;
+  }
+  fl_inject_launch l = {
+      .socket = s->socket, .cwd = p->cwd, .env = (const char *const *)envs, .argv = argv};
+  s->refs++;
+  if ((rc = s->backend->open(s->gw->loop, &l, fl_spawn_opened, s))) {
+    s->refs--;
+    fl_errf(err, errlen, "launch failed: %s (is %s installed and its server running?)",
+            fl_strerror(rc), s->backend->name);
+  }
+  goto out;
+oom:
+  rc = FL_ENOMEM;
+  fl_errf(err, errlen, "out of memory");
+out:
+  for (i = 0; i < ne; i++)
+    fl_free(envs[i]);
+  json_decref(launch);
+  return rc;
+}
+
+int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, const char *name,
+                const char *brief, double wait_s, fl_gw_cb cb, void *ctx, json_t **result,
+                fl_wait **wait, char *err, size_t errlen) {
+  *result = NULL;
+  *wait = NULL;
+  if (!c || !c->entity) {
+    fl_errf(err, errlen, "only a named session can spawn (set FLEET_NAME)");
+    return FL_EINVAL;
+  }
+  if (host && *host && strcmp(host, gw->cfg.host_id) != 0) {
+    fl_errf(err, errlen,
+            "spawning on another host ('%s') is not built yet: spawn on this host ('%s') or ask "
+            "an agent there",
+            host, gw->cfg.host_id);
+    return FL_EINVAL;
+  }
+  const fl_profile *p = fl_profile_find(gw, profile);
+  if (!p) {
+    char names[512] = "";
+    size_t off = 0;
+    for (size_t i = 0; i < gw->cfg.nprofiles; i++) {
+      int w = snprintf(names + off, sizeof names - off, "%s%s", i ? ", " : "",
+                       gw->cfg.profiles[i].name);
+      if (w < 0 || (size_t)w >= sizeof names - off)
+        break;
+      off += (size_t)w;
+    }
+    fl_errf(err, errlen, "unknown profile '%.80s': %s%s", profile ? profile : "",
+            gw->cfg.nprofiles ? "this host has "
+                              : "this host has no spawn profiles (add one "
+                                "under profiles in fleetd.json)",
+            names);
+    return FL_ENOTFOUND;
+  }
+  const fl_inject_type *backend = fl_inject_lookup(p->backend);
+  if (!backend || !backend->open) {
+    fl_errf(err, errlen, "profile '%s': spawning with backend '%s' is not built yet; use tmux",
+            p->name, p->backend);
+    return FL_EINVAL;
+  }
+  if (brief && strlen(brief) > FL_MAX_CONTENT) {
+    fl_errf(err, errlen, "brief is %zu bytes; the limit is %u: send a path instead", strlen(brief),
+            FL_MAX_CONTENT);
+    return FL_ETOOBIG;
+  }
+  unsigned ready_s = p->ready_timeout_s ? p->ready_timeout_s : FL_MAX_WAIT_S;
+  if (wait_s < 0 || wait_s != wait_s)
+    wait_s = ready_s;
+  if (wait_s > FL_MAX_WAIT_S)
+    wait_s = FL_MAX_WAIT_S;
+  int rc;
+  if (wait_s > 0 && (rc = fl_wait_room(c, err, errlen)))
+    return rc;
+
+  fl_spawn *s = fl_calloc(1, sizeof *s);
+  if (!s || (brief && !(s->brief = fl_strdup(brief)))) {
+    fl_free(s);
+    fl_errf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  s->gw = gw;
+  s->profile = p;
+  s->backend = backend;
+  s->refs = 1; /* the deadline timer */
+  fl_uuid(s->gid);
+  fl_copy(s->by, sizeof s->by, c->entity->gid);
+  /* The spawner's own tmux server if it has one, else the default. */
+  fl_copy(s->socket, sizeof s->socket, c->entity->tmux_socket);
+  if ((rc = fl_spawn_name(s, name, err, errlen)) || (rc = fl_spawn_open(s, err, errlen))) {
+    fl_gw_count(gw, FL_C_SPAWN_FAILURES);
+    fl_spawn_put(s);
+    return rc;
+  }
+  uv_timer_init(gw->loop, &s->deadline);
+  s->deadline.data = s;
+  uv_timer_start(&s->deadline, fl_spawn_deadline_cb, (uint64_t)ready_s * 1000u, 0);
+  s->next = gw->spawns;
+  gw->spawns = s;
+  if (wait_s > 0) {
+    s->covers = wait_s >= ready_s;
+    if ((rc = fl_wait_new(gw, c, FL_WAIT_SPAWN, &fl_spawn_wait_ops, wait_s, cb, ctx, &s->wait, err,
+                          errlen)) == 0) {
+      s->wait->ext = s;
+      *wait = s->wait;
+      return 0;
+    }
+  }
+  *result = fl_spawn_result(s, "pending");
+  return 0;
+}
+
+/* Holds the brief for e, from its spawner (or, when that is gone, from e). */
+static void fl_spawn_brief(fl_spawn *s, fl_entity *e) {
+  fl_gw *gw = s->gw;
+  fl_entity *from = fl_entity_by_gid(gw, s->by);
+  if (!from || from->removed)
+    from = e;
+  fl_msg m;
+  memset(&m, 0, sizeof m);
+  fl_uuid(m.msg_id);
+  fl_uuid(m.trace_id);
+  fl_copy(m.kind, sizeof m.kind, "SEND");
+  fl_copy(m.from_gid, sizeof m.from_gid, from->gid);
+  fl_copy(m.from_name, sizeof m.from_name, from->name);
+  fl_copy(m.to_gid, sizeof m.to_gid, e->gid);
+  m.ts_ms = fl_now_ms();
+  m.content = s->brief;
+  m.content_len = strlen(s->brief);
+  char err[256];
+  if (fl_router_accept(gw, e, &m, err, sizeof err) == 0)
+    fl_router_wake(gw, e, &m);
+  else
+    fl_warn(NULL, "the brief for '%s' was not held: %s", e->name, err);
+}
+
+void fl_spawn_attached(fl_gw *gw, fl_entity *e) {
+  fl_spawn *s = gw->spawns;
+  while (s && strcasecmp(s->gid, e->gid) != 0)
+    s = s->next;
+  if (!s)
+    return;
+  fl_copy(e->spawn.by, sizeof e->spawn.by, s->by);
+  fl_copy(e->spawn.profile, sizeof e->spawn.profile, s->profile->name);
+  e->spawn.backend = s->backend;
+  fl_copy(e->spawn.pane, sizeof e->spawn.pane, s->opened ? s->pane : e->pane);
+  fl_copy(e->spawn.socket, sizeof e->spawn.socket, s->socket);
+  fl_gw_count(gw, FL_C_SPAWNS);
+  fl_info(NULL, "spawned '%s' (gid %s, profile %s) is ready", e->name, e->gid, s->profile->name);
+  if (s->brief)
+    fl_spawn_brief(s, e);
+  if (s->wait) {
+    fl_wait *w = s->wait;
+    s->wait = NULL;
+    w->ext = NULL;
+    fl_wait_complete(w, fl_spawn_result(s, "ready"), NULL);
+  }
+  fl_spawn_finish(s);
+}
+
+void fl_spawn_shutdown(fl_gw *gw) {
+  while (gw->spawns)
+    fl_spawn_finish(gw->spawns);
+}
+
+/* ---- stop ---------------------------------------------------------------------- */
+
+static int fl_may_stop(const fl_client *c, const fl_entity *e) {
+  const fl_entity *me = c->entity;
+  return (e->spawn.by[0] && strcasecmp(e->spawn.by, me->gid) == 0) ||
+         strcmp(me->role, "lead") == 0 || strcmp(me->role, "orchestrator") == 0;
+}
+
+int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, json_t **result, char *err, size_t errlen) {
+  *result = NULL;
+  if (!c || !c->entity) {
+    fl_errf(err, errlen, "only a named session can stop an agent (set FLEET_NAME)");
+    return FL_EINVAL;
+  }
+  fl_entity *e;
+  int rc = fl_roster_resolve(gw, to ? to : "", &e, err, errlen);
+  if (rc)
+    return rc;
+  if (e->remote) {
+    fl_errf(err, errlen,
+            "stopping an agent on another host ('%s') is not built yet: ask an agent there",
+            e->host);
+    return FL_EINVAL;
+  }
+  if (e == c->entity) {
+    fl_errf(err, errlen, "you cannot stop yourself; ask your lead or just exit");
+    return FL_EINVAL;
+  }
+  if (!fl_may_stop(c, e)) {
+    fl_errf(err, errlen,
+            "only the agent that spawned '%s', or a lead or orchestrator, may stop it; ask one "
+            "of them",
+            e->name);
+    return FL_EINVAL; /* not permitted: err says who may */
+  }
+  const fl_inject_type *backend = e->spawn.backend ? e->spawn.backend : e->inject;
+  fl_inject_target t = {.pane = e->spawn.pane[0] ? e->spawn.pane : e->pane,
+                        .socket = e->spawn.pane[0] ? e->spawn.socket : e->tmux_socket,
+                        .label = e->name};
+  if (backend && backend->close && t.pane[0] &&
+      (rc = backend->close(gw->loop, &t, NULL, NULL)) != 0)
+    fl_warn(NULL, "could not close the terminal of '%s': %s", e->name, fl_strerror(rc));
+  fl_nudge_stop(e);
+  e->removed = 1;
+  if (fl_store_entity_delete(gw->store, e->gid) != 0)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+  fl_remote_remove_inbox(gw, e->gid);
+  fl_gw_count(gw, FL_C_STOPS);
+  fl_info(NULL, "'%s' (gid %s) was stopped by '%s' and left the roster", e->name, e->gid,
+          c->entity->name);
+  *result = json_pack("{s:s, s:s, s:s, s:s}", "gid", e->gid, "name", e->name, "host",
+                      gw->cfg.host_id, "status", "stopped");
+  return *result ? 0 : FL_ENOMEM;
+}

@@ -1,0 +1,159 @@
+// spawn.test.mjs — fleet_spawn and fleet_stop on this host, with a real tmux
+// server on its own socket. The spawner tells fleetd its pane and tmux
+// socket (TMUX_PANE, TMUX), so the new agent's window opens on that server.
+// The spawned "agent" is a real program: agents/mcp_agent.mjs starts
+// fleet-mcp with the environment fleetd gave its window and registers,
+// which is the readiness gate. A profile whose command never registers
+// fails after its readyTimeoutS and its window is closed; fleet_stop closes
+// the agent's pane and takes it out of fleet_list, and only its spawner (or
+// a lead or orchestrator) may stop it.
+
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { BIN_DIR, REPO, callTool, callToolRaw, fleetTest, resultText, waitFor } from './harness.mjs';
+
+const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'mcp_agent.mjs');
+
+async function tmux(f, sock, ...args) {
+  const r = await f.run('tmux', ['-S', sock, ...args], { timeout: 20000 });
+  assert.equal(r.code, 0, `tmux ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A private tmux server on sock with one idle pane; returns its pane id. */
+async function startTmux(f, sock) {
+  await tmux(f, sock, '-f', '/dev/null', 'new-session', '-d', '-s', 't', '-x', '200', '-y', '50',
+    'exec cat');
+  const pane = (await tmux(f, sock, 'display', '-p', '-t', 't', '#{pane_id}')).trim();
+  assert.match(pane, /^%\d+$/, `pane id: ${pane}`);
+  return pane;
+}
+
+async function panes(f, sock) {
+  const out = await tmux(f, sock, 'list-panes', '-a', '-F', '#{pane_id}');
+  return out.split('\n').filter(Boolean);
+}
+
+function profiles() {
+  return {
+    profiles: {
+      agent: {
+        backend: 'tmux',
+        command: [process.execPath, AGENT],
+        env: { FLEET_BIN_DIR: BIN_DIR },
+        role: 'worker',
+        groups: ['spawned'],
+        readyTimeoutS: 30,
+      },
+      mute: { backend: 'tmux', command: ['sleep', '600'], role: 'worker', readyTimeoutS: 2 },
+    },
+  };
+}
+
+async function withTmux(f, fn) {
+  const sock = path.join(f.dir, 'tmux.sock');
+  try {
+    const pane = await startTmux(f, sock);
+    await f.startFleetd({ config: profiles() });
+    await fn(sock, pane);
+  } finally {
+    await f.run('tmux', ['-S', sock, 'kill-server'], { timeout: 20000 }).catch(() => {});
+  }
+}
+
+fleetTest('fleet_spawn starts an agent that registers: ready, in fleet_list with its role; fleet_stop by the spawner removes it', async (f) => {
+  await withTmux(f, async (sock, pane) => {
+    const boss = await f.mcpClient('boss', { role: 'architect', env: { TMUX_PANE: pane, TMUX: `${sock},0,0` } });
+    const other = await f.mcpClient('other', { role: 'worker' });
+    const before = await panes(f, sock);
+
+    const res = await callTool(boss, 'fleet_spawn', { profile: 'agent', brief: 'your first task' });
+    assert.equal(res.status, 'ready');
+    assert.match(res.gid, /^[0-9a-f-]{36}$/i);
+    assert.equal(res.name, 'agent-1');
+    assert.equal(res.profile, 'agent');
+
+    const list = await callTool(boss, 'fleet_list', {});
+    const e = list.entities.find((x) => x.gid === res.gid);
+    assert.ok(e, `spawned gid in fleet_list: ${JSON.stringify(list.entities)}`);
+    assert.equal(e.name, 'agent-1');
+    assert.equal(e.role, 'worker');
+    assert.deepEqual(e.groups, ['spawned']);
+    assert.equal(e.status, 'online');
+    const mine = await panes(f, sock);
+    assert.equal(mine.length, before.length + 1, 'one new pane');
+    const agentPane = mine.find((p) => !before.includes(p));
+
+    // The brief was held for it as a message from the spawner; it polls it.
+    await waitFor(async () => (await tmux(f, sock, 'capture-pane', '-p', '-J', '-t', agentPane))
+      .includes('got SEND: your first task'), { what: 'the agent polling its brief' });
+
+    // Someone unrelated may not stop it.
+    const refused = await callToolRaw(other, 'fleet_stop', { to: res.gid });
+    assert.equal(refused.isError, true);
+    assert.match(resultText(refused), /only the agent that spawned/);
+
+    const stopped = await callTool(boss, 'fleet_stop', { to: 'agent-1' });
+    assert.equal(stopped.status, 'stopped');
+    assert.equal(stopped.gid, res.gid);
+    const after = await callTool(boss, 'fleet_list', {});
+    assert.equal(after.entities.find((x) => x.gid === res.gid), undefined, 'gone from fleet_list');
+    await waitFor(async () => (await panes(f, sock)).length === before.length, { what: 'the agent pane closed' });
+    assert.ok(!(await panes(f, sock)).includes(agentPane));
+
+    const status = JSON.parse((await f.fleetctl(['--json', 'status'])).stdout);
+    const counters = status.counters || status;
+    assert.equal(counters.spawns, 1);
+    assert.equal(counters.stops, 1);
+
+    // Stopped for good: not back after a restart.
+    await f.stopFleetd();
+    await f.startFleetd({ config: profiles() });
+    const lead = await f.mcpClient('lead2', { role: 'lead' });
+    const again = await callTool(lead, 'fleet_list', {});
+    assert.equal(again.entities.find((x) => x.name === 'agent-1'), undefined, 'not back after a restart');
+    assert.ok(again.entities.find((x) => x.name === 'boss'), 'others are');
+  });
+});
+
+fleetTest('fleet_spawn with an unknown profile names the profiles that exist', async (f) => {
+  await withTmux(f, async (sock, pane) => {
+    const boss = await f.mcpClient('boss', { role: 'lead', env: { TMUX_PANE: pane, TMUX: `${sock},0,0` } });
+    const res = await callToolRaw(boss, 'fleet_spawn', { profile: 'nope' });
+    assert.equal(res.isError, true);
+    assert.match(resultText(res), /unknown profile 'nope'/);
+    assert.match(resultText(res), /agent, mute/);
+    const other = await callToolRaw(boss, 'fleet_spawn', { profile: 'agent', host: 'elsewhere' });
+    assert.equal(other.isError, true);
+    assert.match(resultText(other), /another host .* not built yet/);
+  });
+});
+
+fleetTest('a spawn that never registers fails "not ready within 2 s" and its window is closed', async (f) => {
+  await withTmux(f, async (sock, pane) => {
+    const boss = await f.mcpClient('boss', { role: 'lead', env: { TMUX_PANE: pane, TMUX: `${sock},0,0` } });
+    const before = await panes(f, sock);
+    const res = await callToolRaw(boss, 'fleet_spawn', { profile: 'mute' });
+    assert.equal(res.isError, true);
+    assert.match(resultText(res), /not ready within 2 s/);
+    assert.deepEqual(await panes(f, sock), before, 'the window is gone');
+    const list = await callTool(boss, 'fleet_list', {});
+    assert.equal(list.entities.find((x) => x.name === 'mute-1'), undefined);
+    const status = JSON.parse((await f.fleetctl(['--json', 'status'])).stdout);
+    const counters = status.counters || status;
+    assert.equal(counters.spawn_failures, 1);
+  });
+});
+
+fleetTest('fleet_spawn with wait_s 0 returns pending; the agent registers later', async (f) => {
+  await withTmux(f, async (sock, pane) => {
+    const boss = await f.mcpClient('boss', { role: 'lead', env: { TMUX_PANE: pane, TMUX: `${sock},0,0` } });
+    const res = await callTool(boss, 'fleet_spawn', { profile: 'agent', name: 'late', wait_s: 0 });
+    assert.equal(res.status, 'pending');
+    assert.equal(res.name, 'late');
+    await waitFor(async () => {
+      const l = await callTool(boss, 'fleet_list', {});
+      return l.entities.find((x) => x.gid === res.gid && x.status === 'online');
+    }, { what: 'the pending spawn registering' });
+  });
+});

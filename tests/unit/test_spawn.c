@@ -1,0 +1,195 @@
+/* test_spawn.c — unit tests for gateway/spawn.c: what fl_gw_spawn refuses
+ * before it launches anything (no session name, another host, an unknown
+ * profile — the error names the ones there are —, a backend that cannot
+ * spawn yet, a bad or taken name), and fl_gw_stop's rules: only the
+ * spawner, a lead or an orchestrator may stop an agent, and a stopped
+ * agent is gone from resolve, fleet_list and the store (a restart does not
+ * bring it back). The launch itself (a tmux window) is covered by
+ * tests/integration/spawn.test.mjs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* After the four above: cmocka.h uses them without including them. */
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "gateway/gw_internal.h"
+#include "gateway/roster.h"
+#include "tests/support/test_gw.h"
+#include "tests/support/test_util.h"
+
+typedef struct fixture {
+  fl_test_gw g;
+} fixture;
+
+static void add_profile(fl_gw_config *cfg, const char *name, const char *backend) {
+  fl_profile *p = &cfg->profiles[cfg->nprofiles++];
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "%s", name);
+  snprintf(p->backend, sizeof p->backend, "%s", backend);
+  snprintf(p->role, sizeof p->role, "worker");
+  p->ready_timeout_s = 5;
+  snprintf(p->launch, sizeof p->launch, "{\"command\":[\"true\"],\"env\":{}}");
+}
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  if (!f || fl_test_init() != 0 || fl_test_gw_open(&f->g, "spawn") != 0) {
+    free(f);
+    return -1;
+  }
+  fl_test_gw_stop(&f->g);
+  add_profile(&f->g.cfg, "claude", "tmux");
+  add_profile(&f->g.cfg, "runner", "exec");
+  if (fl_test_gw_start(&f->g) != 0) {
+    fl_test_gw_close(&f->g);
+    free(f);
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  int rc = fl_test_gw_close(&f->g);
+  free(f);
+  return rc == 0 ? 0 : -1;
+}
+
+static fl_client *attach(fixture *f, const char *name, const char *role) {
+  fl_ident id = {.name = name, .role = role};
+  fl_client *c = NULL;
+  char err[512] = "";
+  assert_int_equal(fl_gw_attach(f->g.gw, &id, NULL, NULL, &c, err, sizeof err), 0);
+  return c;
+}
+
+static int spawn(fixture *f, fl_client *c, const char *profile, const char *host, const char *name,
+                 char *err, size_t errlen) {
+  json_t *result = NULL;
+  fl_wait *wait = NULL;
+  int rc = fl_gw_spawn(f->g.gw, c, profile, host, name, NULL, -1, NULL, NULL, &result, &wait, err,
+                       errlen);
+  assert_null(result);
+  assert_null(wait);
+  return rc;
+}
+
+static void test_spawn_refusals(void **state) {
+  fixture *f = *state;
+  char err[512] = "";
+  fl_client *anon = NULL;
+  assert_int_equal(fl_gw_attach(f->g.gw, NULL, NULL, NULL, &anon, err, sizeof err), 0);
+  assert_int_equal(spawn(f, anon, "claude", NULL, NULL, err, sizeof err), FL_EINVAL);
+  assert_non_null(strstr(err, "named session"));
+
+  fl_client *lead = attach(f, "lead", "lead");
+  assert_int_equal(spawn(f, lead, "claude", "hostB", NULL, err, sizeof err), FL_EINVAL);
+  assert_non_null(strstr(err, "another host"));
+  assert_non_null(strstr(err, "not built yet"));
+
+  assert_int_equal(spawn(f, lead, "nope", NULL, NULL, err, sizeof err), FL_ENOTFOUND);
+  assert_non_null(strstr(err, "unknown profile 'nope'"));
+  assert_non_null(strstr(err, "claude, runner"));
+
+  assert_int_equal(spawn(f, lead, "runner", NULL, NULL, err, sizeof err), FL_EINVAL);
+  assert_non_null(strstr(err, "not built yet"));
+
+  assert_int_equal(spawn(f, lead, "claude", NULL, "bad name!", err, sizeof err), FL_EINVAL);
+  assert_non_null(strstr(err, "not valid"));
+  assert_int_equal(spawn(f, lead, "claude", NULL, "lead", err, sizeof err), FL_ENAMETAKEN);
+  assert_non_null(strstr(err, "taken"));
+  assert_int_equal(f->g.gw->spawns == NULL, 1);
+
+  fl_gw_detach(f->g.gw, &lead);
+  fl_gw_detach(f->g.gw, &anon);
+}
+
+static int stop(fixture *f, fl_client *c, const char *to, char *err, size_t errlen) {
+  json_t *result = NULL;
+  int rc = fl_gw_stop(f->g.gw, c, to, &result, err, errlen);
+  if (rc == 0) {
+    assert_string_equal(json_string_value(json_object_get(result, "status")), "stopped");
+    assert_string_equal(json_string_value(json_object_get(result, "name")), to);
+  } else {
+    assert_null(result);
+  }
+  json_decref(result);
+  return rc;
+}
+
+static int listed(fixture *f, fl_client *c, const char *name) {
+  json_t *list = NULL;
+  assert_int_equal(fl_gw_list(f->g.gw, c, &list), 0);
+  size_t i;
+  json_t *e;
+  int found = 0;
+  json_array_foreach(json_object_get(list, "entities"), i, e) {
+    if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+      found = 1;
+  }
+  json_decref(list);
+  return found;
+}
+
+static void test_stop_rules(void **state) {
+  fixture *f = *state;
+  char err[512] = "";
+  fl_client *boss = attach(f, "boss", "architect");
+  fl_client *peer = attach(f, "peer", "worker");
+  fl_client *orch = attach(f, "orch", "orchestrator");
+  fl_client *w1 = attach(f, "w1", "worker");
+  fl_client *w2 = attach(f, "w2", "worker");
+  /* w1 and w2 as boss spawned them. */
+  snprintf(fl_entity_local_by_name(f->g.gw, "w1")->spawn.by, FL_ID_LEN, "%s", fl_client_gid(boss));
+  snprintf(fl_entity_local_by_name(f->g.gw, "w2")->spawn.by, FL_ID_LEN, "%s", fl_client_gid(boss));
+  fl_gw_detach(f->g.gw, &w1);
+  fl_gw_detach(f->g.gw, &w2);
+
+  /* Someone else may not; the message says who may. */
+  assert_int_equal(stop(f, peer, "w1", err, sizeof err), FL_EINVAL);
+  assert_non_null(strstr(err, "only the agent that spawned 'w1'"));
+  assert_int_equal(stop(f, peer, "peer", err, sizeof err), FL_EINVAL);
+  assert_int_equal(stop(f, peer, "nobody", err, sizeof err), FL_ENOTFOUND);
+
+  /* The spawner may; an orchestrator may stop what it did not spawn. */
+  assert_int_equal(stop(f, boss, "w1", err, sizeof err), 0);
+  assert_int_equal(stop(f, orch, "w2", err, sizeof err), 0);
+  assert_int_equal(stop(f, orch, "peer", err, sizeof err), 0);
+  assert_int_equal(f->g.gw->counters[FL_C_STOPS], 3);
+
+  /* Gone: from resolve (also by gid), the list and the store. */
+  fl_entity *e = NULL;
+  assert_int_equal(fl_roster_resolve(f->g.gw, "w1", &e, err, sizeof err), FL_ENOTFOUND);
+  assert_false(listed(f, boss, "w1"));
+  assert_false(listed(f, boss, "peer"));
+  assert_true(listed(f, boss, "boss"));
+  fl_entity_rec rec;
+  assert_int_equal(fl_store_entity_by_name(f->g.gw->store, "w1", &rec), FL_ENOTFOUND);
+  /* Its name is free again. */
+  assert_null(fl_entity_local_by_name(f->g.gw, "w1"));
+
+  fl_gw_detach(f->g.gw, &boss);
+  fl_gw_detach(f->g.gw, &peer);
+  fl_gw_detach(f->g.gw, &orch);
+  fl_test_gw_stop(&f->g);
+  assert_int_equal(fl_test_gw_start(&f->g), 0);
+  assert_null(fl_entity_local_by_name(f->g.gw, "w1"));
+  assert_null(fl_entity_local_by_name(f->g.gw, "peer"));
+  assert_non_null(fl_entity_local_by_name(f->g.gw, "boss"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_spawn_refusals, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_rules, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
