@@ -10,27 +10,12 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { fleetTest, callTool, nudgeConfig, sleep, waitFor } from './harness.mjs';
+import { startTmux as startServer, stopTmux, tmux } from './tmux-harness.mjs';
+
+/** A server on sock with one pane running cat, echo off; returns the pane id. */
+const startTmux = (f, sock) => startServer(f, sock, 'stty -echo; exec cat');
 
 const NUDGE_TEXT = nudgeConfig().nudge.text;
-
-async function tmux(f, sock, ...args) {
-  const r = await f.run('tmux', ['-S', sock, ...args], { timeout: 20000 });
-  assert.equal(r.code, 0, `tmux ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
-/** Starts a private tmux server on sock with one pane running cat; returns the pane id. */
-async function startTmux(f, sock) {
-  await tmux(f, sock, '-f', '/dev/null', 'new-session', '-d', '-s', 't', '-x', '200', '-y', '50',
-    'stty -echo; exec cat');
-  const pane = (await tmux(f, sock, 'display', '-p', '-t', 't', '#{pane_id}')).trim();
-  assert.match(pane, /^%\d+$/, `pane id: ${pane}`);
-  return pane;
-}
-
-async function stopTmux(f, sock) {
-  await f.run('tmux', ['-S', sock, 'kill-server'], { timeout: 20000 }).catch(() => {});
-}
 
 /** How many lines of the pane (history included) are the nudge text. */
 async function nudgeCount(f, sock, pane) {

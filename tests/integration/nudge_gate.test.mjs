@@ -14,6 +14,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fleetTest, callTool, sleep, waitFor } from './harness.mjs';
+import { startTmux, stopTmux, tmux } from './tmux-harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const AGENT = path.join(HERE, 'agents', 'prompt_agent.mjs');
@@ -26,12 +27,6 @@ function gateConfig(backoffMs) {
   };
 }
 
-async function tmux(f, sock, ...args) {
-  const r = await f.run('tmux', ['-S', sock, ...args], { timeout: 20000 });
-  assert.equal(r.code, 0, `tmux ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
 /** A private tmux server on sock with one pane running the prompt agent. */
 async function startAgent(f) {
   const sock = path.join(f.dir, 'tmux.sock');
@@ -39,9 +34,7 @@ async function startAgent(f) {
   const busy = path.join(f.dir, 'busy.flag');
   writeFileSync(record, '');
   const cmd = `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(AGENT)} ${JSON.stringify(record)} ${JSON.stringify(busy)}`;
-  await tmux(f, sock, '-f', '/dev/null', 'new-session', '-d', '-s', 't', '-x', '120', '-y', '30', cmd);
-  const pane = (await tmux(f, sock, 'display', '-p', '-t', 't', '#{pane_id}')).trim();
-  assert.match(pane, /^%\d+$/, `pane id: ${pane}`);
+  const pane = await startTmux(f, sock, cmd, { cols: 120, rows: 30 });
   const a = {
     sock,
     pane,
@@ -55,10 +48,6 @@ async function startAgent(f) {
   };
   await waitFor(async () => (await a.cursorLine()) === '>', { what: 'the agent prompt "> " in the pane' });
   return a;
-}
-
-async function stopTmux(f, sock) {
-  await f.run('tmux', ['-S', sock, 'kill-server'], { timeout: 20000 }).catch(() => {});
 }
 
 /** Starts fleetd, carol (in the agent's pane) and dave; dave sends carol a message. */

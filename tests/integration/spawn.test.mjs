@@ -11,28 +11,12 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { BIN_DIR, REPO, callTool, callToolRaw, fleetTest, resultText, waitFor } from './harness.mjs';
+import { panes, startTmux as startServer, stopTmux, tmux } from './tmux-harness.mjs';
+
+/** A server on sock with one idle pane; returns its pane id. */
+const startTmux = (f, sock) => startServer(f, sock, 'exec cat');
 
 const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'mcp_agent.mjs');
-
-async function tmux(f, sock, ...args) {
-  const r = await f.run('tmux', ['-S', sock, ...args], { timeout: 20000 });
-  assert.equal(r.code, 0, `tmux ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
-/** A private tmux server on sock with one idle pane; returns its pane id. */
-async function startTmux(f, sock) {
-  await tmux(f, sock, '-f', '/dev/null', 'new-session', '-d', '-s', 't', '-x', '200', '-y', '50',
-    'exec cat');
-  const pane = (await tmux(f, sock, 'display', '-p', '-t', 't', '#{pane_id}')).trim();
-  assert.match(pane, /^%\d+$/, `pane id: ${pane}`);
-  return pane;
-}
-
-async function panes(f, sock) {
-  const out = await tmux(f, sock, 'list-panes', '-a', '-F', '#{pane_id}');
-  return out.split('\n').filter(Boolean);
-}
 
 function profiles() {
   return {
@@ -57,7 +41,7 @@ async function withTmux(f, fn) {
     await f.startFleetd({ config: profiles() });
     await fn(sock, pane);
   } finally {
-    await f.run('tmux', ['-S', sock, 'kill-server'], { timeout: 20000 }).catch(() => {});
+    await stopTmux(f, sock);
   }
 }
 
