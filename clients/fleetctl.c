@@ -58,6 +58,7 @@ enum {
   CTL_TAKES_POLL = 1u << 1,  /* --max and --from */
   CTL_AS_OPERATOR = 1u << 2, /* acts as --as, else $FLEET_NAME, else "operator" */
   CTL_AS_AGENT = 1u << 3,    /* --as names the agent it configures */
+  CTL_TAKES_SPAWN = 1u << 4, /* --host, --name and --brief */
 };
 
 typedef struct ctl_cmd {
@@ -79,6 +80,8 @@ static int cmd_peer_add(ctl *c);
 static int cmd_peer_list(ctl *c);
 static int cmd_peer_remove(ctl *c);
 static int cmd_trace(ctl *c);
+static int cmd_spawn(ctl *c);
+static int cmd_stop(ctl *c);
 
 /* The commands, in the order the help text lists them. */
 static const ctl_cmd fl_ctl_cmds[] = {
@@ -93,6 +96,14 @@ static const ctl_cmd fl_ctl_cmds[] = {
      "fetch messages held for you: at most N (up to " FL_CTL_STR(
          FL_MAX_POLL) "),\nonly WHO's with --from; waits up to S seconds\nfor the first one",
      CTL_TAKES_WAIT | CTL_TAKES_POLL | CTL_AS_OPERATOR},
+    {"spawn", 1, 1, cmd_spawn, "spawn PROFILE [--name N] [--brief TEXT] [--wait S]",
+     "start an agent from one of this host's spawn\nprofiles in a tmux window; waits up to S "
+     "seconds\nfor it to register (--host: another host, not\nbuilt yet)",
+     CTL_TAKES_WAIT | CTL_TAKES_SPAWN | CTL_AS_OPERATOR},
+    {"stop", 1, 1, cmd_stop, "stop NAME|GID",
+     "stop an agent you spawned (a lead or orchestrator\nmay stop any): its pane closes and it "
+     "leaves\nthe roster",
+     CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},
     {"identity", 0, 0, cmd_identity, "identity", "this gateway's host id and public key", 0},
@@ -261,8 +272,19 @@ static json_t *operator_identity(const fl_ctl_opts *o) {
     if (!name || !*name)
       name = "operator";
   }
-  /* Name only: an existing entity keeps its role and groups. */
-  return json_pack("{s:s}", "name", name);
+  /* Name only: an existing entity keeps its role and groups. Inside tmux,
+   * also the server ($TMUX is "socket-path,pid,session"), so an agent
+   * fleetctl spawns opens its window on the user's own tmux server. No
+   * pane: fleetctl is never nudged. */
+  json_t *id = json_pack("{s:s}", "name", name);
+  const char *tmux = getenv("TMUX");
+  size_t n = tmux ? strcspn(tmux, ",") : 0;
+  if (id && n > 0 && n < FL_MAX_PATH &&
+      json_object_set_new(id, "tmuxSocket", json_stringn(tmux, n)) != 0) {
+    json_decref(id);
+    return NULL;
+  }
+  return id;
 }
 
 /* ---- how results read ------------------------------------------------------ */
@@ -510,6 +532,67 @@ static int cmd_poll(ctl *c) {
   return ctl_run(c, &call, ident, args);
 }
 
+/* The string at key k of a result, or dflt. */
+static const char *str_or(json_t *sc, const char *k, const char *dflt) {
+  const char *v = str_of(sc, k, NULL);
+  return v ? v : dflt;
+}
+
+/* "spawned NAME (GID) on HOST from profile P: ready" */
+static int print_spawned(ctl *c, json_t *sc) {
+  const char *status = str_of(sc, "status", NULL);
+  printf("spawned %s (%s) on %s from profile %s: %s\n", str_or(sc, "name", "?"),
+         str_or(sc, "gid", "?"), str_or(sc, "host", "?"), str_or(sc, "profile", c->args[0]),
+         status ? status : "?");
+  if (status && strcmp(status, "pending") == 0)
+    printf("it has not registered yet; `fleetctl roster` shows it once it does\n");
+  return FL_EXIT_OK;
+}
+
+static int print_stopped(ctl *c, json_t *sc) {
+  printf("stopped %s (%s) on %s\n", str_or(sc, "name", c->args[0]), str_or(sc, "gid", "?"),
+         str_or(sc, "host", "?"));
+  return FL_EXIT_OK;
+}
+
+static int cmd_spawn(ctl *c) {
+  static const ctl_call call = {NULL, "fleet_spawn", print_spawned};
+  const fl_ctl_opts *o = c->o;
+  if (!*c->args[0])
+    return fl_ctl_usage_fail(c->cmd->synopsis, "PROFILE must not be empty");
+  json_t *ident = operator_identity(o);
+  json_t *args = json_pack("{s:s}", "profile", c->args[0]);
+  int ok = ident && args;
+  if (ok && o->host)
+    ok = json_object_set_new(args, "host", json_string(o->host)) == 0;
+  if (ok && o->name)
+    ok = json_object_set_new(args, "name", json_string(o->name)) == 0;
+  if (ok && o->brief)
+    ok = json_object_set_new(args, "brief", json_string(o->brief)) == 0;
+  if (ok && o->wait_s >= 0)
+    ok = json_object_set_new(args, "wait_s", json_integer(o->wait_s)) == 0;
+  if (!ok) {
+    json_decref(ident);
+    json_decref(args);
+    return fl_ctl_fail("out of memory (or an argument is not UTF-8)");
+  }
+  return ctl_run(c, &call, ident, args);
+}
+
+static int cmd_stop(ctl *c) {
+  static const ctl_call call = {NULL, "fleet_stop", print_stopped};
+  if (!*c->args[0])
+    return fl_ctl_usage_fail(c->cmd->synopsis, "give the agent's name, name@host or gid");
+  json_t *ident = operator_identity(c->o);
+  json_t *args = json_pack("{s:s}", "to", c->args[0]);
+  if (!ident || !args) {
+    json_decref(ident);
+    json_decref(args);
+    return fl_ctl_fail("out of memory (or NAME is not UTF-8)");
+  }
+  return ctl_run(c, &call, ident, args);
+}
+
 static int cmd_mcp_config(ctl *c) {
   const char *kind = c->args[0];
   int claude = strcmp(kind, "claude") == 0;
@@ -699,6 +782,10 @@ int main(int argc, char **argv) {
   if ((o.max >= 0 || o.from) && !(cmd->takes & CTL_TAKES_POLL)) {
     cmds_taking(CTL_TAKES_POLL, names, sizeof names);
     return fl_ctl_usage_fail(NULL, "--max and --from are for %s", names);
+  }
+  if ((o.host || o.name || o.brief) && !(cmd->takes & CTL_TAKES_SPAWN)) {
+    cmds_taking(CTL_TAKES_SPAWN, names, sizeof names);
+    return fl_ctl_usage_fail(NULL, "--host, --name and --brief are for %s", names);
   }
   if ((st = check_as(cmd, &o)) != 0)
     return st;

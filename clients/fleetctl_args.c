@@ -78,6 +78,18 @@ int fl_ctl_parse_args(int argc, char **argv, fl_ctl_opts *o) {
         if (m == CTL_OPT_NO_VALUE || !*v)
           return fl_ctl_usage_fail(NULL, "--from needs a name or gid");
         o->from = v;
+      } else if ((m = opt_value("--host", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
+        if (m == CTL_OPT_NO_VALUE || !*v)
+          return fl_ctl_usage_fail(NULL, "--host needs a HOST id");
+        o->host = v;
+      } else if ((m = opt_value("--name", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
+        if (m == CTL_OPT_NO_VALUE || !*v)
+          return fl_ctl_usage_fail(NULL, "--name needs a NAME");
+        o->name = v;
+      } else if ((m = opt_value("--brief", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
+        if (m == CTL_OPT_NO_VALUE || !*v)
+          return fl_ctl_usage_fail(NULL, "--brief needs TEXT");
+        o->brief = v;
       } else {
         return fl_ctl_usage_fail(NULL, "unknown option '%s'", a);
       }

@@ -20,6 +20,9 @@ typedef struct fl_ctl_opts {
   long wait_s; /* -1 = not given */
   long max;    /* -1 = not given */
   const char *from;
+  const char *host;  /* spawn --host */
+  const char *name;  /* spawn --name */
+  const char *brief; /* spawn --brief */
   const char *cmd;
   const char *args[FL_CTL_MAX_ARGS]; /* the first FL_CTL_MAX_ARGS of them */
   int nargs;                         /* all of them, kept or not */

@@ -141,3 +141,30 @@ fleetTest('fleet_spawn with wait_s 0 returns pending; the agent registers later'
     }, { what: 'the pending spawn registering' });
   });
 });
+
+fleetTest('fleetctl spawn and stop: the window opens on the caller\'s tmux server; usage errors are plain', async (f) => {
+  await withTmux(f, async (sock) => {
+    const env = { TMUX: `${sock},0,0` };
+    const before = await panes(f, sock);
+    const r = await f.fleetctl(['--as', 'ops', 'spawn', 'agent', '--name', 'helper', '--wait', '20'], { env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^spawned helper \([0-9a-f-]{36}\) on \S+ from profile agent: ready$/m);
+    assert.equal((await panes(f, sock)).length, before.length + 1, 'the window opened on this tmux server');
+    const roster = JSON.parse((await f.fleetctl(['--json', 'roster'])).stdout);
+    assert.ok(roster.entities.find((e) => e.name === 'helper'), JSON.stringify(roster.entities));
+
+    const unknown = await f.fleetctl(['--as', 'ops', 'spawn', 'nope'], { env });
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /unknown profile 'nope'/);
+    const misuse = await f.fleetctl(['--as', 'ops', 'send', 'helper', 'hi', '--name', 'x']);
+    assert.equal(misuse.code, 2);
+    assert.match(misuse.stderr, /--host, --name and --brief are for spawn/);
+
+    const s = await f.fleetctl(['--as', 'ops', 'stop', 'helper'], { env });
+    assert.equal(s.code, 0, s.stderr);
+    assert.match(s.stdout, /^stopped helper \([0-9a-f-]{36}\)/m);
+    const after = JSON.parse((await f.fleetctl(['--json', 'roster'])).stdout);
+    assert.equal(after.entities.find((e) => e.name === 'helper'), undefined, 'gone from the roster');
+    await waitFor(async () => (await panes(f, sock)).length === before.length, { what: 'the pane closed' });
+  });
+});
