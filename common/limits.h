@@ -153,6 +153,11 @@
  * hosts get that far. Past it a new host's beat is refused and logged. */
 #define FL_MAX_HOSTS 1024
 
+/* Spawns waiting for their agent to register. Each holds a terminal open
+ * until its readyTimeoutS; past this, fleet_spawn fails with FL_EFULL
+ * instead of opening windows without bound. */
+#define FL_MAX_SPAWNS_PENDING 64
+
 /* One log line, and how many traced lines fleetd remembers for
  * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */
 #define FL_LOG_LINE_MAX 1024

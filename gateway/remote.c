@@ -45,15 +45,20 @@ void fl_gw_set_remote(fl_gw *gw, const fl_remote_ops *ops, void *ctx) {
 
 int fl_remote_on(const fl_gw *gw) { return gw->remote != NULL; }
 
+/* A publish with no backend registered (single-host mode): on_confirm is
+ * dropped, as a failed publish drops it. */
+static int fl_no_remote(json_t *on_confirm, char *err, size_t errlen) {
+  json_decref(on_confirm);
+  fl_errf(err, errlen, "no broker is configured, so other hosts cannot be reached");
+  return FL_EBROKER;
+}
+
 int fl_remote_publish(fl_gw *gw, fl_client *c, fl_entity *dst, const fl_msg *m, double then_wait_s,
                       json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
                       size_t errlen) {
   *wait = NULL;
-  if (!gw->remote) {
-    json_decref(on_confirm);
-    fl_errf(err, errlen, "no broker is configured, so other hosts cannot be reached");
-    return FL_EBROKER;
-  }
+  if (!gw->remote)
+    return fl_no_remote(on_confirm, err, errlen);
   return gw->remote->publish(gw->remote_ctx, c, dst, m, then_wait_s, on_confirm, cb, ctx, wait, err,
                              errlen);
 }
@@ -62,11 +67,8 @@ int fl_remote_broadcast(fl_gw *gw, fl_client *c, const fl_msg *m, const char *gr
                         json_t *on_confirm, fl_gw_cb cb, void *ctx, fl_wait **wait, char *err,
                         size_t errlen) {
   *wait = NULL;
-  if (!gw->remote) {
-    json_decref(on_confirm);
-    fl_errf(err, errlen, "no broker is configured, so other hosts cannot be reached");
-    return FL_EBROKER;
-  }
+  if (!gw->remote)
+    return fl_no_remote(on_confirm, err, errlen);
   return gw->remote->broadcast(gw->remote_ctx, c, m, group, on_confirm, cb, ctx, wait, err, errlen);
 }
 

@@ -260,6 +260,13 @@ static int fl_check_content(const char *content, char *err, size_t errlen) {
   return 0;
 }
 
+/* {msgId, traceId, to: {gid, name}, status}: what send and reply answer
+ * once the message is on its way (new reference). */
+static json_t *fl_sent_result(const fl_msg *m, const fl_entity *dst, const char *status) {
+  return json_pack("{s:s, s:s, s:o, s:s}", "msgId", m->msg_id, "traceId", m->trace_id, "to",
+                   fl_entity_ref_json(dst), "status", status);
+}
+
 static double fl_clamp_wait(double wait_s) {
   if (!(wait_s > 0)) /* also catches NaN */
     return 0;
@@ -285,8 +292,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   fl_uuid(m.trace_id);
   if (dst->remote) {
     /* Routing fork: another host's entity goes through the broker. */
-    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
-                             fl_entity_ref_json(dst), "status", "sent");
+    json_t *sent = fl_sent_result(&m, dst, "sent");
     rc = fl_remote_publish(gw, c, dst, &m, wait_s, sent, cb, ctx, wait, err, errlen);
     if (rc == 0)
       fl_trace_remember(gw, &m);
@@ -308,8 +314,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
     /* The message is committed: report it as sent rather than fail. */
   }
   fl_router_wake(gw, dst, &m);
-  *result = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
-                      fl_entity_ref_json(dst), "status", "sent");
+  *result = fl_sent_result(&m, dst, "sent");
   return 0;
 }
 
@@ -357,15 +362,13 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
   else
     fl_uuid(m.trace_id);
   if (dst->remote) {
-    json_t *sent = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
-                             fl_entity_ref_json(dst), "status", "sent");
+    json_t *sent = fl_sent_result(&m, dst, "sent");
     return fl_remote_publish(gw, c, dst, &m, 0, sent, cb, ctx, wait, err, errlen);
   }
   if ((rc = fl_router_accept(gw, dst, &m, err, errlen)))
     return rc;
   int taken = fl_router_wake(gw, dst, &m);
-  *result = json_pack("{s:s, s:s, s:o, s:s}", "msgId", m.msg_id, "traceId", m.trace_id, "to",
-                      fl_entity_ref_json(dst), "status", taken ? "delivered" : "held");
+  *result = fl_sent_result(&m, dst, taken ? "delivered" : "held");
   return 0;
 }
 

@@ -346,6 +346,16 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
   int rc;
   if (wait_s > 0 && (rc = fl_wait_room(c, err, errlen)))
     return rc;
+  size_t pending = 0;
+  for (const fl_spawn *q = gw->spawns; q; q = q->next)
+    pending++;
+  if (pending >= FL_MAX_SPAWNS_PENDING) {
+    fl_errf(err, errlen,
+            "%zu spawns are already waiting for their agents to register (at most %d); wait "
+            "for one to register or time out",
+            pending, FL_MAX_SPAWNS_PENDING);
+    return FL_EFULL;
+  }
 
   fl_spawn *s = fl_calloc(1, sizeof *s);
   if (!s || (brief && !(s->brief = fl_strdup(brief)))) {

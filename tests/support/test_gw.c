@@ -3,6 +3,7 @@
 
 #include <sodium.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -54,4 +55,21 @@ int fl_test_gw_close(fl_test_gw *t) {
   int rc = uv_loop_close(&t->loop);
   fl_test_rmtree(t->dir);
   return rc;
+}
+
+void *fl_test_fixture_new(size_t size, const char *tag) {
+  if (size < sizeof(fl_test_gw))
+    return NULL;
+  fl_test_gw *t = calloc(1, size);
+  if (!t || fl_test_init() != 0 || fl_test_gw_open(t, tag) != 0) {
+    free(t);
+    return NULL;
+  }
+  return t;
+}
+
+int fl_test_fixture_free(void *fixture) {
+  int rc = fl_test_gw_close(fixture);
+  free(fixture);
+  return rc == 0 ? 0 : -1;
 }

@@ -33,4 +33,12 @@ void fl_test_gw_stop(fl_test_gw *t);
  * uv_loop_close's status: 0 unless a handle was left open. */
 int fl_test_gw_close(fl_test_gw *t);
 
+/* A cmocka fixture whose first member is an fl_test_gw: allocates size
+ * zeroed bytes, runs fl_test_init and opens the gateway (fl_test_gw_open
+ * with tag). NULL on failure, nothing left behind. */
+void *fl_test_fixture_new(size_t size, const char *tag);
+/* Closes the fixture's gateway (fl_test_gw_close) and frees it. 0, or -1
+ * when a handle was left open (a test teardown's return value). */
+int fl_test_fixture_free(void *fixture);
+
 #endif

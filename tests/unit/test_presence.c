@@ -186,14 +186,11 @@ static void gw_close(fixture *f) {
 }
 
 static int setup(void **state) {
-  fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_init() != 0 || fl_test_gw_open(&f->g, "presence") != 0) {
-    free(f);
+  fixture *f = fl_test_fixture_new(sizeof *f, "presence");
+  if (!f)
     return -1;
-  }
   if (presence_open(f, 60) != 0) {
-    fl_test_gw_close(&f->g);
-    free(f);
+    fl_test_fixture_free(f);
     return -1;
   }
   *state = f;
@@ -203,9 +200,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fixture *f = *state;
   fl_presence_free(&f->p);
-  int rc = fl_test_gw_close(&f->g);
-  free(f);
-  return rc == 0 ? 0 : -1;
+  return fl_test_fixture_free(f);
 }
 
 static void beat_of(fl_beat *b, const char *name, int online) {

@@ -41,21 +41,11 @@ typedef struct fixture {
 } fixture;
 
 static int setup(void **state) {
-  fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_init() != 0 || fl_test_gw_open(&f->g, "roster") != 0) {
-    free(f);
-    return -1;
-  }
-  *state = f;
-  return 0;
+  *state = fl_test_fixture_new(sizeof(fixture), "roster");
+  return *state ? 0 : -1;
 }
 
-static int teardown(void **state) {
-  fixture *f = *state;
-  int rc = fl_test_gw_close(&f->g);
-  free(f);
-  return rc == 0 ? 0 : -1;
-}
+static int teardown(void **state) { return fl_test_fixture_free(*state); }
 
 /* A remote entity as presence would leave it. */
 static fl_entity *remote_new(fl_gw *gw, const char *gid, const char *name, const char *host) {

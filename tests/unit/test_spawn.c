@@ -39,29 +39,21 @@ static void add_profile(fl_gw_config *cfg, const char *name, const char *backend
 }
 
 static int setup(void **state) {
-  fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_init() != 0 || fl_test_gw_open(&f->g, "spawn") != 0) {
-    free(f);
+  fixture *f = fl_test_fixture_new(sizeof *f, "spawn");
+  if (!f)
     return -1;
-  }
   fl_test_gw_stop(&f->g);
   add_profile(&f->g.cfg, "claude", "tmux");
   add_profile(&f->g.cfg, "runner", "exec");
   if (fl_test_gw_start(&f->g) != 0) {
-    fl_test_gw_close(&f->g);
-    free(f);
+    fl_test_fixture_free(f);
     return -1;
   }
   *state = f;
   return 0;
 }
 
-static int teardown(void **state) {
-  fixture *f = *state;
-  int rc = fl_test_gw_close(&f->g);
-  free(f);
-  return rc == 0 ? 0 : -1;
-}
+static int teardown(void **state) { return fl_test_fixture_free(*state); }
 
 static fl_client *attach(fixture *f, const char *name, const char *role) {
   fl_ident id = {.name = name, .role = role};

@@ -47,21 +47,11 @@ static void seen_cb(void *ctx, json_t *result, const char *err) {
 }
 
 static int setup(void **state) {
-  fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_init() != 0 || fl_test_gw_open(&f->g, "wait") != 0) {
-    free(f);
-    return -1;
-  }
-  *state = f;
-  return 0;
+  *state = fl_test_fixture_new(sizeof(fixture), "wait");
+  return *state ? 0 : -1;
 }
 
-static int teardown(void **state) {
-  fixture *f = *state;
-  int rc = fl_test_gw_close(&f->g);
-  free(f);
-  return rc == 0 ? 0 : -1;
-}
+static int teardown(void **state) { return fl_test_fixture_free(*state); }
 
 static fl_client *attach(fixture *f, const char *name) {
   fl_ident id = {.name = name};
