@@ -47,6 +47,7 @@
   X(VERIFY_WRONG_RECIPIENT, "verify_wrong_recipient")                                              \
   X(VERIFY_EXPIRED, "verify_expired")                                                              \
   X(VERIFY_DUPLICATE, "verify_duplicate")                                                          \
+  X(REDELIVERIES_ACKED, "redeliveries_acked")                                                      \
   X(VERIFY_NEWER_MAJOR, "verify_newer_major")                                                      \
   X(VERIFY_MALFORMED, "verify_malformed")                                                          \
   X(SPAWNS, "spawns")                                                                              \

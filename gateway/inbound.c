@@ -181,19 +181,37 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
     in->ops->hold(in->ctx, to->gid, m.msg_id, d->tag);
     fl_router_wake(gw, to, &m);
   } else if (rc == FL_EDUP) {
-    /* The broker giving back a delivery we hold but have not acked (after
-     * a reconnect or a crash) is the same message: keep the new tag. Any
-     * other copy of a seen msgId is a replay. */
     int held = 0;
     fl_store_is_held(gw->store, to->gid, m.msg_id, &held);
-    if (held && d->redelivered)
+    switch (fl_inbound_dup_rule(held, d->redelivered)) {
+    case FL_DUP_REHOLD:
       in->ops->hold(in->ctx, to->gid, m.msg_id, d->tag);
-    else
+      break;
+    case FL_DUP_ACK:
+      fl_gw_count(gw, FL_C_REDELIVERIES_ACKED);
+      fl_info(m.trace_id, "%s %s for '%s' was redelivered after it was drained; acked", m.kind,
+              m.msg_id, to->name);
+      in->ops->ack(in->ctx, d->tag);
+      break;
+    case FL_DUP_REJECT:
       fl_inbound_dead_letter(in, d, FL_C_VERIFY_DUPLICATE, "already seen (duplicate msgId)");
+      break;
+    }
   } else {
     fl_inbound_dead_letter(in, d, FL_C_COUNT, err); /* fl_router_accept counted why */
   }
   fl_free(content);
+}
+
+enum fl_inbound_dup fl_inbound_dup_rule(int held, int redelivered) {
+  /* The broker giving back a delivery we hold but have not acked (after a
+   * reconnect or a crash) is the same message. One flagged redelivered that
+   * is no longer held was drained, but its ack did not reach the broker (a
+   * broker crash, a link lost): handled already, so ack it. Any unflagged
+   * copy of a seen msgId is a replay. */
+  if (!redelivered)
+    return FL_DUP_REJECT;
+  return held ? FL_DUP_REHOLD : FL_DUP_ACK;
 }
 
 void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
