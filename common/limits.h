@@ -18,6 +18,18 @@
  * stops reading is disconnected rather than growing our memory. */
 #define FL_MAX_OUTQ (16u * 1024u * 1024u)
 
+/* Past this many unsent bytes a client's requests are not read until it
+ * reads its answers: a client that floods and never reads stalls only
+ * itself, well before FL_MAX_OUTQ would drop it. */
+#define FL_OUTQ_PAUSE (1024u * 1024u * 1024u)
+
+/* Lines served from one client before the others get a turn. */
+#define FL_LINES_PER_TURN 16
+
+/* Nesting depth of one JSON-RPC message; MCP needs a handful of levels.
+ * Deeper lines are refused before they are parsed. */
+#define FL_MAX_JSON_DEPTH 64
+
 /* Messages held for one entity. Past this, sends to it fail with FL_EFULL. */
 #define FL_MAX_HELD_PER_ENTITY 10000
 
