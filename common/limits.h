@@ -21,7 +21,7 @@
 /* Past this many unsent bytes a client's requests are not read until it
  * reads its answers: a client that floods and never reads stalls only
  * itself, well before FL_MAX_OUTQ would drop it. */
-#define FL_OUTQ_PAUSE (1024u * 1024u * 1024u)
+#define FL_OUTQ_PAUSE (1024u * 1024u)
 
 /* Lines served from one client before the others get a turn. */
 #define FL_LINES_PER_TURN 16
