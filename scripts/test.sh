@@ -37,7 +37,7 @@ fi
 
 # ---- packages ------------------------------------------------------------
 PKGS=(build-essential pkg-config libuv1-dev libjansson-dev libsqlite3-dev libsodium-dev
-  librabbitmq-dev libcmocka-dev tmux rabbitmq-server openssl clang-format)
+  librabbitmq-dev libcmocka-dev tmux rabbitmq-server openssl clang-format systemd)
 command -v cmake >/dev/null 2>&1 || PKGS+=(cmake)
 
 missing=()
