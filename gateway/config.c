@@ -35,8 +35,8 @@ static const char fl_usage[] =
 
 /* The keys each object of the file may hold, for the unknown-key check and
  * its message. */
-static const char *const fl_top_keys[] = {"hostId", "stateDir", "socket",   "broker",
-                                          "nudge",  "logLevel", "profiles", NULL};
+static const char *const fl_top_keys[] = {"hostId",   "stateDir", "socket", "broker", "nudge",
+                                          "logLevel", "profiles", "store",  NULL};
 static const char *const fl_broker_keys[] = {"uri",           "caFile",     "queueType",
                                              "prefetch",      "heartbeatS", "presenceIntervalMs",
                                              "presenceTtlMs", NULL};
@@ -174,6 +174,31 @@ static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, cha
   return 0;
 }
 
+static const char *const fl_store_keys[] = {"synchronous", NULL};
+
+static int fl_apply_store(fl_config *cfg, json_t *store, const char *file, char *err,
+                          size_t errlen) {
+  if (!json_is_object(store)) {
+    fl_errf(err, errlen, "%s: key \"store\" must be an object like {\"synchronous\": \"full\"}",
+            file);
+    return FL_ECONFIG;
+  }
+  if (fl_config_known_keys(store, "store", fl_store_keys, file, err, errlen))
+    return FL_ECONFIG;
+  char sync[16] = "normal";
+  if (fl_config_file_str(store, "store", "synchronous", sync, sizeof sync, file, err, errlen))
+    return FL_ECONFIG;
+  if (strcmp(sync, "normal") != 0 && strcmp(sync, "full") != 0) {
+    fl_errf(err, errlen,
+            "%s: key \"store.synchronous\" must be \"normal\" (survives a crash of fleetd) or "
+            "\"full\" (survives a power loss too), not \"%s\"",
+            file, sync);
+    return FL_ECONFIG;
+  }
+  cfg->gw.store_sync_full = strcmp(sync, "full") == 0;
+  return 0;
+}
+
 static int fl_apply_nudge(fl_config *cfg, json_t *nudge, const char *file, char *err,
                           size_t errlen) {
   if (!json_is_object(nudge)) {
@@ -248,6 +273,9 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
     return FL_ECONFIG;
   json_t *nudge = json_object_get(root, "nudge");
   if (nudge && fl_apply_nudge(cfg, nudge, file, err, errlen))
+    return FL_ECONFIG;
+  json_t *store = json_object_get(root, "store");
+  if (store && fl_apply_store(cfg, store, file, err, errlen))
     return FL_ECONFIG;
   json_t *profiles = json_object_get(root, "profiles");
   if (profiles && fl_config_apply_profiles(cfg, profiles, file, err, errlen))

@@ -108,7 +108,7 @@ static void test_unknown_key_names_key_and_file(void **state) {
   char want[512];
   snprintf(want, sizeof want,
            "%s: unknown key \"colour\" (known: hostId, stateDir, socket, broker, nudge, "
-           "logLevel, profiles)",
+           "logLevel, profiles, store)",
            f->file);
   assert_string_equal(f->err, want);
 }
@@ -396,6 +396,30 @@ static void test_log_level_not_in_list(void **state) {
                               "--log-level)");
 }
 
+static void test_store_synchronous(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--config", f->file};
+  fx_write(f, "{}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.store_sync_full, 0); /* normal by default */
+  fx_write(f, "{\"store\": {\"synchronous\": \"full\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.store_sync_full, 1);
+  fx_write(f, "{\"store\": {\"synchronous\": \"normal\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.store_sync_full, 0);
+  fx_write(f, "{\"store\": {\"synchronous\": \"off\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"store.synchronous\" must be \"normal\"");
+  assert_err_has(f, f->file);
+  fx_write(f, "{\"store\": {\"sync\": \"full\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "unknown key \"store.sync\" (known: synchronous)");
+  fx_write(f, "{\"store\": true}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"store\" must be an object");
+}
+
 static void test_usage_errors(void **state) {
   fx *f = *state;
   char *argv[] = {"fleetd", "extra"};
@@ -600,6 +624,7 @@ int main(void) {
       T(test_flag_beats_env_beats_file),
       T(test_defaults),
       T(test_log_level_not_in_list),
+      T(test_store_synchronous),
       T(test_usage_errors),
       T(test_parse_in_memory),
       T(test_profiles_round_trip),
