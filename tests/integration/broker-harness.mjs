@@ -171,6 +171,18 @@ export class Broker {
     await this.ctl(['await_startup', '--timeout', '60'], { check: false });
   }
 
+  /** Crashes the node (kill -9): unflushed state is lost, connections drop. */
+  async kill9() {
+    const r = await run('sh', [RABBITMQ_SH, 'kill9', this.nodeDir], { timeout: 30000 });
+    if (r.code !== 0) throw new Error(`rabbitmq.sh kill9 exited ${r.code}: ${tail(r.stderr)}`);
+  }
+
+  /** Starts the node again on its old data (after kill9). */
+  async restart() {
+    const r = await runDetached('sh', [RABBITMQ_SH, 'restart', this.nodeDir], path.join(this.dir, 'restart'), BROKER_START_MS);
+    if (r.code !== 0) throw new Error(`rabbitmq.sh restart exited ${r.code}: ${tail(r.stderr)}`);
+  }
+
   /** Stops the node and removes its directory. Idempotent. */
   async stop() {
     if (this.stopped) return;
