@@ -101,6 +101,10 @@
  * broker holds the backlog instead of our heap. */
 #define FL_BROKER_MAX_EVENTS 8192
 
+/* Broker URIs one gateway may be given (the nodes of a cluster): it tries
+ * them in turn until one answers. */
+#define FL_BROKER_MAX_URIS 8
+
 /* Inboxes one gateway consumes. Each takes its own channel and RabbitMQ's
  * default channel_max is 2047; two channels are the link's own. */
 #define FL_BROKER_MAX_INBOXES 2000

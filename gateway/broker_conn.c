@@ -783,6 +783,7 @@ void fl_broker_thread_main(void *arg) {
     }
     uint64_t now = now_ms();
     if (now >= next_try) {
+      b->ci = b->cis[b->cur];
       if (link_connect(b, why, sizeof(why)) == 0) {
         fl_info(NULL, "broker: link up (%s:%d vhost %s)", b->ci.host, b->ci.port, b->ci.vhost);
         backoff = BACKOFF_FIRST_MS;
@@ -795,6 +796,10 @@ void fl_broker_thread_main(void *arg) {
       if (b->t_up != 0 || strcmp(b->t_why, why) != 0)
         fl_warn(NULL, "broker: cannot connect, retrying: %s", why);
       emit_state(b, 0, why);
+      /* The next URI at once; after the last, the backoff. */
+      b->cur = (b->cur + 1) % b->ncis;
+      if (b->cur != 0)
+        continue;
       next_try = now_ms() + backoff;
       backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
       continue;

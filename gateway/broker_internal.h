@@ -133,7 +133,13 @@ struct fl_broker {
   uv_loop_t *loop;
   fl_broker_events ev;
   void *ctx;
-  char *uri_buf; /* amqp_parse_url writes into it; ci points into it */
+  char *uri_buf; /* amqp_parse_url writes into it; cis point into it */
+  struct amqp_connection_info cis[FL_BROKER_MAX_URIS]; /* the URIs given, in order */
+  size_t ncis;
+  /* Broker thread only: which of cis is tried or in use now, and a copy
+   * of it. A failed connect moves on to the next at once; a whole round of
+   * failures waits out the backoff. */
+  size_t cur;
   struct amqp_connection_info ci;
   char *host_id;
   char *queue_type;

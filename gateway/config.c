@@ -139,6 +139,41 @@ int fl_config_known_keys(json_t *obj, const char *section, const char *const kno
   return 0;
 }
 
+/* broker.uri: one URI, or a list of them (a cluster's nodes), kept as one
+ * comma-separated string, the form --broker and FLEET_BROKER_URI take. */
+static int fl_config_broker_uri(json_t *broker, char *dst, size_t n, const char *file, char *err,
+                                size_t errlen) {
+  json_t *v = json_object_get(broker, "uri");
+  if (!json_is_array(v))
+    return fl_config_file_str(broker, "broker", "uri", dst, n, file, err, errlen);
+  size_t count = json_array_size(v);
+  if (count == 0 || count > FL_BROKER_MAX_URIS) {
+    fl_errf(err, errlen, "%s: key \"broker.uri\" must list 1 to %d URIs, not %zu", file,
+            FL_BROKER_MAX_URIS, count);
+    return FL_ECONFIG;
+  }
+  size_t used = 0;
+  dst[0] = '\0';
+  for (size_t i = 0; i < count; i++) {
+    const char *u = json_string_value(json_array_get(v, i));
+    if (!u || !*u || strchr(u, ',')) {
+      fl_errf(err, errlen,
+              "%s: key \"broker.uri\" item %zu must be a URI string like "
+              "\"amqp://user:pass@host:5672/\" (no commas)",
+              file, i + 1);
+      return FL_ECONFIG;
+    }
+    int w = snprintf(dst + used, n - used, "%s%s", i ? "," : "", u);
+    if (w < 0 || (size_t)w >= n - used) {
+      fl_errf(err, errlen, "%s: key \"broker.uri\" is too long (at most %zu bytes in all)", file,
+              n - 1);
+      return FL_ECONFIG;
+    }
+    used += (size_t)w;
+  }
+  return 0;
+}
+
 static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, char *err,
                            size_t errlen) {
   if (!json_is_object(broker)) {
@@ -151,8 +186,7 @@ static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, cha
   unsigned prefetch = 0, hb = 0;
   fl_gw_config *gw = &cfg->gw;
   if (fl_config_known_keys(broker, "broker", fl_broker_keys, file, err, errlen) ||
-      fl_config_file_str(broker, "broker", "uri", gw->broker_uri, sizeof gw->broker_uri, file, err,
-                         errlen) ||
+      fl_config_broker_uri(broker, gw->broker_uri, sizeof gw->broker_uri, file, err, errlen) ||
       fl_config_file_str(broker, "broker", "caFile", gw->broker_ca_file, sizeof gw->broker_ca_file,
                          file, err, errlen) ||
       fl_config_file_str(broker, "broker", "queueType", gw->broker_queue_type,

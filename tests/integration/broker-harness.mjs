@@ -288,7 +288,9 @@ export class HostFleet extends Fleet {
       ...(opts.broker || {}),
     };
     const config = { ...(opts.config || {}), broker: brokerCfg };
-    const args = ['--host-id', this.hostId, '--broker', this.broker.uri, ...(opts.args || [])];
+    // A uri given in opts.broker (say, a list) is the one used: the flag
+    // would override the file.
+    const args = ['--host-id', this.hostId, ...(opts.broker?.uri ? [] : ['--broker', this.broker.uri]), ...(opts.args || [])];
     return super.startFleetd({ ...opts, config, args });
   }
 }

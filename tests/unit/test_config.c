@@ -420,6 +420,21 @@ static void test_store_synchronous(void **state) {
   assert_err_has(f, "key \"store\" must be an object");
 }
 
+static void test_broker_uri_list(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--config", f->file};
+  fx_write(f, "{\"broker\": {\"uri\": [\"amqp://a:1/\", \"amqp://b:2/\", \"amqp://c:3/\"]}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_string_equal(f->cfg.gw.broker_uri, "amqp://a:1/,amqp://b:2/,amqp://c:3/");
+  fx_write(f, "{\"broker\": {\"uri\": []}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"broker.uri\" must list 1 to 8 URIs, not 0");
+  fx_write(f, "{\"broker\": {\"uri\": [\"amqp://a/\", 7]}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"broker.uri\" item 2 must be a URI string");
+  assert_err_has(f, f->file);
+}
+
 static void test_usage_errors(void **state) {
   fx *f = *state;
   char *argv[] = {"fleetd", "extra"};
@@ -625,6 +640,7 @@ int main(void) {
       T(test_defaults),
       T(test_log_level_not_in_list),
       T(test_store_synchronous),
+      T(test_broker_uri_list),
       T(test_usage_errors),
       T(test_parse_in_memory),
       T(test_profiles_round_trip),
