@@ -49,6 +49,9 @@
   X(VERIFY_DUPLICATE, "verify_duplicate")                                                          \
   X(VERIFY_NEWER_MAJOR, "verify_newer_major")                                                      \
   X(VERIFY_MALFORMED, "verify_malformed")                                                          \
+  X(VERIFY_UNSEALED, "verify_unsealed")                                                            \
+  X(VERIFY_SEAL_BROKEN, "verify_seal_broken")                                                      \
+  X(VERIFY_SEALED_ELSEWHERE, "verify_sealed_elsewhere")                                            \
   X(SPAWNS, "spawns")                                                                              \
   X(SPAWN_FAILURES, "spawn_failures")                                                              \
   X(STOPS, "stops")

@@ -124,7 +124,7 @@ static void test_unknown_nested_keys(void **state) {
   fx_write(f, "{\"broker\": {\"url\": \"amqp://h/\"}}");
   assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
   assert_err_has(f, ": unknown key \"broker.url\" (known: uri, caFile, queueType, prefetch, "
-                    "heartbeatS, presenceIntervalMs, presenceTtlMs)");
+                    "heartbeatS, presenceIntervalMs, presenceTtlMs, seal, acceptUnsealed)");
 }
 
 static void test_wrong_types(void **state) {
