@@ -7,8 +7,9 @@
  * is converted to X25519 (libsodium's crypto_sign_ed25519_pk_to_curve25519
  * for the peer's pinned public key, crypto_sign_ed25519_sk_to_curve25519 for
  * our own secret key), and the body goes into crypto_box_easy
- * (X25519 + XSalsa20-Poly1305). Only the recipient gateway can open it, and
- * opening proves which gateway sealed it. On the wire:
+ * (X25519 + XSalsa20-Poly1305). Its key is the two gateways' shared secret:
+ * only the recipient (and the sender, who made it) can open it, and opening
+ * proves which gateway sealed it. On the wire:
  *
  *   sealed body = NONCE (24 random bytes) || crypto_box_easy(body)  (body + 16 bytes)
  *
