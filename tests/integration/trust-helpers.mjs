@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import amqp from 'amqplib';
+import sodium from 'libsodium-wrappers';
 import { waitFor } from './harness.mjs';
 
 // The signed header subset, in the order docs/wire-format.md gives.
@@ -17,13 +18,18 @@ export const FIELD_ORDER = [
   'fromName', 'host', 'ts', 'expiresAt',
 ];
 
+// Signed too, but written after FIELD_ORDER only when present.
+export const WHEN_PRESENT = ['sealedTo'];
+
 /** The canonical byte string for envelope (name -> value) and body (string or Buffer). */
 export function canonical(envelope, body) {
   const parts = [Buffer.from('fleet-envelope/1\n', 'ascii')];
-  for (const name of FIELD_ORDER) {
-    const value = Buffer.from(envelope[name] ?? '', 'utf8');
+  const line = (name, v) => {
+    const value = Buffer.from(v, 'utf8');
     parts.push(Buffer.from(`${name}:${value.length}:`, 'ascii'), value, Buffer.from('\n', 'ascii'));
-  }
+  };
+  for (const name of FIELD_ORDER) line(name, envelope[name] ?? '');
+  for (const name of WHEN_PRESENT) if (envelope[name]) line(name, envelope[name]);
   const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
   parts.push(Buffer.from(`body:${b.length}:`, 'ascii'), b);
   return Buffer.concat(parts);
@@ -59,6 +65,21 @@ export function readIdentity(stateDir) {
   assert.equal(sk.length, 64, `${file}: secretKey is 64 bytes (libsodium form)`);
   const privateKey = privateKeyFromSeed(sk.subarray(0, 32));
   return { json, privateKey, publicKey: publicKeyB64(privateKey) };
+}
+
+/**
+ * Seals body (string or Buffer) from the gateway whose libsodium secret key
+ * (64 bytes, base64: node-identity.json's secretKey) is senderSkB64 to the
+ * one whose Ed25519 public key is recipientPkB64, as docs/wire-format.md
+ * says: NONCE || crypto_box_easy(body) with both keys converted to X25519.
+ */
+export async function sealBody(body, recipientPkB64, senderSkB64) {
+  await sodium.ready;
+  const rx = sodium.crypto_sign_ed25519_pk_to_curve25519(Buffer.from(recipientPkB64, 'base64'));
+  const sx = sodium.crypto_sign_ed25519_sk_to_curve25519(Buffer.from(senderSkB64, 'base64'));
+  const nonce = sodium.randombytes_buf(sodium.crypto_box_NONCEBYTES);
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  return Buffer.concat([Buffer.from(nonce), Buffer.from(sodium.crypto_box_easy(b, nonce, rx, sx))]);
 }
 
 /** The `sig` for envelope and body under privateKey (standard padded base64). */
