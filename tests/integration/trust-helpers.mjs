@@ -306,3 +306,42 @@ export async function waitCounter(host, name, min, { timeout = 10000 } = {}) {
     throw e;
   }
 }
+
+/**
+ * The permissions of a per-gateway broker user for host HOST, exactly as
+ * docs/operations.md ("Per-gateway broker users") gives them: configure,
+ * write and read regexes, and topic permissions on fleet.roster and
+ * fleet.msg. opts.clear: the variant for a fleet that takes bodies in clear
+ * (broker.seal false), which also needs the shared broadcast keys.
+ */
+export function gatewayPermissions(host, { clear = false } = {}) {
+  const h = host.replace(/[.]/g, '\\.');
+  const inbox = 'agent\\.[0-9a-f-]{36}\\.inbox\\.v2';
+  const gid = '[0-9a-f-]{36}';
+  const word = '[A-Za-z0-9_-]+';
+  const shared = clear ? `|broadcast\\.${word}` : '';
+  return {
+    configure: `^(fleet\\.(msg|roster|control|dlx|dlq)|control\\.${h}|roster\\.${h}|${inbox})$`,
+    write: `^(fleet\\.(msg|roster|control|dlx|dlq)|control\\.${h}|roster\\.${h}|${inbox})$`,
+    read: `^(fleet\\.(msg|roster|control|dlx)|control\\.${h}|roster\\.${h}|${inbox})$`,
+    // Presence only under its own host's keys; bind only roster.#.
+    rosterTopic: { exchange: 'fleet.roster', write: `^roster\\.${h}\\.`, read: '^roster\\.#$' },
+    // Publish to a gid or to one host's broadcast key; bind only to a gid
+    // or to its own host's broadcast keys (so never '#').
+    msgTopic: {
+      exchange: 'fleet.msg',
+      write: `^(${gid}|broadcast\\.${word}\\.${word}${shared})$`,
+      read: `^(${gid}|broadcast\\.${h}\\.${word}${shared})$`,
+    },
+  };
+}
+
+/** Creates broker user `user` with gatewayPermissions(host, opts) on vhost /. */
+export async function applyGatewayPermissions(broker, user, pass, host, opts = {}) {
+  const p = gatewayPermissions(host, opts);
+  await broker.ctl(['add_user', user, pass]);
+  await broker.ctl(['set_permissions', '-p', '/', user, p.configure, p.write, p.read]);
+  for (const tp of [p.rosterTopic, p.msgTopic])
+    await broker.ctl(['set_topic_permissions', '-p', '/', user, tp.exchange, tp.write, tp.read]);
+  return p;
+}
