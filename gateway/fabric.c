@@ -689,6 +689,7 @@ static void fl_fabric_free(void *ctx) {
   fl_presence_free(&f->presence);
   fl_inbound_free(&f->inbound);
   fl_broker_free(&f->broker);
+  fl_wire_keys_free(f->gw);
   fl_free(f);
 }
 

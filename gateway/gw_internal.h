@@ -91,6 +91,9 @@ struct fl_gw {
   /* The cross-host backend (remote.h), NULL in single-host mode. */
   const struct fl_remote_ops *remote;
   void *remote_ctx;
+  /* Box keys per peer host (wire.c), made on first use; freed with the
+   * cross-host backend (fl_wire_keys_free). */
+  struct fl_wire_keys *wire_keys;
   /* Spawns waiting for their agent to register (spawn.c). */
   struct fl_spawn *spawns;
 };

@@ -14,6 +14,7 @@ _Static_assert(FL_SEAL_NONCE_BYTES == crypto_box_NONCEBYTES, "nonce size");
 _Static_assert(FL_SEAL_MAC_BYTES == crypto_box_MACBYTES, "MAC size");
 _Static_assert(FL_MAX_WIRE_BODY == FL_MAX_CONTENT + FL_SEAL_OVERHEAD, "wire body cap");
 _Static_assert(FL_SEAL_KEY_BYTES == crypto_box_PUBLICKEYBYTES, "key size");
+_Static_assert(FL_SEAL_KEY_BYTES == crypto_box_BEFORENMBYTES, "box key size");
 
 int fl_seal_x25519_pk(const unsigned char ed_pk[FL_SIGN_PK_BYTES],
                       unsigned char x_pk[FL_SEAL_KEY_BYTES]) {
@@ -29,13 +30,69 @@ int fl_seal_x25519_sk(const unsigned char ed_sk[FL_SIGN_SK_BYTES],
   return crypto_sign_ed25519_sk_to_curve25519(x_sk, ed_sk) == 0 ? 0 : FL_EINVAL;
 }
 
-/* The X25519 pair for one box: the peer's public key and our secret key. */
-static int seal_keys(const unsigned char peer_pk[FL_SIGN_PK_BYTES],
-                     const unsigned char own_sk[FL_SIGN_SK_BYTES], unsigned char x_pk[32],
-                     unsigned char x_sk[32]) {
-  if (fl_seal_x25519_pk(peer_pk, x_pk) != 0)
+int fl_seal_shared(const unsigned char peer_pk[FL_SIGN_PK_BYTES],
+                   const unsigned char own_sk[FL_SIGN_SK_BYTES],
+                   unsigned char k[FL_SEAL_KEY_BYTES]) {
+  if (!k)
     return FL_EINVAL;
-  return fl_seal_x25519_sk(own_sk, x_sk);
+  unsigned char x_pk[32], x_sk[32];
+  int rc = fl_seal_x25519_pk(peer_pk, x_pk);
+  if (rc == 0)
+    rc = fl_seal_x25519_sk(own_sk, x_sk);
+  /* beforenm refuses a weak (small-order) public key. */
+  if (rc == 0 && crypto_box_beforenm(k, x_pk, x_sk) != 0)
+    rc = FL_EINVAL;
+  sodium_memzero(x_sk, sizeof x_sk);
+  return rc;
+}
+
+int fl_seal_with(const unsigned char k[FL_SEAL_KEY_BYTES], const char *body, size_t len,
+                 const unsigned char *nonce, unsigned char **out, size_t *outlen) {
+  if (!out || !outlen || !k || (!body && len))
+    return FL_EINVAL;
+  *out = NULL;
+  *outlen = 0;
+  if (len > FL_MAX_CONTENT)
+    return FL_ETOOBIG;
+  unsigned char *buf = fl_malloc(len + FL_SEAL_OVERHEAD);
+  if (!buf)
+    return FL_ENOMEM;
+  if (nonce)
+    memcpy(buf, nonce, FL_SEAL_NONCE_BYTES);
+  else
+    randombytes_buf(buf, FL_SEAL_NONCE_BYTES);
+  /* An empty body still gets its MAC; libsodium wants a pointer all the same. */
+  static const unsigned char none[1];
+  crypto_box_easy_afternm(buf + FL_SEAL_NONCE_BYTES, len ? (const unsigned char *)body : none, len,
+                          buf, k);
+  *out = buf;
+  *outlen = len + FL_SEAL_OVERHEAD;
+  return 0;
+}
+
+int fl_unseal_with(const unsigned char k[FL_SEAL_KEY_BYTES], const unsigned char *sealed,
+                   size_t len, char **out, size_t *outlen) {
+  if (!out || !outlen || !k || (!sealed && len))
+    return FL_EINVAL;
+  *out = NULL;
+  *outlen = 0;
+  if (len < FL_SEAL_OVERHEAD)
+    return FL_EBADSIG;
+  size_t plen = len - FL_SEAL_OVERHEAD;
+  if (plen > FL_MAX_CONTENT)
+    return FL_ETOOBIG;
+  char *buf = fl_malloc(plen + 1);
+  if (!buf)
+    return FL_ENOMEM;
+  if (crypto_box_open_easy_afternm((unsigned char *)buf, sealed + FL_SEAL_NONCE_BYTES,
+                                   len - FL_SEAL_NONCE_BYTES, sealed, k) != 0) {
+    fl_free(buf);
+    return FL_EBADSIG;
+  }
+  buf[plen] = '\0';
+  *out = buf;
+  *outlen = plen;
+  return 0;
 }
 
 int fl_seal(const char *body, size_t len, const unsigned char *nonce,
@@ -47,31 +104,11 @@ int fl_seal(const char *body, size_t len, const unsigned char *nonce,
   *outlen = 0;
   if (len > FL_MAX_CONTENT)
     return FL_ETOOBIG;
-  unsigned char x_pk[32], x_sk[32];
-  int rc = seal_keys(to_pk, from_sk, x_pk, x_sk);
-  if (rc)
-    goto done;
-  unsigned char *buf = fl_malloc(len + FL_SEAL_OVERHEAD);
-  if (!buf) {
-    rc = FL_ENOMEM;
-    goto done;
-  }
-  if (nonce)
-    memcpy(buf, nonce, FL_SEAL_NONCE_BYTES);
-  else
-    randombytes_buf(buf, FL_SEAL_NONCE_BYTES);
-  /* An empty body still gets its MAC; libsodium takes a NULL-free pointer. */
-  static const unsigned char none[1];
-  if (crypto_box_easy(buf + FL_SEAL_NONCE_BYTES, len ? (const unsigned char *)body : none, len, buf,
-                      x_pk, x_sk) != 0) {
-    fl_free(buf);
-    rc = FL_EINVAL; /* a weak (small-order) public key */
-    goto done;
-  }
-  *out = buf;
-  *outlen = len + FL_SEAL_OVERHEAD;
-done:
-  sodium_memzero(x_sk, sizeof x_sk);
+  unsigned char k[FL_SEAL_KEY_BYTES];
+  int rc = fl_seal_shared(to_pk, from_sk, k);
+  if (rc == 0)
+    rc = fl_seal_with(k, body, len, nonce, out, outlen);
+  sodium_memzero(k, sizeof k);
   return rc;
 }
 
@@ -84,28 +121,12 @@ int fl_unseal(const unsigned char *sealed, size_t len,
   *outlen = 0;
   if (len < FL_SEAL_OVERHEAD)
     return FL_EBADSIG;
-  size_t plen = len - FL_SEAL_OVERHEAD;
-  if (plen > FL_MAX_CONTENT)
+  if (len - FL_SEAL_OVERHEAD > FL_MAX_CONTENT)
     return FL_ETOOBIG;
-  unsigned char x_pk[32], x_sk[32];
-  int rc = seal_keys(from_pk, to_sk, x_pk, x_sk);
-  if (rc)
-    goto done;
-  char *buf = fl_malloc(plen + 1);
-  if (!buf) {
-    rc = FL_ENOMEM;
-    goto done;
-  }
-  if (crypto_box_open_easy((unsigned char *)buf, sealed + FL_SEAL_NONCE_BYTES,
-                           len - FL_SEAL_NONCE_BYTES, sealed, x_pk, x_sk) != 0) {
-    fl_free(buf);
-    rc = FL_EBADSIG;
-    goto done;
-  }
-  buf[plen] = '\0';
-  *out = buf;
-  *outlen = plen;
-done:
-  sodium_memzero(x_sk, sizeof x_sk);
+  unsigned char k[FL_SEAL_KEY_BYTES];
+  int rc = fl_seal_shared(from_pk, to_sk, k);
+  if (rc == 0)
+    rc = fl_unseal_with(k, sealed, len, out, outlen);
+  sodium_memzero(k, sizeof k);
   return rc;
 }

@@ -42,6 +42,23 @@ int fl_seal_x25519_pk(const unsigned char ed_pk[FL_SIGN_PK_BYTES],
 int fl_seal_x25519_sk(const unsigned char ed_sk[FL_SIGN_SK_BYTES],
                       unsigned char x_sk[FL_SEAL_KEY_BYTES]);
 
+/* The box key of a pair of gateways (crypto_box_beforenm over the converted
+ * keys): what fl_seal and fl_unseal compute on each call, once, for a
+ * sender or receiver that talks to the same host again and again. peer_pk
+ * is the other gateway's Ed25519 public key, own_sk ours. Returns 0 or
+ * FL_EINVAL (a NULL argument, or peer_pk no valid or a weak key). Clear k
+ * with sodium_memzero when done. */
+int fl_seal_shared(const unsigned char peer_pk[FL_SIGN_PK_BYTES],
+                   const unsigned char own_sk[FL_SIGN_SK_BYTES],
+                   unsigned char k[FL_SEAL_KEY_BYTES]);
+
+/* fl_seal and fl_unseal with a box key from fl_seal_shared; the same
+ * arguments, results and errors otherwise. */
+int fl_seal_with(const unsigned char k[FL_SEAL_KEY_BYTES], const char *body, size_t len,
+                 const unsigned char *nonce, unsigned char **out, size_t *outlen);
+int fl_unseal_with(const unsigned char k[FL_SEAL_KEY_BYTES], const unsigned char *sealed,
+                   size_t len, char **out, size_t *outlen);
+
 /* Seals len bytes of body from the gateway whose Ed25519 secret key is
  * from_sk to the one whose Ed25519 public key is to_pk. nonce is
  * FL_SEAL_NONCE_BYTES of nonce, or NULL for fresh random ones (NULL is what

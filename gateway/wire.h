@@ -34,6 +34,11 @@ int fl_wire_publish(fl_gw *gw, fl_broker *b, const char *exchange, const char *k
                     fl_envelope *env, const char *body, size_t len, const char *to_host, void *req,
                     char *err, size_t errlen);
 
+/* Frees gw's cache of box keys (one per peer host, made by the first
+ * message to or from it, and made again when the host's pin changes).
+ * NULL-safe; the cross-host backend calls it when it is freed. */
+void fl_wire_keys_free(fl_gw *gw);
+
 /* 1 when this gateway takes bodies in clear from other hosts. */
 int fl_wire_accepts_unsealed(const fl_gw *gw);
 

@@ -122,6 +122,36 @@ static void test_wrong_recipient(void **state) {
   fl_free(sealed);
 }
 
+/* The box key of a pair is the same from both ends, and sealing with it is
+ * sealing with the two keys. */
+static void test_shared_key(void **state) {
+  (void)state;
+  unsigned char kab[FL_SEAL_KEY_BYTES], kba[FL_SEAL_KEY_BYTES], kag[FL_SEAL_KEY_BYTES];
+  assert_int_equal(fl_seal_shared(beta.pk, alpha.sk, kab), 0);
+  assert_int_equal(fl_seal_shared(alpha.pk, beta.sk, kba), 0);
+  assert_int_equal(fl_seal_shared(gamma_.pk, alpha.sk, kag), 0);
+  assert_memory_equal(kab, kba, sizeof kab);
+  assert_true(memcmp(kab, kag, sizeof kab) != 0);
+  unsigned char *sealed = NULL;
+  size_t slen = 0;
+  char *plain = NULL;
+  size_t plen = 0;
+  assert_int_equal(fl_seal_with(kab, "with the box key", 16, NULL, &sealed, &slen), 0);
+  assert_int_equal(fl_unseal(sealed, slen, alpha.pk, beta.sk, &plain, &plen), 0);
+  assert_string_equal(plain, "with the box key");
+  fl_free(plain);
+  assert_int_equal(fl_unseal_with(kag, sealed, slen, &plain, &plen), FL_EBADSIG);
+  fl_free(sealed);
+  assert_int_equal(fl_seal("two keys", 8, NULL, beta.pk, alpha.sk, &sealed, &slen), 0);
+  assert_int_equal(fl_unseal_with(kba, sealed, slen, &plain, &plen), 0);
+  assert_string_equal(plain, "two keys");
+  fl_free(plain);
+  fl_free(sealed);
+  unsigned char bad[FL_SIGN_PK_BYTES];
+  memset(bad, 0xff, sizeof bad);
+  assert_int_equal(fl_seal_shared(bad, alpha.sk, kab), FL_EINVAL);
+}
+
 static void test_arguments(void **state) {
   (void)state;
   unsigned char *sealed = NULL;
