@@ -292,8 +292,8 @@ static void test_vectors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_flipped_byte),
-      cmocka_unit_test(test_wrong_recipient), cmocka_unit_test(test_arguments),
-      cmocka_unit_test(test_vectors),
+      cmocka_unit_test(test_wrong_recipient), cmocka_unit_test(test_shared_key),
+      cmocka_unit_test(test_arguments),       cmocka_unit_test(test_vectors),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
