@@ -100,6 +100,8 @@ hostsTest('the recommended per-gateway permissions allow what a gateway does and
       const q = `agent.${GID0.replace(/^0/, '2')}.inbox.v2`;
       assert.equal(await attempt(conn, (ch) => ch.assertQueue(q, { durable: true, deadLetterExchange: 'fleet.dlx' })), 'ok');
       assert.equal(await attempt(conn, (ch) => ch.deleteQueue(q)), 'ok');
+      // Still possible, as the table says: junk into fleet.dlq through fleet.dlx.
+      assert.equal(await attempt(conn, publish('fleet.dlx', ''), { confirm: true }), 'ok');
     });
 
     await t.test('write on its queues: it binds them', async () => {
