@@ -13,6 +13,10 @@
 /* Message content in bytes (UTF-8). 1 MiB is far above any brief an agent
  * writes, and small enough to hold thousands in SQLite. */
 #define FL_MAX_CONTENT (1024u * 1024u)
+/* A message body as it travels on the broker: the content, sealed to its
+ * recipient gateway, is 40 bytes longer (a 24-byte nonce and a 16-byte MAC,
+ * gateway/seal.h). */
+#define FL_MAX_WIRE_BODY (FL_MAX_CONTENT + 40u)
 
 /* Bytes queued for one client socket that it has not read yet. A client that
  * stops reading is disconnected rather than growing our memory. */

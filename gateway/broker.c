@@ -160,6 +160,7 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
   if (b->prefetch > 65535)
     b->prefetch = 65535; /* basic.qos carries a 16-bit count */
   b->heartbeat_s = cfg->heartbeat_s ? cfg->heartbeat_s : FL_BROKER_DEFAULT_HEARTBEAT_S;
+  b->clear_broadcasts = cfg->clear_broadcasts != 0;
   b->max_length = cfg->max_length > 0 ? cfg->max_length : FL_BROKER_DEFAULT_MAX_LENGTH;
   b->message_ttl_ms =
       cfg->message_ttl_ms > 0 ? cfg->message_ttl_ms : FL_BROKER_DEFAULT_MESSAGE_TTL_MS;
@@ -236,7 +237,7 @@ int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_ke
     return FL_EINVAL;
   if (strlen(exchange) >= FL_BROKER_SHORTSTR || strlen(routing_key) >= FL_BROKER_SHORTSTR)
     return FL_EINVAL;
-  if (len > FL_MAX_CONTENT)
+  if (len > FL_MAX_WIRE_BODY)
     return FL_ETOOBIG;
   if (!b->up)
     return FL_EBROKER;

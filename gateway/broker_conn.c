@@ -369,7 +369,9 @@ static int do_publish(fl_broker *b, struct item *it) {
   memset(&p, 0, sizeof(p));
   p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
              AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_HEADERS_FLAG;
-  p.content_type = amqp_cstring_bytes("text/plain; charset=utf-8");
+  /* A sealed body is ciphertext, not text. */
+  p.content_type = amqp_cstring_bytes(it->env.sealed_to[0] ? "application/octet-stream"
+                                                           : "text/plain; charset=utf-8");
   p.delivery_mode = AMQP_DELIVERY_PERSISTENT;
   p.timestamp = (uint64_t)time(NULL);
   if (it->env.msg_id[0]) {

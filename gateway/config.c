@@ -37,9 +37,9 @@ static const char fl_usage[] =
  * its message. */
 static const char *const fl_top_keys[] = {"hostId",   "stateDir", "socket", "broker", "nudge",
                                           "logLevel", "profiles", "store",  NULL};
-static const char *const fl_broker_keys[] = {"uri",           "caFile",     "queueType",
-                                             "prefetch",      "heartbeatS", "presenceIntervalMs",
-                                             "presenceTtlMs", NULL};
+static const char *const fl_broker_keys[] = {
+    "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
+    "presenceTtlMs", "seal",   "acceptUnsealed", NULL};
 static const char *const fl_nudge_keys[] = {"enabled", "firstDelayMs", "backoffMs", "maxBackoffMs",
                                             "text",    "prompt",       "quietMs",   NULL};
 
@@ -113,6 +113,19 @@ int fl_config_file_ms(json_t *obj, const char *section, const char *key, unsigne
     return FL_ECONFIG;
   }
   *dst = (unsigned)json_integer_value(v);
+  return 0;
+}
+
+int fl_config_file_bool(json_t *obj, const char *section, const char *key, int *dst,
+                        const char *file, char *err, size_t errlen) {
+  json_t *v = json_object_get(obj, key);
+  if (!v)
+    return 0;
+  if (!json_is_boolean(v)) {
+    fl_errf(err, errlen, "%s: key \"%s.%s\" must be true or false", file, section, key);
+    return FL_ECONFIG;
+  }
+  *dst = json_is_true(v);
   return 0;
 }
 
@@ -200,6 +213,12 @@ static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, cha
     return FL_ECONFIG;
   gw->broker_prefetch = prefetch;
   gw->broker_heartbeat_s = hb;
+  int seal = 1, accept = 0;
+  if (fl_config_file_bool(broker, "broker", "seal", &seal, file, err, errlen) ||
+      fl_config_file_bool(broker, "broker", "acceptUnsealed", &accept, file, err, errlen))
+    return FL_ECONFIG;
+  gw->broker_no_seal = !seal;
+  gw->broker_accept_unsealed = accept;
   if (gw->broker_queue_type[0] && strcmp(gw->broker_queue_type, "classic") != 0 &&
       strcmp(gw->broker_queue_type, "quorum") != 0) {
     fl_errf(err, errlen, "%s: key \"broker.queueType\" must be \"classic\" or \"quorum\"", file);

@@ -297,7 +297,8 @@ export class HostFleet extends Fleet {
 
 /**
  * Declares a test over several hosts: fn({ [hostId]: HostFleet, hosts: [...],
- * broker }, t). Every host's fleetd is started (opts.start === false to skip).
+ * broker }, t). Every host's fleetd is started (opts.start === false to skip),
+ * with opts.broker (if given) as extra keys of every host's "broker" config.
  * brokerRef is what useBroker() returned. Everything is cleaned up after,
  * failed or not; a failing test's error carries every host's diagnostics.
  */
@@ -327,12 +328,13 @@ export function hostsTest(name, brokerRef, opts, fn) {
     fn = opts;
     opts = {};
   }
-  const { hosts: hostIds = ['hostA', 'hostB'], start = true, ...testOpts } = opts;
+  const { hosts: hostIds = ['hostA', 'hostB'], start = true, broker: brokerCfg = {}, ...testOpts } = opts;
   return test(name, { timeout: 120000, ...testOpts }, async (t) => {
     const broker = brokerRef.broker;
     assert.ok(broker, 'the private broker did not start (see the before hook)');
     if (broker.appStopped) await broker.startApp(); // a previous test left it stopped
     const fleets = hostIds.map((h) => new HostFleet(h, broker, `${name} [${h}]`));
+    for (const f of fleets) f.brokerConfig = { ...brokerCfg };
     const world = { broker, hosts: fleets };
     for (const f of fleets) world[f.hostId] = f;
     let failure = null;
