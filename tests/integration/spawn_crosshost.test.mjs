@@ -1,0 +1,160 @@
+// spawn_crosshost.test.mjs — fleet_spawn and fleet_stop from one host onto
+// another over the broker's control plane: two fleetd on one private
+// RabbitMQ, host B with spawn profiles and its own tmux server (fleetd B runs
+// with TMUX pointing at it, as a fleetd started inside tmux would), a lead on
+// host A. The spawned agent is a real program (agents/mcp_agent.mjs) that
+// registers through fleet-mcp with the environment it is given. A SPAWN
+// captured off fleet.control and published again (the same signed message,
+// same spawnId) must start nothing new, also after host B's fleetd
+// restarted; fleet_stop must take the agent out of both rosters and delete
+// its inbox queue on the broker; only its spawner or a lead may stop it.
+
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { BIN_DIR, REPO, callTool, callToolRaw, resultText, waitFor } from './harness.mjs';
+import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
+import { panes, startTmux, stopTmux, tmux } from './tmux-harness.mjs';
+import { amqpClient, counters } from './trust-helpers.mjs';
+
+const brokerRef = useBroker();
+const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'mcp_agent.mjs');
+
+const PROFILES = {
+  profiles: {
+    agent: {
+      backend: 'tmux',
+      command: [process.execPath, AGENT],
+      env: { FLEET_BIN_DIR: BIN_DIR },
+      role: 'worker',
+      groups: ['spawned'],
+      readyTimeoutS: 30,
+    },
+    mute: { backend: 'tmux', command: ['sleep', '600'], role: 'worker', readyTimeoutS: 2 },
+  },
+};
+
+/** Starts both hosts: B with profiles and its tmux server; pins them. */
+async function startHosts(hostA, hostB) {
+  const sock = path.join(hostB.dir, 'tmux.sock');
+  await startTmux(hostB, sock, 'exec cat');
+  const startB = () => hostB.startFleetd({ config: PROFILES, env: { TMUX: `${sock},0,0` } });
+  await Promise.all([hostA.startFleetd(), startB()]);
+  await pinAll([hostA, hostB]);
+  return { sock, startB };
+}
+
+/** Waits until client's fleet_list offers host with its profiles. */
+async function waitHost(client, host) {
+  await waitFor(async () => {
+    const l = await callTool(client, 'fleet_list', {});
+    return (l.hosts || []).some((h) => h.host === host && h.profiles.length > 0);
+  }, { what: `${host} with its profiles in fleet_list` });
+}
+
+const listed = async (client, gid) => (await callTool(client, 'fleet_list', {})).entities.some((e) => e.gid === gid);
+
+hostsTest('fleet_spawn onto another host: ready, listed on both, a repeated SPAWN starts nothing, fleet_stop removes it and its inbox', brokerRef, { start: false }, async ({ hostA, hostB, broker }) => {
+  const { sock, startB } = await startHosts(hostA, hostB);
+  const amqp = await amqpClient(broker.uri);
+  try {
+    // Capture what reaches hostB's control key (fleet.control is direct: a
+    // second queue bound to the same key gets a copy).
+    const cap = await amqp.conn.createChannel();
+    const q = (await cap.assertQueue('', { exclusive: true })).queue;
+    await cap.bindQueue(q, 'fleet.control', 'hostB');
+
+    const lead = await hostA.mcpClient('lead', { role: 'lead' });
+    const bystander = await hostA.mcpClient('bystander', { role: 'worker' });
+    const watcher = await hostB.mcpClient('watcher', { role: 'worker' });
+    await waitHost(lead, 'hostB');
+    await waitStatus(watcher, 'lead', 'hostA', 'online');
+    await waitStatus(watcher, 'bystander', 'hostA', 'online');
+    const before = await panes(hostB, sock);
+
+    // Unknown profile: the error comes from host B and names its profiles.
+    const unknown = await callToolRaw(lead, 'fleet_spawn', { profile: 'nope', host: 'hostB', wait_s: 10 });
+    assert.equal(unknown.isError, true);
+    assert.match(resultText(unknown), /unknown profile 'nope' on host 'hostB'.*agent, mute/);
+    const noHost = await callToolRaw(lead, 'fleet_spawn', { profile: 'agent', host: 'hostZ' });
+    assert.equal(noHost.isError, true);
+    assert.match(resultText(noHost), /unknown host 'hostZ'.*hostB/);
+
+    const res = await callTool(lead, 'fleet_spawn', { profile: 'agent', host: 'hostB', name: 'w1', brief: 'first task from A', wait_s: 30 });
+    assert.equal(res.status, 'ready', JSON.stringify(res));
+    assert.equal(res.host, 'hostB');
+    assert.equal(res.name, 'w1');
+    assert.equal(res.profile, 'agent');
+    assert.match(res.gid, /^[0-9a-f-]{36}$/i);
+    const mine = await panes(hostB, sock);
+    assert.equal(mine.length, before.length + 1, 'one new pane on host B');
+    const agentPane = mine.find((p) => !before.includes(p));
+    await waitFor(async () => (await tmux(hostB, sock, 'capture-pane', '-p', '-J', '-t', agentPane))
+      .includes('got SEND: first task from A'), { what: 'the worker polling its brief' });
+    await waitFor(() => listed(lead, res.gid), { what: 'the spawned gid in host A\'s fleet_list' });
+
+    // The same SPAWN again (captured, republished verbatim): nothing new.
+    const spawnMsg = await waitFor(async () => {
+      for (;;) {
+        const m = await cap.get(q, { noAck: true });
+        if (!m) return null;
+        if (m.properties.headers.kind === 'SPAWN' && m.properties.headers.spawnId === res.gid) return m;
+      }
+    }, { what: 'the SPAWN captured off fleet.control' });
+    const replay = () => amqp.publish('fleet.control', 'hostB', spawnMsg.properties.headers, spawnMsg.content);
+    await replay();
+    await waitFor(async () => (await counters(hostB)).spawn_duplicates === 1, { what: 'spawn_duplicates 1 on B' });
+    assert.equal((await counters(hostB)).spawns_for_hosts, 1, 'one launch for another host');
+    assert.equal((await panes(hostB, sock)).length, before.length + 1, 'no second pane');
+
+    // Only its spawner or a lead or orchestrator may stop it.
+    const refused = await callToolRaw(bystander, 'fleet_stop', { to: res.gid });
+    assert.equal(refused.isError, true);
+    assert.match(resultText(refused), /only the agent that spawned 'w1'/);
+    assert.ok(await listed(lead, res.gid), 'still there after the refused stop');
+
+    const stopped = await callTool(lead, 'fleet_stop', { to: 'w1@hostB' });
+    assert.equal(stopped.status, 'stopped');
+    assert.equal(stopped.gid, res.gid);
+    assert.equal(stopped.host, 'hostB');
+    assert.equal(await listed(lead, res.gid), false, 'gone from host A\'s roster at once');
+    await waitFor(async () => !(await listed(watcher, res.gid)), { what: 'gone from host B\'s roster' });
+    await waitFor(async () => !(await panes(hostB, sock)).includes(agentPane), { what: 'its pane closed' });
+    await waitFor(async () => {
+      try {
+        await amqp.count(`agent.${res.gid}.inbox.v2`);
+        return false;
+      } catch (e) {
+        return /404|NOT_FOUND/.test(String(e.message));
+      }
+    }, { what: 'its inbox queue deleted on the broker' });
+
+    // After a restart of host B the spawnId is still known: nothing starts.
+    await hostB.stopFleetd();
+    await startB();
+    await replay();
+    await waitFor(async () => (await counters(hostB)).spawn_duplicates === 1, { what: 'spawn_duplicates 1 after the restart' });
+    const c = await counters(hostB);
+    assert.equal(c.spawns_for_hosts, 0, 'nothing launched after the restart');
+    assert.equal((await panes(hostB, sock)).length, before.length, 'no new pane after the restart');
+    await cap.close();
+  } finally {
+    await amqp.conn.close().catch(() => {});
+    await stopTmux(hostB, sock);
+  }
+});
+
+hostsTest('fleet_spawn onto another host of an agent that never registers: not ready within N s, its window closed', brokerRef, { start: false }, async ({ hostA, hostB }) => {
+  const { sock } = await startHosts(hostA, hostB);
+  try {
+    const lead = await hostA.mcpClient('lead', { role: 'lead' });
+    await waitHost(lead, 'hostB');
+    const before = await panes(hostB, sock);
+    const res = await callToolRaw(lead, 'fleet_spawn', { profile: 'mute', host: 'hostB', wait_s: 20 });
+    assert.equal(res.isError, true, JSON.stringify(res));
+    assert.match(resultText(res), /not ready within 2 s/);
+    assert.deepEqual(await panes(hostB, sock), before, 'its window is gone');
+    assert.equal((await counters(hostB)).spawn_failures, 1);
+  } finally {
+    await stopTmux(hostB, sock);
+  }
+});
