@@ -379,7 +379,10 @@ int fl_control_stop(fl_control *c, fl_client *cl, fl_entity *e, fl_gw_cb cb, voi
   fl_copy(env.spawn_id, sizeof env.spawn_id, e->gid);
   fl_copy(env.from, sizeof env.from, cl->entity->gid);
   fl_copy(env.from_name, sizeof env.from_name, cl->entity->name);
-  return fl_req_start(c, cl, 1, e->host, &env, json_pack("{s:s}", "name", e->name),
+  /* Who asks, as this host vouches for it: the target may not have its
+   * presence yet (it may have just attached). */
+  return fl_req_start(c, cl, 1, e->host, &env,
+                      json_pack("{s:s, s:s}", "name", e->name, "role", cl->entity->role),
                       FL_CONTROL_STOP_WAIT_S, cb, ctx, wait, err, errlen);
 }
 
@@ -442,12 +445,23 @@ static void fl_serve_stop(fl_control *c, const fl_broker_delivery *d) {
   json_t *result = NULL;
   fl_entity *who = fl_entity_by_gid(gw, env->from);
   fl_entity *e = fl_entity_by_gid(gw, env->spawn_id);
-  if (!who || !who->remote || strcmp(who->host, env->host) != 0 || who->dropped) {
-    fl_errf(err, sizeof err,
-            "host '%s' has not announced the agent asking to stop (%s); "
-            "try again once its presence reached host '%s'",
-            env->host, env->from_name, gw->cfg.host_id);
-  } else if (!e || e->remote || e->removed) {
+  /* The asker as its host vouches for it (the signature is that host's):
+   * its presence here, or, before that arrived, the role the STOP claims. */
+  fl_entity stand_in;
+  if (!who || who->dropped) {
+    json_t *o = json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
+    const char *role = json_string_value(json_object_get(o, "role"));
+    memset(&stand_in, 0, sizeof stand_in);
+    fl_copy(stand_in.gid, sizeof stand_in.gid, env->from);
+    fl_copy(stand_in.name, sizeof stand_in.name, env->from_name);
+    fl_copy(stand_in.role, sizeof stand_in.role,
+            role && fl_name_valid(role, FL_MAX_ROLE) ? role : "agent");
+    fl_copy(stand_in.host, sizeof stand_in.host, env->host);
+    stand_in.remote = 1;
+    who = &stand_in;
+    json_decref(o);
+  }
+  if (!e || e->remote || e->removed) {
     fl_errf(err, sizeof err, "host '%s' has no agent with gid %s (stopped already?)",
             gw->cfg.host_id, env->spawn_id);
   } else if (fl_spawn_stop(gw, who, e, &result, err, sizeof err) == 0) {

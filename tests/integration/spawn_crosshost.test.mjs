@@ -158,3 +158,29 @@ hostsTest('fleet_spawn onto another host of an agent that never registers: not r
     await stopTmux(hostB, sock);
   }
 });
+
+hostsTest('fleetctl spawn --host and stop NAME@HOST, with --json', brokerRef, { start: false }, async ({ hostA, hostB }) => {
+  const { sock } = await startHosts(hostA, hostB);
+  try {
+    const lead = await hostA.mcpClient('lead', { role: 'lead' });
+    await waitHost(lead, 'hostB');
+    const before = await panes(hostB, sock);
+    const sp = await hostA.fleetctl(['--json', 'spawn', 'agent', '--host', 'hostB', '--name', 'w2', '--brief', 'hello w2', '--wait', '30'], { timeout: 60000 });
+    assert.equal(sp.code, 0, sp.stderr);
+    const res = JSON.parse(sp.stdout);
+    assert.equal(res.status, 'ready');
+    assert.equal(res.host, 'hostB');
+    assert.equal((await panes(hostB, sock)).length, before.length + 1);
+    const bad = await hostA.fleetctl(['spawn', 'nope', '--host', 'hostB', '--wait', '10']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /unknown profile 'nope' on host 'hostB'/);
+    // The operator spawned it, so the operator may stop it.
+    const st = await hostA.fleetctl(['--json', 'stop', 'w2@hostB']);
+    assert.equal(st.code, 0, st.stderr);
+    assert.equal(JSON.parse(st.stdout).status, 'stopped');
+    await waitFor(async () => (await panes(hostB, sock)).length === before.length, { what: 'its pane closed' });
+    assert.equal(await listed(lead, res.gid), false);
+  } finally {
+    await stopTmux(hostB, sock);
+  }
+});
