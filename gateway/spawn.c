@@ -461,6 +461,13 @@ int fl_spawn_for_host(fl_gw *gw, const fl_spawn_origin *o, const char *spawn_id,
     fl_errf(err, errlen, "the spawnId '%.40s' is not a UUID", spawn_id ? spawn_id : "");
     return FL_EINVAL;
   }
+  if (fl_entity_by_gid(gw, spawn_id)) {
+    /* The gid of an entity already known (of another host: fl_spawn_known
+     * answered for ours): two entities cannot share it. */
+    fl_errf(err, errlen, "the spawnId %s is the gid of an existing entity; use a fresh one",
+            spawn_id);
+    return FL_EINVAL;
+  }
   fl_spawn_ask a = {.profile = profile,
                     .name = name,
                     .brief = brief,
