@@ -39,7 +39,8 @@ typedef struct fl_ctl_req {
   struct fl_ctl_req *next;
   fl_control *c;
   fl_wait *wait;
-  int stop; /* a STOP, else a SPAWN */
+  int stop;           /* a STOP, else a SPAWN */
+  int pending_is_end; /* a SPAWN with wait_s 0: the `pending` answer ends the call */
   char msg_id[FL_ID_LEN];
   char spawn_id[FL_ID_LEN];
   char host[64];
@@ -281,9 +282,9 @@ static void fl_known_hosts(fl_control *c, char *out, size_t n) {
 }
 
 /* Starts a request of client cl: its waiter, then the publish. */
-static int fl_req_start(fl_control *c, fl_client *cl, int stop, const char *host, fl_envelope *env,
-                        json_t *body, double wait_s, fl_gw_cb cb, void *ctx, fl_wait **wait,
-                        char *err, size_t errlen) {
+static int fl_req_start(fl_control *c, fl_client *cl, int stop, int pending_is_end,
+                        const char *host, fl_envelope *env, json_t *body, double wait_s,
+                        fl_gw_cb cb, void *ctx, fl_wait **wait, char *err, size_t errlen) {
   fl_gw *gw = c->gw;
   fl_ctl_req *r = fl_calloc(1, sizeof *r);
   if (!r) {
@@ -300,6 +301,7 @@ static int fl_req_start(fl_control *c, fl_client *cl, int stop, const char *host
   }
   r->c = c;
   r->stop = stop;
+  r->pending_is_end = pending_is_end;
   fl_copy(r->msg_id, sizeof r->msg_id, env->msg_id);
   fl_copy(r->spawn_id, sizeof r->spawn_id, env->spawn_id);
   fl_copy(r->host, sizeof r->host, host);
@@ -361,10 +363,10 @@ int fl_control_spawn(fl_control *c, fl_client *cl, const char *host, const char 
     json_object_set_new(body, "name", json_string(name));
   if (body && brief && *brief)
     json_object_set_new(body, "brief", json_string(brief));
-  /* At least a moment for the answer even with wait_s 0: the pending
-   * answer comes once the terminal is open. */
-  return fl_req_start(c, cl, 0, host, &env, body, wait_s > 0 ? wait_s : 5.0, cb, ctx, wait, err,
-                      errlen);
+  /* wait_s 0 ends the call with the first answer (pending, once the window
+   * is open), which takes a moment to come. */
+  return fl_req_start(c, cl, 0, wait_s <= 0, host, &env, body, wait_s > 0 ? wait_s : 5.0, cb, ctx,
+                      wait, err, errlen);
 }
 
 int fl_control_stop(fl_control *c, fl_client *cl, fl_entity *e, fl_gw_cb cb, void *ctx,
@@ -381,7 +383,7 @@ int fl_control_stop(fl_control *c, fl_client *cl, fl_entity *e, fl_gw_cb cb, voi
   fl_copy(env.from_name, sizeof env.from_name, cl->entity->name);
   /* Who asks, as this host vouches for it: the target may not have its
    * presence yet (it may have just attached). */
-  return fl_req_start(c, cl, 1, e->host, &env,
+  return fl_req_start(c, cl, 1, 0, e->host, &env,
                       json_pack("{s:s, s:s}", "name", e->name, "role", cl->entity->role),
                       FL_CONTROL_STOP_WAIT_S, cb, ctx, wait, err, errlen);
 }
@@ -494,7 +496,7 @@ static void fl_take_answer(fl_control *c, const fl_broker_delivery *d, int stopp
     return;
   }
   const char *status = result ? json_string_value(json_object_get(result, "status")) : "";
-  if (!stopped && result && strcmp(status, "pending") == 0) {
+  if (!stopped && result && strcmp(status, "pending") == 0 && !r->pending_is_end) {
     /* Launched; the wait goes on for ready. */
     json_decref(r->pending);
     r->pending = result;

@@ -154,6 +154,14 @@ hostsTest('fleet_spawn onto another host of an agent that never registers: not r
     assert.match(resultText(res), /not ready within 2 s/);
     assert.deepEqual(await panes(hostB, sock), before, 'its window is gone');
     assert.equal((await counters(hostB)).spawn_failures, 1);
+
+    // wait_s 0: pending as soon as the window is open; it still fails on B.
+    const quick = await callTool(lead, 'fleet_spawn', { profile: 'mute', host: 'hostB', wait_s: 0 });
+    assert.equal(quick.status, 'pending', JSON.stringify(quick));
+    assert.equal(quick.host, 'hostB');
+    assert.equal((await panes(hostB, sock)).length, before.length + 1, 'its window is open');
+    await waitFor(async () => (await counters(hostB)).spawn_failures === 2, { what: 'the second spawn failing on B' });
+    assert.deepEqual(await panes(hostB, sock), before, 'its window is gone too');
   } finally {
     await stopTmux(hostB, sock);
   }
