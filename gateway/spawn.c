@@ -488,14 +488,20 @@ int fl_spawn_known(fl_gw *gw, const char *gid, json_t **result, char *err, size_
     }
   }
   fl_entity *e = fl_entity_by_gid(gw, gid);
+  fl_spawn_rec r;
+  int recorded = fl_store_spawn_get(gw->store, gid, &r) == 0;
   if (e && !e->remote && !e->removed) {
+    /* In this host's roster, so it registered (entities are kept from
+     * their first attach on). */
     *result = json_pack("{s:s, s:s, s:s, s:s, s:s}", "gid", e->gid, "name", e->name, "host",
-                        gw->cfg.host_id, "profile", e->spawn.profile, "status",
-                        e->client ? "ready" : "pending");
+                        gw->cfg.host_id, "profile",
+                        e->spawn.profile[0] ? e->spawn.profile
+                        : recorded          ? r.profile
+                                            : "",
+                        "status", "ready");
     return 1;
   }
-  fl_spawn_rec r;
-  if (fl_store_spawn_get(gw->store, gid, &r) != 0)
+  if (!recorded)
     return 0;
   if (strcmp(r.state, "failed") == 0)
     fl_errf(err, errlen, "spawn %s ('%s', profile %s) failed before: %s", r.gid, r.name, r.profile,
