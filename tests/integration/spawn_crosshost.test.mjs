@@ -8,13 +8,16 @@
 // same spawnId) must start nothing new, also after host B's fleetd
 // restarted; fleet_stop must take the agent out of both rosters and delete
 // its inbox queue on the broker; only its spawner or a lead may stop it.
+// Control messages that are unsigned, signed by the wrong key, from an
+// unpinned host, malformed or expired are refused with a counter, and the
+// gateway goes on serving.
 
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { BIN_DIR, REPO, callTool, callToolRaw, resultText, waitFor } from './harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
 import { panes, startTmux, stopTmux, tmux } from './tmux-harness.mjs';
-import { amqpClient, counters } from './trust-helpers.mjs';
+import { amqpClient, counters, freshKey, headersFor, readIdentity, rfc3339, signEnvelope, uuid } from './trust-helpers.mjs';
 
 const brokerRef = useBroker();
 const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'mcp_agent.mjs');
@@ -189,6 +192,51 @@ hostsTest('fleetctl spawn --host and stop NAME@HOST, with --json', brokerRef, { 
     await waitFor(async () => (await panes(hostB, sock)).length === before.length, { what: 'its pane closed' });
     assert.equal(await listed(lead, res.gid), false);
   } finally {
+    await stopTmux(hostB, sock);
+  }
+});
+
+hostsTest('bad control input is refused with a counter, and fleetd keeps serving', brokerRef, { start: false }, async ({ hostA, hostB, broker }) => {
+  const { sock } = await startHosts(hostA, hostB);
+  const amqp = await amqpClient(broker.uri);
+  try {
+    const lead = await hostA.mcpClient('lead', { role: 'lead' });
+    await waitHost(lead, 'hostB');
+    const leadGid = (await callTool(lead, 'fleet_list', {})).entities.find((e) => e.name === 'lead').gid;
+    const spawnEnv = (over = {}) => {
+      const now = Date.now();
+      return { v: '1.0', kind: 'SPAWN', msgId: uuid(), traceId: uuid(), from: leadGid, fromName: 'lead', spawnId: uuid(), host: 'hostA', ts: rfc3339(now), expiresAt: rfc3339(now + 60000), ...over };
+    };
+    const body = JSON.stringify({ profile: 'agent' });
+    const send = (env, b, key) => amqp.publish('fleet.control', 'hostB', headersFor(env, key ? signEnvelope(env, b, key) : undefined), b);
+    const before = await counters(hostB);
+    const base = before.control_refused || 0;
+
+    // Unsigned, signed by a key that is not hostA's, from a host nobody pinned.
+    await send(spawnEnv(), body);
+    await send(spawnEnv(), body, freshKey().privateKey);
+    await send(spawnEnv({ host: 'hostQ' }), body, freshKey().privateKey);
+    await waitFor(async () => (await counters(hostB)).control_refused === base + 3, { what: 'three refusals' });
+    let c = await counters(hostB);
+    assert.ok(c.verify_bad_signature >= 2, JSON.stringify(c));
+    assert.ok(c.verify_unpinned >= 1, JSON.stringify(c));
+
+    // Signed by hostA's own key but malformed: not JSON, no profile, a spawnId that is not a UUID, expired.
+    const keyA = readIdentity(hostA.stateDir).privateKey;
+    await send(spawnEnv(), 'not json', keyA);
+    await send(spawnEnv(), '{"name":"x"}', keyA);
+    await send(spawnEnv({ spawnId: 'nope' }), body, keyA);
+    await send(spawnEnv({ expiresAt: rfc3339(Date.now() - 1000) }), body, keyA);
+    await waitFor(async () => (await counters(hostB)).control_refused === base + 7, { what: 'seven refusals' });
+    c = await counters(hostB);
+    assert.equal(c.spawns_for_hosts || 0, 0, 'nothing was launched');
+    assert.equal((await panes(hostB, sock)).length, 1, 'no window opened');
+
+    // Still serving: a real spawn works.
+    const res = await callTool(lead, 'fleet_spawn', { profile: 'agent', host: 'hostB', wait_s: 30 });
+    assert.equal(res.status, 'ready');
+  } finally {
+    await amqp.conn.close().catch(() => {});
     await stopTmux(hostB, sock);
   }
 });
