@@ -191,6 +191,17 @@ hostsTest('fleetctl spawn --host and stop NAME@HOST, with --json', brokerRef, { 
     assert.equal(JSON.parse(st.stdout).status, 'stopped');
     await waitFor(async () => (await panes(hostB, sock)).length === before.length, { what: 'its pane closed' });
     assert.equal(await listed(lead, res.gid), false);
+
+    // Stopped on its own host by a lead there: host A drops it too, from
+    // the gone beat (a beat that stops for the TTL would leave it listed
+    // as offline).
+    const sp3 = await hostA.fleetctl(['--json', 'spawn', 'agent', '--host', 'hostB', '--name', 'w3', '--wait', '30'], { timeout: 60000 });
+    assert.equal(sp3.code, 0, sp3.stderr);
+    const w3 = JSON.parse(sp3.stdout);
+    await waitFor(() => listed(lead, w3.gid), { what: 'w3 in host A\'s roster' });
+    const bLead = await hostB.mcpClient('blead', { role: 'lead' });
+    assert.equal((await callTool(bLead, 'fleet_stop', { to: 'w3' })).status, 'stopped');
+    await waitFor(async () => !(await listed(lead, w3.gid)), { what: 'w3 gone from host A\'s roster' });
   } finally {
     await stopTmux(hostB, sock);
   }
