@@ -174,9 +174,9 @@ int fl_gw_each_held(fl_gw *gw, fl_client *c, size_t max, fl_gw_held_cb cb, void 
  * this host's id), or asks host's gateway to (through the broker's control
  * plane, remote.h): name NULL = <profile>-<n>.
  * Waits up to wait_s seconds (< 0 = the profile's readyTimeoutS, capped at
- * FL_MAX_WAIT_S) for it to register; the result is {gid, name, host,
- * profile, status: ready | pending}. brief (may be NULL) is held for the
- * agent as a message from c once it is ready. Needs a named session. */
+ * FL_MAX_WAIT_S; for another host FL_MAX_WAIT_S) for it to register; the result is {gid, name,
+ * host, profile, status: ready | pending}. brief (may be NULL) is held for the agent as a message
+ * from c once it is ready. Needs a named session. */
 int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, const char *name,
                 const char *brief, double wait_s, fl_gw_cb cb, void *ctx, json_t **result,
                 fl_wait **wait, char *err, size_t errlen);
