@@ -11,10 +11,19 @@
  * the spawn fails: as the caller's error if it still waits, else as a loud
  * log line and the spawn_failures counter.
  *
+ * A spawn asked for by another host (fl_spawn_for_host) takes the
+ * requester's spawnId as its gid and has no waiting caller here: its
+ * outcomes (pending once the terminal is open, then ready or the failure)
+ * go back through fl_remote_spawn_answer. Every spawn is recorded in the
+ * store (launching, ready, failed, stopped) with its spawner, so a repeated
+ * spawnId is recognised (fl_spawn_known) and the stop rule holds after a
+ * restart.
+ *
  * A spawn is freed once its deadline timer has closed and no terminal
  * operation of its is in flight (refs). fl_gw_stop is the reverse of a
  * spawn: it closes the agent's terminal, hides the entity (removed), deletes
- * its row from the store and its inbox on the broker. */
+ * its row from the store and its inbox on the broker (which also tells other
+ * hosts it is gone); an agent of another host is stopped by its gateway. */
 #include "gateway/spawn.h"
 
 #include <stdio.h>
