@@ -98,13 +98,14 @@ static const ctl_cmd fl_ctl_cmds[] = {
      "fetch messages held for you: at most N (up to " FL_CTL_STR(
          FL_MAX_POLL) "),\nonly WHO's with --from; waits up to S seconds\nfor the first one",
      CTL_TAKES_WAIT | CTL_TAKES_POLL | CTL_AS_OPERATOR},
-    {"spawn", 1, 1, cmd_spawn, "spawn PROFILE [--name N] [--brief TEXT] [--wait S]",
-     "start an agent from one of this host's spawn\nprofiles in a tmux window; waits up to S "
-     "seconds\nfor it to register (--host: another host, not\nbuilt yet)",
+    {"spawn", 1, 1, cmd_spawn, "spawn PROFILE [--host H] [--name N] [--brief TEXT] [--wait S]",
+     "start an agent from a spawn profile of this host\n(or of host H) in a tmux window; waits up "
+     "to S\nseconds for it to register",
      CTL_TAKES_WAIT | CTL_TAKES_SPAWN | CTL_AS_OPERATOR},
     {"stop", 1, 1, cmd_stop, "stop NAME|GID",
-     "stop an agent you spawned (a lead or orchestrator\nmay stop any): its pane closes and it "
-     "leaves\nthe roster",
+     "stop an agent you spawned (a lead or orchestrator\nmay stop any), on this host or another: "
+     "its "
+     "pane\ncloses and it leaves every roster",
      CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},

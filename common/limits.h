@@ -178,6 +178,11 @@
  * instead of opening windows without bound. */
 #define FL_MAX_SPAWNS_PENDING 64
 
+/* How long a host remembers a spawn it ran (its spawnId, spawner and
+ * outcome): a SPAWN repeated within this is answered from the record and
+ * starts nothing new. 30 days. */
+#define FL_SPAWN_RECORD_KEEP_MS (30LL * 24 * 3600 * 1000)
+
 /* One log line, and how many traced lines fleetd remembers for
  * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */
 #define FL_LOG_LINE_MAX 1024

@@ -59,7 +59,9 @@ typedef struct fl_envelope {
   X(PRESENCE)                                                                                      \
   X(SPAWN)                                                                                         \
   X(STOP)                                                                                          \
-  X(CLAIM)
+  X(CLAIM)                                                                                         \
+  X(SPAWNED)                                                                                       \
+  X(STOPPED)
 
 #define FL_KIND_ENUM_(name) FL_KIND_##name,
 typedef enum fl_envelope_kind {

@@ -55,7 +55,12 @@
   X(VERIFY_SEALED_ELSEWHERE, "verify_sealed_elsewhere")                                            \
   X(SPAWNS, "spawns")                                                                              \
   X(SPAWN_FAILURES, "spawn_failures")                                                              \
-  X(STOPS, "stops")
+  X(STOPS, "stops")                                                                                \
+  X(CONTROL_RECEIVED, "control_received")                                                          \
+  X(CONTROL_REFUSED, "control_refused")                                                            \
+  X(SPAWNS_FOR_HOSTS, "spawns_for_hosts")                                                          \
+  X(SPAWN_DUPLICATES, "spawn_duplicates")                                                          \
+  X(STOPS_FOR_HOSTS, "stops_for_hosts")
 
 #define FL_COUNTER_ENUM(name, text) FL_C_##name,
 enum fl_counter { FL_COUNTERS(FL_COUNTER_ENUM) FL_C_COUNT };

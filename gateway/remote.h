@@ -22,6 +22,7 @@
 #include "gateway/store.h"
 
 typedef struct fl_entity fl_entity;
+struct fl_spawn_origin; /* spawn.h */
 
 /* What a cross-host backend does for the core. ctx is the backend's own
  * state, given to fl_gw_set_remote. Every member must be set, but hosts. */
@@ -59,6 +60,21 @@ typedef struct fl_remote_ops {
   /* A local entity left for good (fleet_stop): delete its inbox. Optional:
    * unset reads as nothing to delete. */
   void (*remove_inbox)(void *ctx, const char *gid);
+  /* The control plane (each optional: unset reads as "no broker").
+   * spawn_remote asks host's gateway to spawn from its profile (arguments
+   * as fl_gw_spawn): *wait is set and completes with {gid, name, host,
+   * profile, status} or the error that host gave. stop_remote asks the
+   * gateway of remote entity e to stop it; *wait completes with {gid, name,
+   * host, status: stopped} or the refusal. */
+  int (*spawn_remote)(void *ctx, fl_client *c, const char *host, const char *profile,
+                      const char *name, const char *brief, double wait_s, fl_gw_cb cb, void *cb_ctx,
+                      fl_wait **wait, char *err, size_t errlen);
+  int (*stop_remote)(void *ctx, fl_client *c, fl_entity *e, fl_gw_cb cb, void *cb_ctx,
+                     fl_wait **wait, char *err, size_t errlen);
+  /* A spawn another host asked for has news: result (borrowed; status
+   * pending or ready) or err. Goes back to o->host. */
+  void (*spawn_answer)(void *ctx, const struct fl_spawn_origin *o, const json_t *result,
+                       const char *err);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -105,6 +121,13 @@ json_t *fl_remote_describe(fl_gw *gw);
 json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_remove_inbox(fl_gw *gw, const char *gid);
+int fl_remote_spawn(fl_gw *gw, fl_client *c, const char *host, const char *profile,
+                    const char *name, const char *brief, double wait_s, fl_gw_cb cb, void *ctx,
+                    fl_wait **wait, char *err, size_t errlen);
+int fl_remote_stop_agent(fl_gw *gw, fl_client *c, fl_entity *e, fl_gw_cb cb, void *ctx,
+                         fl_wait **wait, char *err, size_t errlen);
+void fl_remote_spawn_answer(fl_gw *gw, const struct fl_spawn_origin *o, const json_t *result,
+                            const char *err);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 

@@ -47,9 +47,9 @@ struct fl_entity {
     int checking; /* a status look at the pane is in flight */
     int deferred; /* the pending line was put off (counted and logged once) */
   } nudge;        /* nudge.c's */
-  /* A spawned agent (spawn.c): who spawned it (a gid, "" = not spawned or
-   * not since this fleetd started) and the terminal its launch opened,
-   * which fleet_stop closes. */
+  /* A spawned agent (spawn.c): who spawned it (a gid, "" = not spawned; read
+   * back from the store's spawn record when it attaches after a restart)
+   * and the terminal its launch opened, which fleet_stop closes. */
   struct {
     char by[FL_ID_LEN];
     char profile[FL_MAX_NAME + 1];

@@ -109,6 +109,14 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
                           "ORDER BY rowid",
     [FL_ST_REMOTE_DROP_HOST] = "DELETE FROM remote_entities WHERE host = ?1",
     [FL_ST_ENTITY_DELETE] = "DELETE FROM entities WHERE gid = ?1",
+    [FL_ST_REMOTE_DELETE] = "DELETE FROM remote_entities WHERE gid = ?1",
+    [FL_ST_SPAWN_PUT] =
+        "INSERT INTO spawns (gid, by_gid, by_host, profile, name, state, why, ts_ms) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (gid) DO UPDATE SET "
+        "state = excluded.state, why = excluded.why, ts_ms = excluded.ts_ms",
+    [FL_ST_SPAWN_GET] = "SELECT gid, by_gid, by_host, profile, name, state, why, ts_ms FROM spawns "
+                        "WHERE gid = ?1 COLLATE NOCASE",
+    [FL_ST_SPAWN_TRIM] = "DELETE FROM spawns WHERE ts_ms < ?1",
 };
 
 /* Idempotent, so opening an existing store runs it too. content is a BLOB
@@ -131,6 +139,13 @@ static const char fl_schema[] =
     "CREATE TABLE IF NOT EXISTS remote_entities ("
     "  gid TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,"
     "  \"groups\" TEXT NOT NULL, host TEXT NOT NULL);"
+    /* Spawns this host ran, by spawnId (= the agent's gid): who asked, and
+     * how it went, so a repeated SPAWN starts nothing new and the spawner
+     * may stop its agent after a restart. */
+    "CREATE TABLE IF NOT EXISTS spawns ("
+    "  gid TEXT PRIMARY KEY NOT NULL, by_gid TEXT NOT NULL, by_host TEXT NOT NULL,"
+    "  profile TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,"
+    "  why TEXT NOT NULL DEFAULT '', ts_ms INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS held ("
     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
     " msg_id TEXT NOT NULL,"
