@@ -563,7 +563,26 @@ static void fl_fabric_free(void *ctx) {
   fl_free(f);
 }
 
+/* A receipt of the forward path: published to the sender's inbox, signed
+ * like any message, without a waiter (a lost one shows as the sender's
+ * timeout, and the forward path retries one that could not be handed on). */
+static int fl_fabric_receipt(void *ctx, const fl_msg *m) {
+  fl_fabric *f = ctx;
+  if (!f->up)
+    return FL_EBROKER;
+  fl_envelope env;
+  fl_env_from_msg(f->gw, m, &env);
+  int rc = fl_sign_envelope(&env, m->content, m->content_len, f->gw->id.sk);
+  if (rc == 0)
+    rc = fl_broker_publish(f->broker, FL_EX_MSG, m->to_gid, 1, &env, m->content, m->content_len,
+                           NULL);
+  if (rc == 0)
+    fl_gw_count(f->gw, FL_C_REMOTE_PUBLISHED);
+  return rc;
+}
+
 static const fl_remote_ops fl_fabric_ops = {
+    .receipt = fl_fabric_receipt,
     .publish = fl_fabric_publish,
     .broadcast = fl_fabric_broadcast,
     .entity_changed = fl_fabric_entity_changed,

@@ -51,7 +51,12 @@
   X(VERIFY_MALFORMED, "verify_malformed")                                                          \
   X(SPAWNS, "spawns")                                                                              \
   X(SPAWN_FAILURES, "spawn_failures")                                                              \
-  X(STOPS, "stops")
+  X(STOPS, "stops")                                                                                \
+  X(BRIEFS_INJECTED, "briefs_injected")                                                            \
+  X(INJECT_FAILURES, "inject_failures")                                                            \
+  X(INJECT_DRAFTS_DEFERRED, "inject_drafts_deferred")                                              \
+  X(INJECT_BUSY_DEFERRED, "inject_busy_deferred")                                                  \
+  X(BRIEFS_DUPLICATE, "briefs_duplicate")
 
 #define FL_COUNTER_ENUM(name, text) FL_C_##name,
 enum fl_counter { FL_COUNTERS(FL_COUNTER_ENUM) FL_C_COUNT };
@@ -90,6 +95,8 @@ struct fl_gw {
   void *remote_ctx;
   /* Spawns waiting for their agent to register (spawn.c). */
   struct fl_spawn *spawns;
+  /* The forward path's queues and timers (forward.c). */
+  struct fl_forward *forward;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

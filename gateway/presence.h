@@ -38,6 +38,7 @@ typedef struct fl_beat {
   char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
   size_t ngroups;
   int online; /* status was "online" */
+  int inject; /* "delivery": "inject": its messages are typed into a terminal */
 } fl_beat;
 
 /* A spawn profile as another host announces it: what it is, never what it

@@ -59,6 +59,11 @@ typedef struct fl_remote_ops {
   /* A local entity left for good (fleet_stop): delete its inbox. Optional:
    * unset reads as nothing to delete. */
   void (*remove_inbox)(void *ctx, const char *gid);
+  /* Hands a receipt of the forward path (m->kind INJECTED or FAILED, m->to_gid
+   * the brief's sender on another host) to the link without waiting for a
+   * confirm. 0 once handed on, else a negative code (try again later).
+   * Optional: unset reads as no link. */
+  int (*receipt)(void *ctx, const fl_msg *m);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -105,6 +110,7 @@ json_t *fl_remote_describe(fl_gw *gw);
 json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_remove_inbox(fl_gw *gw, const char *gid);
+int fl_remote_receipt(fl_gw *gw, const fl_msg *m);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 

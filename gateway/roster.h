@@ -67,6 +67,9 @@ struct fl_entity {
    * store's memory of it was loaded: hidden from list, resolve and status
    * until a verified beat brings it back (presence.c). */
   int dropped;
+  /* A remote entity's messages are typed into its terminal (its beat said
+   * "delivery": "inject"), so a brief to it waits for INJECTED. */
+  int delivery_inject;
   struct {
     int online;           /* as its last beat said */
     long long expires_ms; /* the beat's TTL runs out then */
