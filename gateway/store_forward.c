@@ -119,7 +119,7 @@ int fl_store_fwd_put(fl_store *s, fl_fwd *f) {
     f->seq = sqlite3_last_insert_rowid(s->db);
     f->state = FL_FWD_QUEUED;
     rc = 0;
-  } else if (step == SQLITE_CONSTRAINT) {
+  } else if ((step & 0xff) == SQLITE_CONSTRAINT) { /* extended codes may be on */
     rc = FL_EDUP;
   } else {
     rc = fl_store_db_fail(s, f->trace_id, "recording a brief");
