@@ -264,6 +264,82 @@ static const fl_inject_type *fl_slot_backend(fl_fwd_slot *s, const fl_fwd *f) {
   return b;
 }
 
+/* The command, environment and cwd of a profile's launch (exec runs it per
+ * brief): argv and env point into the parsed JSON, env adds the profile's
+ * NAME=VALUE to this process's environment. Freed by fl_launch_free. */
+typedef struct fl_launch {
+  json_t *root;
+  const char **argv;
+  char **env;
+  size_t nenv;
+} fl_launch;
+
+extern char **environ;
+
+static void fl_launch_free(fl_launch *l) {
+  for (size_t i = 0; l->env && l->env[i]; i++)
+    if (i >= l->nenv)
+      fl_free(l->env[i]);
+  fl_free(l->env);
+  fl_free(l->argv);
+  json_decref(l->root);
+  memset(l, 0, sizeof *l);
+}
+
+/* Fills t's argv, env and cwd from the profile of s's entity, if it has
+ * one. 0, or FL_ENOMEM / FL_EINVAL (then l holds nothing). */
+static int fl_launch_of(fl_fwd_slot *s, fl_inject_target *t, fl_launch *l) {
+  fl_gw *gw = s->fw->gw;
+  memset(l, 0, sizeof *l);
+  const fl_profile *p = NULL;
+  for (size_t i = 0; s->e->spawn.profile[0] && i < gw->cfg.nprofiles; i++)
+    if (strcmp(gw->cfg.profiles[i].name, s->e->spawn.profile) == 0)
+      p = &gw->cfg.profiles[i];
+  if (!p)
+    return 0;
+  l->root = json_loads(p->launch, 0, NULL);
+  json_t *cmd = json_object_get(l->root, "command"), *env = json_object_get(l->root, "env");
+  size_t n = json_array_size(cmd);
+  if (!n) {
+    fl_launch_free(l);
+    return FL_EINVAL;
+  }
+  l->argv = fl_calloc(n + 1, sizeof *l->argv);
+  if (!l->argv) {
+    fl_launch_free(l);
+    return FL_ENOMEM;
+  }
+  for (size_t i = 0; i < n; i++)
+    l->argv[i] = json_string_value(json_array_get(cmd, i));
+  if (json_object_size(env)) {
+    size_t base = 0;
+    while (environ && environ[base])
+      base++;
+    l->nenv = base;
+    l->env = fl_calloc(base + json_object_size(env) + 1, sizeof *l->env);
+    if (!l->env) {
+      fl_launch_free(l);
+      return FL_ENOMEM;
+    }
+    memcpy(l->env, environ, base * sizeof *l->env);
+    const char *k;
+    json_t *v;
+    size_t i = base;
+    json_object_foreach(env, k, v) {
+      size_t len = strlen(k) + strlen(json_string_value(v)) + 2;
+      if (!(l->env[i] = fl_malloc(len))) {
+        fl_launch_free(l);
+        return FL_ENOMEM;
+      }
+      snprintf(l->env[i++], len, "%s=%s", k, json_string_value(v));
+    }
+  }
+  t->argv = l->argv;
+  t->env = (const char *const *)l->env;
+  t->cwd = p->cwd;
+  return 0;
+}
+
 static void fl_slot_step(fl_fwd_slot *s);
 
 static void fl_slot_timer(uv_timer_t *t) { fl_slot_step(t->data); }
@@ -367,7 +443,11 @@ static void fl_slot_type(fl_fwd_slot *s) {
     fl_slot_kick(s, fl_slot_gap(s));
     return;
   }
-  int rc = b->deliver(gw->loop, &t, f.content, f.content_len, fl_slot_delivered, s);
+  fl_launch launch;
+  int rc = fl_launch_of(s, &t, &launch);
+  if (rc == 0) /* the backend copies what it keeps: launch goes right after */
+    rc = b->deliver(gw->loop, &t, f.content, f.content_len, fl_slot_delivered, s);
+  fl_launch_free(&launch);
   fl_fwd_clear(&f);
   if (rc) {
     s->msg_id[0] = '\0';
