@@ -463,6 +463,12 @@ static void fl_slot_seen(void *ctx, enum fl_inject_state st) {
   s->busy = 0;
   if (s->fw->stopped)
     return;
+  if (st == FL_INJECT_READY && s->e->nudge.typing) {
+    /* The nudge line is going in right now: look again in a moment. */
+    s->msg_id[0] = '\0';
+    fl_slot_kick(s, FL_FORWARD_RECHECK_MS);
+    return;
+  }
   if (st == FL_INJECT_READY)
     fl_slot_type(s);
   else
@@ -550,6 +556,14 @@ static fl_fwd_slot *fl_slot_of(struct fl_forward *fw, fl_entity *e) {
   s->next = fw->slots;
   fw->slots = s;
   return s;
+}
+
+int fl_forward_busy(const fl_entity *e) {
+  struct fl_forward *fw = e && e->gw ? e->gw->forward : NULL;
+  for (fl_fwd_slot *s = fw ? fw->slots : NULL; s; s = s->next)
+    if (s->e == e)
+      return s->busy || s->msg_id[0];
+  return 0;
 }
 
 int fl_forward_take(fl_gw *gw, fl_entity *to, const fl_msg *m, const char *sender_host, char *err,

@@ -49,6 +49,10 @@ int fl_forward_injects(fl_gw *gw, const fl_entity *e);
 /* "inject" or "pull": e's delivery mode as presence announces it. */
 const char *fl_forward_delivery(fl_gw *gw, const fl_entity *e);
 
+/* 1 while a brief for local e is in hand (being looked at or typed): the
+ * nudge waits meanwhile. */
+int fl_forward_busy(const fl_entity *e);
+
 /* fleet_send to an entity that injects: m (filled by the caller, content
  * borrowed) is sent as a brief with its typing deadline. On success *wait
  * completes with status injected (or, wait_s > 0, replied / pending as a

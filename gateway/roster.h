@@ -46,6 +46,7 @@ struct fl_entity {
     int pending;  /* a nudge line waits for the pane to be idle */
     int checking; /* a status look at the pane is in flight */
     int deferred; /* the pending line was put off (counted and logged once) */
+    int typing;   /* the line is being typed (the forward path waits for it) */
   } nudge;        /* nudge.c's */
   /* A spawned agent (spawn.c): who spawned it (a gid, "" = not spawned or
    * not since this fleetd started) and the terminal its launch opened,

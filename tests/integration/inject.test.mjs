@@ -9,7 +9,8 @@
 // through send-keys, several through a paste buffer); a send with wait_s
 // waits on for the worker's reply; a draft in the input line is never typed
 // into (the brief waits, or fails with inject.onDraft "fail"); a busy
-// agent's briefs go in one after the other, in order, once it is idle.
+// agent's briefs go in one after the other, in order, once it is idle; a brief
+// it stays too busy for fails at inject.timeoutS and is never typed after.
 
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -158,6 +159,27 @@ fleetTest('a busy agent gets its two briefs one after the other, in order, once 
     assert.equal(r2.status, 'injected', JSON.stringify(r2));
     assert.deepEqual(a.submitted(), ['brief number one', 'brief number two']);
     assert.ok((await counters(f)).inject_busy_deferred >= 1);
+  } finally {
+    if (a) await stopTmux(f, a.sock);
+  }
+});
+
+fleetTest('a brief the agent is too busy for fails at inject.timeoutS and is never typed after', async (f) => {
+  let a;
+  try {
+    const s = await setup(f, { timeoutS: 2 });
+    a = s.a;
+    writeFileSync(a.busy, '');
+    await waitFor(async () => (await a.cursorLine()).startsWith('working'), { what: 'the agent at work' });
+    const t0 = Date.now();
+    const r = await callTool(s.lead, 'fleet_send', { to: 'w', content: 'too late for this' });
+    assert.equal(r.status, 'failed', JSON.stringify(r));
+    assert.match(r.reason, /inject\.timeoutS/);
+    assert.ok(Date.now() - t0 < 2000 + 10000, 'within the bound');
+    rmSync(a.busy);
+    await waitFor(async () => (await a.cursorLine()) === '>', { what: 'the agent idle again' });
+    await sleep(1500);
+    assert.deepEqual(a.submitted(), [], 'withdrawn: not typed once the agent is idle');
   } finally {
     if (a) await stopTmux(f, a.sock);
   }
