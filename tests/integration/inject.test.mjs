@@ -68,8 +68,13 @@ fleetTest('a brief is typed into a worker pane byte for byte, once, and the send
     assert.equal(r1.to.name, 'w');
     const r2 = await callTool(s.lead, 'fleet_send', { to: 'w', content: LINES });
     assert.equal(r2.status, 'injected', JSON.stringify(r2));
+    // A whole brief that is a key name is still text.
+    for (const word of ['C-c', 'Enter']) {
+      const r = await callTool(s.lead, 'fleet_send', { to: 'w', content: word });
+      assert.equal(r.status, 'injected', JSON.stringify(r));
+    }
     await sleep(800); // nothing more may land
-    assert.deepEqual(a.submitted(), [ONE_LINE, LINES], 'each arrived whole, as sent, once');
+    assert.deepEqual(a.submitted(), [ONE_LINE, LINES, 'C-c', 'Enter'], 'each arrived whole, as sent, once');
 
     // With wait_s the send waits on for the worker's answer.
     const r3 = await callTool(s.lead, 'fleet_send', { to: 'w', content: 'answer me', wait_s: 15 });
@@ -79,8 +84,8 @@ fleetTest('a brief is typed into a worker pane byte for byte, once, and the send
     // The reply can overtake the last typing check; the count follows it.
     const c = await waitFor(async () => {
       const now = await counters(f);
-      return now.briefs_injected === 3 ? now : null;
-    }, { what: 'three briefs counted as typed' });
+      return now.briefs_injected === 5 ? now : null;
+    }, { what: 'five briefs counted as typed' });
     assert.equal(c.inject_failures, 0);
     // Briefs are not held for a poll.
     const w = await f.mcpClient('probe', { role: 'lead' });
