@@ -49,6 +49,9 @@
 /* Receipts reported per retry round: bounds one timer callback. */
 #define FL_FORWARD_RETRY_BATCH 32
 
+static const char fl_fwd_too_late[] =
+    "not typed within inject.timeoutS: the agent did not come to an idle, empty prompt in time";
+
 typedef struct fl_fwd_slot {
   struct fl_fwd_slot *next;
   struct fl_forward *fw;
@@ -64,7 +67,6 @@ struct fl_forward {
   fl_gw *gw;
   fl_fwd_slot *slots;
   uv_timer_t retry;
-  int open; /* handles not yet closed */
   int stopped;
   unsigned pretype_ms, typing_ms;
 };
@@ -423,12 +425,8 @@ static void fl_slot_type(fl_fwd_slot *s) {
   char id[FL_ID_LEN];
   fl_copy(id, sizeof id, s->msg_id);
   if (fl_now_ms() >= f.deadline_ms) {
-    char why[160];
-    snprintf(why, sizeof why,
-             "not typed within inject.timeoutS: the agent did not come to an idle, empty "
-             "prompt in time");
     s->msg_id[0] = '\0';
-    fl_slot_finish(s, id, FL_FWD_FAILED, why);
+    fl_slot_finish(s, id, FL_FWD_FAILED, fl_fwd_too_late);
     fl_fwd_clear(&f);
     fl_slot_kick(s, 0);
     return;
@@ -494,9 +492,7 @@ static void fl_slot_step(fl_fwd_slot *s) {
   long long now = fl_now_ms();
   if (now >= f.deadline_ms) {
     s->msg_id[0] = '\0';
-    fl_slot_finish(s, f.msg_id, FL_FWD_FAILED,
-                   "not typed within inject.timeoutS: the agent did not come to an idle, empty "
-                   "prompt in time");
+    fl_slot_finish(s, f.msg_id, FL_FWD_FAILED, fl_fwd_too_late);
     fl_fwd_clear(&f);
     fl_slot_kick(s, 0);
     return;
@@ -532,13 +528,6 @@ static void fl_slot_step(fl_fwd_slot *s) {
   s->busy = 1;
 }
 
-static void fl_slot_closed(uv_handle_t *h) {
-  fl_fwd_slot *s = h->data;
-  struct fl_forward *fw = s->fw;
-  fw->open--;
-  (void)fw;
-}
-
 static fl_fwd_slot *fl_slot_of(struct fl_forward *fw, fl_entity *e) {
   for (fl_fwd_slot *s = fw->slots; s; s = s->next)
     if (s->e == e)
@@ -552,7 +541,6 @@ static fl_fwd_slot *fl_slot_of(struct fl_forward *fw, fl_entity *e) {
   s->e = e;
   uv_timer_init(fw->gw->loop, &s->timer);
   s->timer.data = s;
-  fw->open++;
   s->next = fw->slots;
   fw->slots = s;
   return s;
@@ -703,11 +691,6 @@ static void fl_fwd_queued(void *ctx, const char *gid) {
     fl_slot_kick(s, 0);
 }
 
-static void fl_fwd_retry_closed(uv_handle_t *h) {
-  struct fl_forward *fw = h->data;
-  fw->open--;
-}
-
 int fl_forward_start(fl_gw *gw) {
   struct fl_forward *fw = fl_calloc(1, sizeof *fw);
   if (!fw)
@@ -721,7 +704,6 @@ int fl_forward_start(fl_gw *gw) {
   uv_timer_init(gw->loop, &fw->retry);
   uv_unref((uv_handle_t *)&fw->retry); /* a retry alone keeps no loop running */
   fw->retry.data = fw;
-  fw->open = 1;
   gw->forward = fw;
   size_t n = 0;
   if (fl_store_fwd_fail_typing(gw->store, "gateway restarted while typing", &n) != 0)
@@ -747,9 +729,9 @@ void fl_forward_stop(fl_gw *gw) {
   if (!fw || fw->stopped)
     return;
   fw->stopped = 1;
-  uv_close((uv_handle_t *)&fw->retry, fl_fwd_retry_closed);
+  uv_close((uv_handle_t *)&fw->retry, NULL);
   for (fl_fwd_slot *s = fw->slots; s; s = s->next)
-    uv_close((uv_handle_t *)&s->timer, fl_slot_closed);
+    uv_close((uv_handle_t *)&s->timer, NULL); /* freed by fl_forward_free, after the loop ran */
 }
 
 void fl_forward_free(fl_gw *gw) {
