@@ -13,9 +13,9 @@
  * The routing fork: a recipient on another host is handed to the cross-host
  * backend (remote.h) instead, and the sender's call waits for it to be
  * confirmed. A send to a worker with a terminal leaves this path for the
- * forward path (forward.h): typed in, at most once. A reply without inReplyTo answers the oldest send still waiting
- * on the replier, else the newest message the recipient sent it; a small
- * ring of recent messages lets it join that flow's trace. */
+ * forward path (forward.h): typed in, at most once. A reply without inReplyTo answers the oldest
+ * send still waiting on the replier, else the newest message the recipient sent it; a small ring of
+ * recent messages lets it join that flow's trace. */
 #include "gateway/router.h"
 
 #include <string.h>
