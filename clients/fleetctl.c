@@ -417,6 +417,12 @@ static int print_sent(ctl *c, json_t *sc) {
         json_is_string(reply) ? json_string_value(reply) : str_of(reply, "content", NULL);
     if (text)
       printf("%s%s", text, *text && text[strlen(text) - 1] == '\n' ? "" : "\n");
+  } else if (status && strcmp(status, "injected") == 0) {
+    printf("typed into the agent's terminal\n");
+  } else if (status && strcmp(status, "failed") == 0) {
+    const char *why = str_of(sc, "reason", NULL);
+    fprintf(stderr, "fleetctl: not typed in: %s\n", why ? why : "no reason given");
+    return FL_EXIT_FAIL;
   } else if (status && strcmp(status, "pending") == 0) {
     if (o->wait_s >= 0)
       printf("no reply within %lds; it will be held for `fleetctl poll`\n", o->wait_s);

@@ -43,6 +43,13 @@
 /* Bounded waits: MCP clients time out long calls (commonly at 60 s), so a
  * waiting tool call never outlives 55 s; the default leaves margin too. */
 #define FL_MAX_WAIT_S 55
+
+/* The forward path: a sender waits for word that its brief was typed until
+ * the brief's typing deadline plus this margin. It covers one delivery (a
+ * look, the typing and its checks take well under a second; each check is
+ * bounded at 3 s) and the receipt's trip back; hosts' clocks must agree
+ * far better than this (NTP). */
+#define FL_INJECT_MARGIN_MS 10000
 #define FL_DEFAULT_WAIT_S 30
 
 /* Claude Code channel pushes (FLEET_CHANNEL=1): the msgIds one session

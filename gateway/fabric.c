@@ -754,7 +754,31 @@ static void fl_fabric_free(void *ctx) {
   fl_free(f);
 }
 
+/* A receipt of the forward path: published to the sender's inbox, signed
+ * like any message, without a waiter (a lost one shows as the sender's
+ * timeout, and the forward path retries one that could not be handed on). */
+static int fl_fabric_receipt(void *ctx, const fl_msg *m) {
+  fl_fabric *f = ctx;
+  if (!f->up)
+    return FL_EBROKER;
+  /* Sealed to the host of the brief's sender, like every body. */
+  fl_entity *dst = fl_entity_by_gid(f->gw, m->to_gid);
+  if (!dst || !dst->remote)
+    return FL_ENOTFOUND;
+  fl_envelope env;
+  fl_env_from_msg(f->gw, m, &env);
+  char why[256];
+  int rc = fl_wire_publish(f->gw, f->broker, FL_EX_MSG, m->to_gid, 1, &env, m->content,
+                           m->content_len, fl_entity_host(dst), NULL, why, sizeof why);
+  if (rc)
+    fl_debug(m->trace_id, "receipt for %s not sent: %s", m->in_reply_to, why);
+  if (rc == 0)
+    fl_gw_count(f->gw, FL_C_REMOTE_PUBLISHED);
+  return rc;
+}
+
 static const fl_remote_ops fl_fabric_ops = {
+    .receipt = fl_fabric_receipt,
     .publish = fl_fabric_publish,
     .broadcast = fl_fabric_broadcast,
     .entity_changed = fl_fabric_entity_changed,

@@ -18,6 +18,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
 #include "gateway/spawn.h"
@@ -101,6 +102,11 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
   gw->sweep.data = gw;
   uv_timer_start(&gw->sweep, fl_sweep_cb, FL_SWEEP_MS, FL_SWEEP_MS);
   uv_unref((uv_handle_t *)&gw->sweep);
+  if ((rc = fl_forward_start(gw))) {
+    fl_errf(err, errlen, "cannot start the forward path: %s", fl_strerror(rc));
+    uv_close((uv_handle_t *)&gw->sweep, NULL);
+    goto fail;
+  }
   if ((rc = fl_remote_start(gw, err, errlen))) {
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
@@ -109,6 +115,9 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
   return 0;
 
 fail:
+  fl_forward_stop(gw);
+  uv_run(loop, UV_RUN_NOWAIT);
+  fl_forward_free(gw);
   fl_store_close(&gw->store);
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);
@@ -176,6 +185,7 @@ void fl_gw_shutdown(fl_gw *gw) {
     }
   }
   fl_spawn_shutdown(gw);
+  fl_forward_stop(gw);
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
   fl_remote_stop(gw);
@@ -186,6 +196,7 @@ void fl_gw_free(fl_gw **gwp) {
     return;
   fl_gw *gw = *gwp;
   fl_remote_free(gw);
+  fl_forward_free(gw);
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);
   fl_roster_free(gw);

@@ -62,6 +62,12 @@ typedef struct fl_profile {
   char launch[FL_MAX_PROFILE_LAUNCH];
 } fl_profile;
 
+/* The forward path's bounds (config "inject"). */
+typedef struct fl_inject_config {
+  unsigned timeout_s; /* a brief not typed within this is withdrawn and reported failed */
+  int on_draft_fail;  /* 1: a brief meeting a draft in the input line fails; 0: it waits */
+} fl_inject_config;
+
 typedef struct fl_gw_config {
   char host_id[128];
   char state_dir[1024];
@@ -77,6 +83,7 @@ typedef struct fl_gw_config {
   int broker_no_seal;            /* broker.seal: false — bodies cross the broker in clear */
   int broker_accept_unsealed;    /* broker.acceptUnsealed: take a peer's body in clear */
   fl_nudge_config nudge;
+  fl_inject_config inject;
   fl_profile profiles[FL_MAX_PROFILES]; /* sorted by name */
   size_t nprofiles;
 } fl_gw_config;

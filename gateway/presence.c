@@ -31,6 +31,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/config.h"
+#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/refusals.h"
 #include "gateway/sign.h"
@@ -110,6 +111,8 @@ int fl_presence_parse(const char *body, size_t len, fl_beat *out) {
   }
   out->online = strcmp(status, "online") == 0;
   out->gone = strcmp(status, "gone") == 0;
+  const char *delivery = json_string_value(json_object_get(o, "delivery"));
+  out->inject = delivery && strcmp(delivery, "inject") == 0;
   json_decref(o);
   return 0;
 }
@@ -289,8 +292,9 @@ void fl_presence_entity(fl_presence *p, fl_entity *e) {
   json_t *groups = json_array();
   for (size_t i = 0; i < e->ngroups; i++)
     json_array_append_new(groups, json_string(e->groups[i]));
-  json_t *body = json_pack("{s:s, s:s, s:o, s:s}", "name", e->name, "role", e->role, "groups",
-                           groups, "status", e->client ? "online" : "offline");
+  json_t *body =
+      json_pack("{s:s, s:s, s:o, s:s, s:s}", "name", e->name, "role", e->role, "groups", groups,
+                "status", e->client ? "online" : "offline", "delivery", fl_forward_delivery(gw, e));
   char key[256];
   if (fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, e->gid) != 0) {
     json_decref(body);
@@ -506,6 +510,7 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
   for (size_t i = 0; i < b->ngroups && i < FL_MAX_GROUPS; i++)
     fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, b->groups[i]);
   e->presence.online = b->online;
+  e->delivery_inject = b->inject;
   e->presence.ts_ms = beat_ts_ms;
   e->presence.expires_ms = now + p->ttl_ms;
   e->last_seen_ms = now;

@@ -39,6 +39,7 @@ typedef struct fl_beat {
   size_t ngroups;
   int online; /* status was "online" */
   int gone;   /* status was "gone": it left for good (fleet_stop) */
+  int inject; /* "delivery": "inject": its messages are typed into a terminal */
 } fl_beat;
 
 /* A spawn profile as another host announces it: what it is, never what it

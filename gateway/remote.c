@@ -148,3 +148,9 @@ void fl_remote_free(fl_gw *gw) {
   gw->remote = NULL;
   gw->remote_ctx = NULL;
 }
+
+int fl_remote_receipt(fl_gw *gw, const fl_msg *m) {
+  if (!gw->remote || !gw->remote->receipt)
+    return FL_EBROKER;
+  return gw->remote->receipt(gw->remote_ctx, m);
+}

@@ -75,6 +75,11 @@ typedef struct fl_remote_ops {
    * pending or ready) or err. Goes back to o->host. */
   void (*spawn_answer)(void *ctx, const struct fl_spawn_origin *o, const json_t *result,
                        const char *err);
+  /* Hands a receipt of the forward path (m->kind INJECTED or FAILED, m->to_gid
+   * the brief's sender on another host) to the link without waiting for a
+   * confirm. 0 once handed on, else a negative code (try again later).
+   * Optional: unset reads as no link. */
+  int (*receipt)(void *ctx, const fl_msg *m);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -128,6 +133,7 @@ int fl_remote_stop_agent(fl_gw *gw, fl_client *c, fl_entity *e, fl_gw_cb cb, voi
                          fl_wait **wait, char *err, size_t errlen);
 void fl_remote_spawn_answer(fl_gw *gw, const struct fl_spawn_origin *o, const json_t *result,
                             const char *err);
+int fl_remote_receipt(fl_gw *gw, const fl_msg *m);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 

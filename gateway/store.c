@@ -19,7 +19,8 @@
  * would stop WAL checkpoints). Writes that must be atomic run between BEGIN
  * IMMEDIATE and COMMIT, and any failure rolls the whole transaction back. The
  * store belongs to the loop thread: the connection is opened without SQLite's
- * own mutex. The entity tables' calls are in store_roster.c. */
+ * own mutex. The entity tables' calls are in store_roster.c, the forward
+ * path's briefs in store_forward.c. */
 #include "gateway/store.h"
 #include "gateway/store_internal.h"
 
@@ -371,6 +372,7 @@ static int fl_setup_db(fl_store *s) {
     goto fail;
   }
   if (sqlite3_exec(s->db, fl_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, fl_store_fwd_schema, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "PRAGMA user_version=" FL_STORE_STR(FL_STORE_SCHEMA_VERSION), NULL, NULL,
                    NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
