@@ -28,6 +28,12 @@
  * waiting tool call never outlives 55 s; the default leaves margin too. */
 #define FL_MAX_WAIT_S 55
 #define FL_DEFAULT_WAIT_S 30
+/* A parallel brief (fleet_send with `to` a list) goes to 2..16 recipients. */
+#define FL_MIN_FANOUT 2
+#define FL_MAX_FANOUT 16
+/* Asks put to this host's entities that a gateway remembers by turn, so an
+ * answer finds its asker (and a late one is told too_late). */
+#define FL_MAX_TURNS 1024
 
 /* Claude Code channel pushes (FLEET_CHANNEL=1): the msgIds one session
  * remembers having pushed (so each goes out once), the pushes one session

@@ -315,6 +315,7 @@ static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
   fl_copy(env->from, sizeof env->from, m->from_gid);
   fl_copy(env->to, sizeof env->to, m->to_gid);
   fl_copy(env->in_reply_to, sizeof env->in_reply_to, m->in_reply_to);
+  fl_copy(env->turn_id, sizeof env->turn_id, m->turn_id);
   fl_copy(env->from_name, sizeof env->from_name, m->from_name);
   fl_copy(env->host, sizeof env->host, gw->cfg.host_id);
   fl_rfc3339(m->ts_ms, env->ts);
@@ -329,9 +330,9 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
   fl_gw *gw = f->gw;
   fl_pub *pub = req;
   if (!pub) {
-    /* A presence beat: the next one follows within the interval. */
+    /* A presence beat or a posted notice: nobody waits on it. */
     if (status && status != FL_ECANCELLED)
-      fl_debug(NULL, "presence beat not confirmed: %s", why ? why : fl_strerror(status));
+      fl_debug(NULL, "beat or notice not confirmed: %s", why ? why : fl_strerror(status));
     return;
   }
   if (status == 0)
@@ -389,6 +390,19 @@ static void fl_confirm_timeout(fl_wait *w) {
 static const fl_wait_ops fl_confirm_ops = {.timeout = fl_confirm_timeout,
                                            .forget = fl_confirm_forget};
 
+/* The one way a message leaves for fleet.msg: its envelope, signed, then
+ * published with req as the confirm's context (NULL: nobody waits). */
+static int fl_publish_msg(fl_fabric *f, const char *key, int mandatory, const fl_msg *m,
+                          void *req) {
+  fl_envelope env;
+  fl_env_from_msg(f->gw, m, &env);
+  int rc = fl_sign_envelope(&env, m->content, m->content_len, f->gw->id.sk);
+  if (rc == 0)
+    rc = fl_broker_publish(f->broker, FL_EX_MSG, key, mandatory, &env, m->content, m->content_len,
+                           req);
+  return rc;
+}
+
 static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory, const fl_msg *m,
                       const char *peer_gid, double then_wait_s, json_t *on_confirm, fl_gw_cb cb,
                       void *ctx, fl_wait **wait, char *err, size_t errlen) {
@@ -425,12 +439,7 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
   fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
   fl_copy(w->trace_id, sizeof w->trace_id, m->trace_id);
   fl_copy(w->peer_gid, sizeof w->peer_gid, peer_gid);
-  fl_envelope env;
-  fl_env_from_msg(gw, m, &env);
-  if ((rc = fl_sign_envelope(&env, m->content, m->content_len, gw->id.sk)) == 0)
-    rc = fl_broker_publish(f->broker, FL_EX_MSG, key, mandatory, &env, m->content, m->content_len,
-                           pub);
-  if (rc) {
+  if ((rc = fl_publish_msg(f, key, mandatory, m, pub))) {
     fl_gw_cancel(gw, &w); /* forgets pub, freeing on_confirm */
     fl_free(pub);
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
@@ -453,6 +462,23 @@ static int fl_fabric_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_m
                              fl_wait **wait, char *err, size_t errlen) {
   return fl_publish(ctx, c, dst->gid, 1, m, dst->gid, then_wait_s, on_confirm, cb, cb_ctx, wait,
                     err, errlen);
+}
+
+static int fl_fabric_post(void *ctx, fl_entity *dst, const fl_msg *m, char *err, size_t errlen) {
+  fl_fabric *f = ctx;
+  if (!f->up) {
+    fl_errf(err, errlen, "the broker is unreachable (%s)", f->why[0] ? f->why : "not connected");
+    return FL_EBROKER;
+  }
+  int rc = fl_publish_msg(f, dst->gid, 1, m, NULL);
+  if (rc) {
+    fl_gw_count(f->gw, FL_C_REMOTE_PUBLISH_FAILED);
+    fl_errf(err, errlen, "%s", fl_strerror(rc));
+    return rc;
+  }
+  fl_info(m->trace_id, "%s %s from '%s' posted to key %s", m->kind, m->msg_id, m->from_name,
+          dst->gid);
+  return 0;
 }
 
 static int fl_fabric_broadcast(void *ctx, fl_client *c, const fl_msg *m, const char *group,
@@ -574,6 +600,7 @@ static const fl_remote_ops fl_fabric_ops = {
     .describe = fl_fabric_describe,
     .unpinned_claim = fl_fabric_unpinned_claim,
     .remove_inbox = fl_fabric_remove_inbox,
+    .post = fl_fabric_post,
     .stop = fl_fabric_stop,
     .free = fl_fabric_free,
 };

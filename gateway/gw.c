@@ -18,6 +18,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/ask.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
 #include "gateway/spawn.h"
@@ -187,6 +188,7 @@ void fl_gw_free(fl_gw **gwp) {
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);
   fl_roster_free(gw);
+  fl_ask_free(gw);
   fl_store_close(&gw->store);
   fl_free(gw);
   *gwp = NULL;

@@ -51,7 +51,12 @@
   X(VERIFY_MALFORMED, "verify_malformed")                                                          \
   X(SPAWNS, "spawns")                                                                              \
   X(SPAWN_FAILURES, "spawn_failures")                                                              \
-  X(STOPS, "stops")
+  X(STOPS, "stops")                                                                                \
+  X(ASKS, "asks")                                                                                  \
+  X(ASKS_NO_WAITER, "asks_no_waiter")                                                              \
+  X(ASKS_ANSWERED, "asks_answered")                                                                \
+  X(ASKS_TOO_LATE, "asks_too_late")                                                                \
+  X(FANOUTS, "fanouts")
 
 #define FL_COUNTER_ENUM(name, text) FL_C_##name,
 enum fl_counter { FL_COUNTERS(FL_COUNTER_ENUM) FL_C_COUNT };
@@ -90,6 +95,8 @@ struct fl_gw {
   void *remote_ctx;
   /* Spawns waiting for their agent to register (spawn.c). */
   struct fl_spawn *spawns;
+  /* Asks put to this host's entities, by turn (ask.c). */
+  struct fl_turns *turns;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

@@ -20,6 +20,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/ask.h"
 #include "gateway/gw_internal.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
@@ -159,6 +160,8 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
   fl_copy(m.to_gid, sizeof m.to_gid, to->gid);
   if (fl_is_uuid(env->in_reply_to))
     fl_copy(m.in_reply_to, sizeof m.in_reply_to, env->in_reply_to);
+  if (fl_is_uuid(env->turn_id))
+    fl_copy(m.turn_id, sizeof m.turn_id, env->turn_id);
   m.ts_ms = env->ts[0] ? fl_ts_ms(env->ts) : now;
   if (m.ts_ms == 0)
     m.ts_ms = now;
@@ -174,6 +177,13 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
   m.content = content;
   m.content_len = d->len;
 
+  if (fl_ask_kind(m.kind, m.turn_id)) {
+    /* A turn is live only: handled now, never held. */
+    fl_ask_receive(gw, to, &m);
+    in->ops->ack(in->ctx, d->tag);
+    fl_free(content);
+    return;
+  }
   char err[256];
   int rc = fl_router_accept(gw, to, &m, err, sizeof err);
   if (rc == 0) {
@@ -212,10 +222,16 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
     return;
   }
   int broadcast = fl_envelope_is_kind(env->kind, FL_KIND_BROADCAST);
-  if (!broadcast && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
+  int turn = fl_ask_kind(env->kind, env->turn_id);
+  if (!broadcast && !turn && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
       !fl_envelope_is_kind(env->kind, FL_KIND_REPLY)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
-                           "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST)");
+                           "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST, or "
+                           "a turn's ASK, ANSWER, NO_WAITER, TOO_LATE, INJECTED)");
+    return;
+  }
+  if (turn && !fl_is_uuid(env->turn_id)) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED, "a turn's turnId must be a UUID");
     return;
   }
   if (!fl_is_uuid(env->msg_id) || !fl_is_uuid(env->from)) {
@@ -239,7 +255,9 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
   }
   long long now = fl_now_ms();
   long long expires = env->expires_at[0] ? fl_ts_ms(env->expires_at) : 0;
-  if (env->expires_at[0] && (expires == 0 || expires <= now)) {
+  /* A turn's expiry is the turn's business (ask.c): a late answer is told
+   * too_late rather than dropped unseen. */
+  if (!turn && env->expires_at[0] && (expires == 0 || expires <= now)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_EXPIRED, "expired");
     return;
   }

@@ -22,8 +22,10 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/ask.h"
 #include "gateway/config.h"
 #include "gateway/envelope.h"
+#include "gateway/fanout.h"
 #include "gateway/gw_internal.h"
 #include "gateway/nudge.h"
 #include "gateway/remote.h"
@@ -71,6 +73,8 @@ static json_t *fl_msg_json(const fl_msg *m) {
                         "traceId", m->trace_id);
   if (o && m->in_reply_to[0])
     json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
+  if (o && m->turn_id[0])
+    fl_ask_msg_json(o, m);
   return o;
 }
 
@@ -152,6 +156,10 @@ static const fl_wait_ops fl_send_wait_ops = {.timeout = fl_send_timeout};
 static const fl_wait_ops fl_poll_wait_ops = {.timeout = fl_poll_timeout};
 
 void fl_router_expect_reply(fl_wait *w, double wait_s) {
+  if (w->turn_side) { /* an ask's turn waits on, as ask.c says */
+    fl_ask_expect(w);
+    return;
+  }
   fl_wait_restart(w, FL_WAIT_SEND, &fl_send_wait_ops, wait_s);
 }
 
@@ -159,6 +167,8 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   fl_client *c = to->client;
   if (!c)
     return 0;
+  if (fl_fanout_wake(gw, to, m)) /* a reply to a brief sent to several */
+    return 1;
   for (fl_wait *w = c->waits; w; w = w->next) {
     /* A send still waiting for the broker's confirm can already get its
      * reply: the confirm and the reply race on separate channels. */
@@ -525,3 +535,30 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
                       (c && c->entity) ? c->entity->gid : NULL, "entities", arr, "hosts", hosts);
   return *result ? 0 : FL_ENOMEM;
 }
+
+/* ---- for the verbs in other files (ask.c, fanout.c) ---------------------------- */
+
+json_t *fl_router_msg_json(const fl_msg *m) { return fl_msg_json(m); }
+
+void fl_router_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from,
+                        const fl_entity *to, const char *content) {
+  fl_msg_init(m, kind, from, to, content);
+}
+
+int fl_router_check_sender(fl_client *c, const char *content, char *err, size_t errlen) {
+  int rc = fl_need_entity(c, err, errlen);
+  return rc ? rc : fl_check_content(content, err, errlen);
+}
+
+double fl_router_clamp_wait(double wait_s) { return fl_clamp_wait(wait_s); }
+
+json_t *fl_router_sent_result(const fl_msg *m, const fl_entity *dst, const char *status) {
+  return fl_sent_result(m, dst, status);
+}
+
+const char *fl_router_flow_trace(fl_gw *gw, const char *from_gid, const char *to_gid) {
+  long i = fl_trace_last_send(gw, from_gid, to_gid);
+  return i >= 0 ? gw->traces.at[i].trace_id : NULL;
+}
+
+void fl_router_remember(fl_gw *gw, const fl_msg *m) { fl_trace_remember(gw, m); }
