@@ -34,6 +34,10 @@
 /* Asks put to this host's entities that a gateway remembers by turn, so an
  * answer finds its asker (and a late one is told too_late). */
 #define FL_MAX_TURNS 1024
+/* A lead's coordId (<name>@<fleet>): it travels as the envelope's fromName. */
+#define FL_MAX_COORD_ID 64
+/* Leads of other fleets a gateway lists from the coordinator vhost. */
+#define FL_MAX_COORDINATORS 256
 
 /* Claude Code channel pushes (FLEET_CHANNEL=1): the msgIds one session
  * remembers having pushed (so each goes out once), the pushes one session

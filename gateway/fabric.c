@@ -28,16 +28,13 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/confirm.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inbound.h"
 #include "gateway/presence.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
 
-/* How long a remote send may wait for the broker's confirm before the
- * sender is told it is unknown whether the message arrived. Confirms take
- * milliseconds; 10 s means the broker is in trouble. */
-#define FL_CONFIRM_TIMEOUT_S 10.0
 /* Presence defaults when the configuration leaves them 0: a beat every 5 s,
  * and a remote entry lives three beats. */
 #define FL_PRESENCE_INTERVAL_MS 5000
@@ -75,15 +72,6 @@ typedef struct fl_fabric {
   fl_consumer *consumers;
   size_t nconsumers, consumers_cap;
 } fl_fabric;
-
-/* A publish waiting for the broker's confirm, and the CONFIRM waiter of the
- * call that made it. */
-typedef struct fl_pub {
-  fl_fabric *f;
-  fl_wait *wait;      /* NULL once the waiting call went away */
-  double then_wait_s; /* > 0: after the confirm, wait this long for the reply */
-  json_t *on_confirm; /* the result to give once confirmed (owned) */
-} fl_pub;
 
 /* ---- settling deliveries ------------------------------------------------------ */
 
@@ -328,8 +316,7 @@ static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
 static void fl_on_publish_done(void *ctx, void *req, int status, const char *why) {
   fl_fabric *f = ctx;
   fl_gw *gw = f->gw;
-  fl_pub *pub = req;
-  if (!pub) {
+  if (!req) {
     /* A presence beat or a posted notice: nobody waits on it. */
     if (status && status != FL_ECANCELLED)
       fl_debug(NULL, "beat or notice not confirmed: %s", why ? why : fl_strerror(status));
@@ -339,56 +326,8 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
     fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
   else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
-  fl_wait *w = pub->wait;
-  double then_wait_s = pub->then_wait_s;
-  json_t *r = pub->on_confirm;
-  fl_free(pub);
-  if (!w) {
-    json_decref(r);
-    return;
-  }
-  w->ext = NULL;
-  if (status != 0) {
-    json_decref(r);
-    fl_entity *dst = fl_entity_by_gid(gw, w->peer_gid);
-    char msg[512];
-    snprintf(msg, sizeof msg, "could not deliver to %s%s%s: %s", dst ? dst->name : "the group",
-             dst ? "@" : "", dst ? dst->host : "", why && *why ? why : fl_strerror(status));
-    fl_warn(w->trace_id, "publish of %s failed: %s", w->msg_id, msg);
-    fl_wait_complete(w, NULL, msg);
-    return;
-  }
-  if (then_wait_s > 0) {
-    json_decref(r);
-    fl_router_expect_reply(w, then_wait_s);
-    return;
-  }
-  fl_wait_complete(w, r, NULL);
+  fl_confirm_done(gw, req, status, why);
 }
-
-/* The waiting call went away before the confirm: the publish forgets it. */
-static void fl_confirm_forget(fl_wait *w) {
-  fl_pub *pub = w->ext;
-  if (!pub)
-    return;
-  pub->wait = NULL;
-  json_decref(pub->on_confirm);
-  pub->on_confirm = NULL;
-  w->ext = NULL;
-}
-
-static void fl_confirm_timeout(fl_wait *w) {
-  fl_warn(w->trace_id, "publish of %s: no confirm from the broker in time", w->msg_id);
-  fl_wait_complete(w, NULL,
-                   w->gw->shutting_down
-                       ? "fleetd is shutting down before the broker confirmed the message; "
-                         "it may or may not have been delivered"
-                       : "the broker did not confirm the message in time; it may or may "
-                         "not have been delivered (check fleetctl status)");
-}
-
-static const fl_wait_ops fl_confirm_ops = {.timeout = fl_confirm_timeout,
-                                           .forget = fl_confirm_forget};
 
 /* The one way a message leaves for fleet.msg: its envelope, signed, then
  * published with req as the confirm's context (NULL: nobody waits). */
@@ -417,31 +356,13 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
     return FL_EBROKER;
   }
   fl_wait *w;
-  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, &fl_confirm_ops, FL_CONFIRM_TIMEOUT_S, cb, ctx, &w,
-                       err, errlen);
-  if (rc) {
-    json_decref(on_confirm);
+  fl_confirm *pub;
+  int rc = fl_confirm_new(gw, c, m, peer_gid, "", then_wait_s, on_confirm, cb, ctx, &w, &pub, err,
+                          errlen);
+  if (rc)
     return rc;
-  }
-  fl_pub *pub = fl_calloc(1, sizeof *pub);
-  if (!pub) {
-    json_decref(on_confirm);
-    fl_gw_cancel(gw, &w);
-    fl_errf(err, errlen, "out of memory");
-    return FL_ENOMEM;
-  }
-  pub->f = f;
-  pub->wait = w;
-  pub->then_wait_s = then_wait_s;
-  pub->on_confirm = on_confirm;
-  w->ext = pub;
-  w->wants_reply = then_wait_s > 0;
-  fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
-  fl_copy(w->trace_id, sizeof w->trace_id, m->trace_id);
-  fl_copy(w->peer_gid, sizeof w->peer_gid, peer_gid);
   if ((rc = fl_publish_msg(f, key, mandatory, m, pub))) {
-    fl_gw_cancel(gw, &w); /* forgets pub, freeing on_confirm */
-    fl_free(pub);
+    fl_confirm_abort(gw, &w, pub);
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
     fl_errf(err, errlen, "%s",
             rc == FL_EFULL     ? "too many messages are on their way to the broker; try again "

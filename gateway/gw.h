@@ -76,6 +76,10 @@ typedef struct fl_gw_config {
   fl_nudge_config nudge;
   fl_profile profiles[FL_MAX_PROFILES]; /* sorted by name */
   size_t nprofiles;
+  /* Lead-to-lead mailboxes (config "coordinator"): the coordinator vhost's
+   * URI ("" = none) and this fleet's name, the default coordId suffix. */
+  char coord_uri[1024];
+  char coord_fleet[FL_MAX_NAME + 1];
 } fl_gw_config;
 
 /* Who a session says it is (from fleet-mcp's environment). All strings are
@@ -89,7 +93,8 @@ typedef struct fl_ident {
   const char *tmux_socket; /* tmux server socket path, or NULL */
   const char *groups[16];
   size_t ngroups;
-  int groups_given; /* 0: keep the entity's groups (role NULL: keep its role) */
+  int groups_given;     /* 0: keep the entity's groups (role NULL: keep its role) */
+  const char *coord_id; /* a lead's coordId (FLEET_COORD_ID), or NULL: <name>@<fleet> */
   long pid;
 } fl_ident;
 

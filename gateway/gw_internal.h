@@ -97,6 +97,8 @@ struct fl_gw {
   struct fl_spawn *spawns;
   /* Asks put to this host's entities, by turn (ask.c). */
   struct fl_turns *turns;
+  /* The link to the coordinator vhost (coord.c), NULL without one. */
+  struct fl_coord *coord;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

@@ -136,6 +136,7 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
     id_c.gid = fl_meta_str(ident, "gid");
     id_c.pane = fl_meta_str(ident, "pane");
     id_c.tmux_socket = fl_meta_str(ident, "tmuxSocket");
+    id_c.coord_id = fl_meta_str(ident, "coordId");
     id_c.pid = (long)json_integer_value(json_object_get(ident, "pid"));
     json_t *groups = json_object_get(ident, "groups"), *g;
     id_c.groups_given = json_is_array(groups);
