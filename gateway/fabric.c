@@ -294,7 +294,7 @@ static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why)
 
 /* ---- publishing ------------------------------------------------------------------ */
 
-static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
+void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
   memset(env, 0, sizeof *env);
   fl_copy(env->v, sizeof env->v, FL_ENVELOPE_VERSION);
   fl_copy(env->kind, sizeof env->kind, m->kind);

@@ -192,11 +192,15 @@ int fl_gw_answer(fl_gw *gw, fl_client *c, const char *turn_id, const char *conte
 /* Sends content to another fleet's lead by its coordId, through the
  * coordinator's mailboxes (config "coordinator"); waits up to wait_s for
  * its answer. {msgId, traceId, coordId, status: sent | replied | pending}.
+ * in_reply_to (NULL: the newest COORD from that lead) is what it answers.
  * Only a lead may; FL_ENOTFOUND for a coordId no lead announced; FL_EBROKER
  * while the coordinator is unreachable or not configured. */
 int fl_gw_coord_send(fl_gw *gw, fl_client *c, const char *coord_id, const char *content,
-                     double wait_s, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
-                     char *err, size_t errlen);
+                     const char *in_reply_to, double wait_s, fl_gw_cb cb, void *ctx,
+                     json_t **result, fl_wait **wait, char *err, size_t errlen);
+/* 1 when ref (a coordId, or the gid a COORD message came from) names a lead
+ * on the coordinator, so fleet_reply answers it there; else 0. */
+int fl_gw_coord_owns(fl_gw *gw, const char *ref);
 
 /* Calls cb for each message held for c now, oldest first, at most max,
  * without draining any. 0, or the store's code. */

@@ -274,3 +274,5 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
   fl_gw_count(gw, FL_C_REMOTE_RECEIVED);
   fl_inbound_take(in, d, to, expires, now);
 }
+
+int fl_inbound_utf8_ok(const char *s, size_t n) { return fl_utf8_ok(s ? s : "", n); }

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "gateway/ask.h"
 #include "gateway/config.h"
+#include "gateway/coord.h"
 #include "gateway/envelope.h"
 #include "gateway/fanout.h"
 #include "gateway/gw_internal.h"
@@ -75,6 +76,8 @@ static json_t *fl_msg_json(const fl_msg *m) {
     json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
   if (o && m->turn_id[0])
     fl_ask_msg_json(o, m);
+  if (o && fl_envelope_is_kind(m->kind, FL_KIND_COORD)) /* a lead's coordId travels as its name */
+    json_object_set_new(o, "coordId", json_string(m->from_name));
   return o;
 }
 
@@ -533,6 +536,8 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
   json_decref(others);
   *result = json_pack("{s:s, s:s?, s:o, s:o}", "host", gw->cfg.host_id, "self",
                       (c && c->entity) ? c->entity->gid : NULL, "entities", arr, "hosts", hosts);
+  if (*result)
+    fl_coord_list(gw, *result);
   return *result ? 0 : FL_ENOMEM;
 }
 

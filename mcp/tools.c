@@ -170,7 +170,7 @@ static double fl_arg_num(json_t *args, const char *key) {
 static int fl_tool_send_coord(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                               fl_wait **wait, char *err, size_t errlen) {
   return fl_gw_coord_send(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "coordId"),
-                          fl_arg_str(args, "content"), fl_arg_num(args, "wait_s"),
+                          fl_arg_str(args, "content"), NULL, fl_arg_num(args, "wait_s"),
                           fl_tool_call_done, call, result, wait, err, errlen);
 }
 
@@ -235,6 +235,10 @@ static int fl_tool_poll(fl_session *s, fl_tool_call *call, json_t *args, json_t 
 
 static int fl_tool_reply(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                          fl_wait **wait, char *err, size_t errlen) {
+  if (fl_gw_coord_owns(fl_session_gw(s), fl_arg_str(args, "to"))) /* a lead of another fleet */
+    return fl_gw_coord_send(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
+                            fl_arg_str(args, "content"), fl_arg_str(args, "inReplyTo"), 0,
+                            fl_tool_call_done, call, result, wait, err, errlen);
   return fl_gw_reply(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
                      fl_arg_str(args, "content"), fl_arg_str(args, "inReplyTo"), fl_tool_call_done,
                      call, result, wait, err, errlen);
