@@ -251,3 +251,29 @@ fleetTest('two leads and an architect on one gateway: each its own messages and 
     await stopTmux(f, sock);
   }
 });
+
+// ---- groups ------------------------------------------------------------------------
+
+hostsTest('groups: a broadcast is published once to members on both hosts; a late joiner gets it from then on', brokerRef, async ({ hostA, hostB }) => {
+  const lead = await hostA.mcpClient('lead', { role: 'lead' });
+  const a1 = await hostA.mcpClient('a1', { groups: ['ops'] });
+  const b1 = await hostB.mcpClient('b1', { groups: 'ops,dev' });
+  await waitStatus(lead, 'b1', 'hostB', 'online');
+  const lst = await callTool(lead, 'fleet_list', {});
+  assert.deepEqual(lst.entities.find((e) => e.name === 'b1').groups, ['ops', 'dev'], 'fleet_list shows the groups');
+
+  const first = await callTool(lead, 'fleet_broadcast', { group: 'ops', content: 'ops: freeze' });
+  assert.equal(first.remote, 'published', JSON.stringify(first));
+  for (const c of [a1, b1]) {
+    const got = await callTool(c, 'fleet_poll', { wait_s: 10 });
+    assert.deepEqual(got.messages.map((m) => [m.kind, m.content]), [['BROADCAST', 'ops: freeze']]);
+  }
+  // b2 joins ops after the first broadcast: only the second reaches it.
+  const b2 = await hostB.mcpClient('b2', { groups: ['ops'] });
+  await waitStatus(lead, 'b2', 'hostB', 'online');
+  await callTool(lead, 'fleet_broadcast', { group: 'ops', content: 'ops: thaw' });
+  const late = await callTool(b2, 'fleet_poll', { wait_s: 10 });
+  assert.deepEqual(late.messages.map((m) => m.content), ['ops: thaw'], JSON.stringify(late));
+  assert.deepEqual((await callTool(b2, 'fleet_poll', { wait_s: 1 })).messages, []);
+  assert.deepEqual((await callTool(b1, 'fleet_poll', { wait_s: 10 })).messages.map((m) => m.content), ['ops: thaw']);
+});
