@@ -277,3 +277,50 @@ hostsTest('groups: a broadcast is published once to members on both hosts; a lat
   assert.deepEqual((await callTool(b2, 'fleet_poll', { wait_s: 1 })).messages, []);
   assert.deepEqual((await callTool(b1, 'fleet_poll', { wait_s: 10 })).messages.map((m) => m.content), ['ops: thaw']);
 });
+
+// ---- on one gateway ------------------------------------------------------------------
+
+fleetTest('on one gateway: ask answered, no_waiter, too_late, and a parallel brief', async (f) => {
+  await f.startFleetd();
+  const lead = await f.mcpClient('lead', { role: 'lead' });
+  const w = await f.mcpClient('w1');
+  const w2 = await f.mcpClient('w2');
+
+  const sending = callTool(lead, 'fleet_send', { to: 'w1', content: 'brief', wait_s: 20 });
+  const brief = (await callTool(w, 'fleet_poll', { wait_s: 5 })).messages[0];
+  const asking = callTool(w, 'fleet_ask', { to: 'lead', question: 'q?', wait_s: 10 });
+  const asked = await sending;
+  assert.equal(asked.status, 'asked', JSON.stringify(asked));
+  assert.equal(asked.traceId, brief.traceId);
+  const ans = await callTool(lead, 'fleet_send', { turnId: asked.turnId, content: 'a!' });
+  assert.equal(ans.status, 'sent');
+  const got = await asking;
+  assert.deepEqual([got.status, got.answer, got.traceId], ['answered', 'a!', brief.traceId]);
+  // The same turn cannot be answered twice.
+  assert.equal((await callTool(lead, 'fleet_send', { turnId: asked.turnId, content: 'again' })).status, 'too_late');
+
+  const none = await callTool(w, 'fleet_ask', { to: 'lead', question: 'anyone?', wait_s: 10 });
+  assert.equal(none.status, 'no_waiter');
+
+  const s2 = callTool(lead, 'fleet_send', { to: 'w1', content: 'brief 2', wait_s: 20 });
+  await callTool(w, 'fleet_poll', { wait_s: 5 });
+  const a2 = callTool(w, 'fleet_ask', { to: 'lead', question: 'short?', wait_s: 0.5 });
+  const asked2 = await s2;
+  assert.equal((await a2).status, 'expired');
+  assert.equal((await callTool(lead, 'fleet_send', { turnId: asked2.turnId, content: 'late' })).status, 'too_late');
+  assert.deepEqual((await callTool(w, 'fleet_poll', { wait_s: 0.3 })).messages, []);
+
+  const fan = callTool(lead, 'fleet_send', { to: ['w1', 'w2'], content: 'both?', wait_s: 10 });
+  for (const [name, c] of [['w2', w2], ['w1', w]]) {
+    const m = (await callTool(c, 'fleet_poll', { wait_s: 5 })).messages[0];
+    assert.equal(m.content, 'both?');
+    await callTool(c, 'fleet_reply', { to: 'lead', content: `yes from ${name}` });
+  }
+  const res = await fan;
+  assert.equal(res.status, 'replied', JSON.stringify(res));
+  assert.deepEqual(res.replies.map((r) => [r.from.name, r.content]), [['w2', 'yes from w2'], ['w1', 'yes from w1']], 'in arrival order');
+  assert.deepEqual(res.pending, []);
+  const bad = await callToolRaw(lead, 'fleet_send', { to: ['w1'], content: 'x' });
+  assert.equal(bad.isError, true);
+  assert.match(resultText(bad), /2 to 16/);
+});
