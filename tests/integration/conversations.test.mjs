@@ -122,6 +122,23 @@ hostsTest('ask: an answer after the turn ran out is too_late and reaches nobody'
   assert.equal(again.status, 'no_waiter', JSON.stringify(again));
   assert.deepEqual((await callTool(worker, 'fleet_poll', { wait_s: 1 })).messages, []);
 
+  // A turn that ends before it expires (the worker gave up on its call): the
+  // answer crosses to B, finds no turn there, and B's TOO_LATE comes back.
+  const s2 = callTool(lead, 'fleet_send', { to: 'worker-b', content: 'brief 2', wait_s: 30 });
+  await callTool(worker, 'fleet_poll', { wait_s: 10 });
+  const ac = new AbortController();
+  const gaveUp = worker
+    .callTool({ name: 'fleet_ask', arguments: { to: 'lead-a', question: 'never mind?', wait_s: 30 } }, undefined, { signal: ac.signal })
+    .catch((e) => e);
+  const asked2 = await s2;
+  assert.equal(asked2.status, 'asked', JSON.stringify(asked2));
+  ac.abort();
+  await gaveUp;
+  await sleep(300); // the cancel reaches hostB's fleetd
+  const late2 = await callTool(lead, 'fleet_send', { turnId: asked2.turnId, content: 'answer to nobody' });
+  assert.equal(late2.status, 'too_late', JSON.stringify(late2));
+  assert.deepEqual((await callTool(worker, 'fleet_poll', { wait_s: 1 })).messages, []);
+
   // An unknown turn is an error, not silence.
   const bad = await callToolRaw(lead, 'fleet_send', { turnId: '00000000-0000-4000-8000-000000000000', content: 'x' });
   assert.equal(bad.isError, true);
