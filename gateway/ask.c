@@ -229,7 +229,7 @@ static void fl_notice(fl_gw *gw, fl_envelope_kind kind, fl_entity *from, const f
   fl_copy(n.in_reply_to, sizeof n.in_reply_to, m->msg_id);
   n.expires_ms = n.ts_ms + FL_NOTICE_TTL_MS;
   char err[256];
-  if (fl_remote_post(gw, dst, &n, err, sizeof err) != 0)
+  if (fl_remote_post(gw, dst, &n, NULL, NULL, err, sizeof err) != 0)
     fl_warn(m->trace_id, "%s for turn %s could not go back to '%s': %s", n.kind, m->turn_id,
             dst->name, err);
 }

@@ -14,11 +14,22 @@
 #define FL_CONFIRM_TIMEOUT_S 10.0
 
 struct fl_confirm {
-  fl_wait *wait;      /* NULL once the waiting call went away */
-  double then_wait_s; /* > 0: after the confirm, wait this long for the reply */
-  json_t *on_confirm; /* the result to give once confirmed (owned) */
-  char where[160];    /* where it went, for errors ("" = the roster's name) */
+  fl_wait *wait;           /* NULL once the waiting call went away */
+  double then_wait_s;      /* > 0: after the confirm, wait this long for the reply */
+  json_t *on_confirm;      /* the result to give once confirmed (owned) */
+  char where[160];         /* where it went, for errors ("" = the roster's name) */
+  fl_confirm_note_cb note; /* a publish nobody waits on: who hears how it went */
+  void *note_ctx;
 };
+
+fl_confirm *fl_confirm_note(fl_confirm_note_cb cb, void *ctx) {
+  fl_confirm *r = fl_calloc(1, sizeof *r);
+  if (r) {
+    r->note = cb;
+    r->note_ctx = ctx;
+  }
+  return r;
+}
 
 /* The waiting call went away before the confirm: the publish forgets it. */
 static void fl_confirm_forget(fl_wait *w) {
@@ -83,6 +94,13 @@ void fl_confirm_abort(fl_gw *gw, fl_wait **w, fl_confirm *req) {
 }
 
 void fl_confirm_done(fl_gw *gw, fl_confirm *req, int status, const char *why) {
+  if (req->note) {
+    fl_confirm_note_cb cb = req->note;
+    void *ctx = req->note_ctx;
+    fl_free(req);
+    cb(ctx, status, why);
+    return;
+  }
   fl_wait *w = req->wait;
   double then_wait_s = req->then_wait_s;
   json_t *r = req->on_confirm;

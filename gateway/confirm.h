@@ -26,6 +26,11 @@ typedef struct fl_confirm fl_confirm;
 int fl_confirm_new(fl_gw *gw, fl_client *c, const fl_msg *m, const char *peer_gid,
                    const char *where, double then_wait_s, json_t *on_confirm, fl_gw_cb cb,
                    void *ctx, fl_wait **w, fl_confirm **req, char *err, size_t errlen);
+/* A publish nobody waits on whose outcome cb still wants (status 0, or the
+ * code and the broker's words): the request to publish it with, or NULL
+ * when out of memory. cb runs once, from fl_confirm_done. */
+typedef void (*fl_confirm_note_cb)(void *ctx, int status, const char *why);
+fl_confirm *fl_confirm_note(fl_confirm_note_cb cb, void *ctx);
 /* The publish carrying req was not even queued: drops both without a callback. */
 void fl_confirm_abort(fl_gw *gw, fl_wait **w, fl_confirm *req);
 /* The broker answered the publish carrying req (status 0: confirmed; why

@@ -385,14 +385,22 @@ static int fl_fabric_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_m
                     err, errlen);
 }
 
-static int fl_fabric_post(void *ctx, fl_entity *dst, const fl_msg *m, char *err, size_t errlen) {
+static int fl_fabric_post(void *ctx, fl_entity *dst, const fl_msg *m,
+                          void (*done)(void *done_ctx, int status, const char *why), void *done_ctx,
+                          char *err, size_t errlen) {
   fl_fabric *f = ctx;
   if (!f->up) {
     fl_errf(err, errlen, "the broker is unreachable (%s)", f->why[0] ? f->why : "not connected");
     return FL_EBROKER;
   }
-  int rc = fl_publish_msg(f, dst->gid, 1, m, NULL);
+  fl_confirm *note = done ? fl_confirm_note(done, done_ctx) : NULL;
+  if (done && !note) {
+    fl_errf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  int rc = fl_publish_msg(f, dst->gid, 1, m, note);
   if (rc) {
+    fl_free(note);
     fl_gw_count(f->gw, FL_C_REMOTE_PUBLISH_FAILED);
     fl_errf(err, errlen, "%s", fl_strerror(rc));
     return rc;

@@ -3,8 +3,10 @@
  * Every recipient is resolved before anything is sent, so a name that
  * resolves to nobody fails the whole call. Recipients on other hosts are
  * handed to the cross-host backend first: while the broker is unreachable
- * the first of them fails the call before any copy went out. The one
- * waiter holds which recipient got which msgId and the replies so far. */
+ * the first of them fails the call before any copy went out; a copy the
+ * broker refuses later reads as pending with its error. The one waiter
+ * holds which recipient got which msgId and the replies so far; the state
+ * lives until both the waiter and every such publish let go of it. */
 #include "gateway/fanout.h"
 
 #include <string.h>
@@ -16,16 +18,41 @@
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
 
-typedef struct fl_fanout {
+typedef struct fl_fanout fl_fanout;
+struct fl_fanout {
+  int refs;  /* the call, plus each copy the broker has not answered yet */
+  int ended; /* the call has its result: later news is only logged */
+  char trace_id[FL_ID_LEN];
   size_t n, nreplied;
-  struct {
+  struct fl_fanout_to {
+    fl_fanout *fo;
     char to_gid[FL_ID_LEN];
     char msg_id[FL_ID_LEN];
     char error[256]; /* why its copy could not go, or "" */
     int replied;
   } at[FL_MAX_FANOUT];
   json_t *replies; /* in arrival order */
-} fl_fanout;
+};
+
+static void fl_fanout_unref(fl_fanout *fo) {
+  if (--fo->refs > 0)
+    return;
+  json_decref(fo->replies);
+  fl_free(fo);
+}
+
+/* The broker's answer on a copy for another host. */
+static void fl_fanout_confirmed(void *ctx, int status, const char *why) {
+  struct fl_fanout_to *to = ctx;
+  fl_fanout *fo = to->fo;
+  if (status && status != FL_ECANCELLED) {
+    fl_warn(fo->trace_id, "parallel brief: the copy %s was not delivered: %s", to->msg_id,
+            why && *why ? why : fl_strerror(status));
+    if (!fo->ended)
+      fl_copy(to->error, sizeof to->error, why && *why ? why : fl_strerror(status));
+  }
+  fl_fanout_unref(fo);
+}
 
 static json_t *fl_fanout_result(fl_gw *gw, const fl_fanout *fo, const char *trace_id, int waited) {
   json_t *pending = json_array();
@@ -57,9 +84,9 @@ static void fl_fanout_forget(fl_wait *w) {
   fl_fanout *fo = w->ext;
   if (!fo)
     return;
-  json_decref(fo->replies);
-  fl_free(fo);
   w->ext = NULL;
+  fo->ended = 1;
+  fl_fanout_unref(fo);
 }
 
 static const fl_wait_ops fl_fanout_ops = {.timeout = fl_fanout_timeout, .forget = fl_fanout_forget};
@@ -137,8 +164,9 @@ int fl_gw_send_many(fl_gw *gw, fl_client *c, const char *const *to, size_t nto, 
     fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
-  char trace_id[FL_ID_LEN];
-  fl_uuid(trace_id);
+  fo->refs = 1;
+  fl_uuid(fo->trace_id);
+  const char *trace_id = fo->trace_id;
   fl_gw_count(gw, FL_C_FANOUTS);
   /* Other hosts first: an unreachable broker then fails the call before
    * any copy went out. Local copies are committed, then woken together. */
@@ -151,16 +179,20 @@ int fl_gw_send_many(fl_gw *gw, fl_client *c, const char *const *to, size_t nto, 
       fl_msg *mi = &m[fo->n];
       fl_router_msg_init(mi, FL_KIND_SEND, c->entity, dst[i], content);
       fl_copy(mi->trace_id, sizeof mi->trace_id, trace_id);
-      fl_copy(fo->at[fo->n].to_gid, FL_ID_LEN, dst[i]->gid);
-      fl_copy(fo->at[fo->n].msg_id, FL_ID_LEN, mi->msg_id);
+      struct fl_fanout_to *to_i = &fo->at[fo->n];
+      to_i->fo = fo;
+      fl_copy(to_i->to_gid, FL_ID_LEN, dst[i]->gid);
+      fl_copy(to_i->msg_id, FL_ID_LEN, mi->msg_id);
       char why[256];
-      rc = dst[i]->remote ? fl_remote_post(gw, dst[i], mi, why, sizeof why)
-                          : fl_router_accept(gw, dst[i], mi, why, sizeof why);
+      rc = dst[i]->remote
+               ? fl_remote_post(gw, dst[i], mi, fl_fanout_confirmed, to_i, why, sizeof why)
+               : fl_router_accept(gw, dst[i], mi, why, sizeof why);
+      if (rc == 0 && dst[i]->remote)
+        fo->refs++;
       if (rc && sent == 0 && dst[i]->remote) {
         fl_errf(err, errlen, "nothing was sent: could not reach '%s@%s': %s", dst[i]->name,
                 dst[i]->host, why);
-        json_decref(fo->replies);
-        fl_free(fo);
+        fl_fanout_unref(fo);
         return rc;
       }
       if (rc) {
@@ -194,7 +226,7 @@ int fl_gw_send_many(fl_gw *gw, fl_client *c, const char *const *to, size_t nto, 
   }
   /* Not waiting (or no room to wait: the copies are committed either way). */
   *result = fl_fanout_result(gw, fo, trace_id, 0);
-  json_decref(fo->replies);
-  fl_free(fo);
+  fo->ended = 1;
+  fl_fanout_unref(fo);
   return *result ? 0 : FL_ENOMEM;
 }

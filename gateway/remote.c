@@ -108,10 +108,12 @@ void fl_remote_remove_inbox(fl_gw *gw, const char *gid) {
     gw->remote->remove_inbox(gw->remote_ctx, gid);
 }
 
-int fl_remote_post(fl_gw *gw, fl_entity *dst, const fl_msg *m, char *err, size_t errlen) {
+int fl_remote_post(fl_gw *gw, fl_entity *dst, const fl_msg *m,
+                   void (*done)(void *done_ctx, int status, const char *why), void *done_ctx,
+                   char *err, size_t errlen) {
   if (!gw->remote || !gw->remote->post)
     return fl_no_remote(NULL, err, errlen);
-  return gw->remote->post(gw->remote_ctx, dst, m, err, errlen);
+  return gw->remote->post(gw->remote_ctx, dst, m, done, done_ctx, err, errlen);
 }
 
 void fl_remote_stop(fl_gw *gw) {

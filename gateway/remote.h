@@ -61,9 +61,13 @@ typedef struct fl_remote_ops {
   void (*remove_inbox)(void *ctx, const char *gid);
   /* Hands m to dst, an entity of another host, without waiting for the
    * broker: for the notices a turn sends back (NO_WAITER, TOO_LATE, the
-   * verdict on an answer), which no call waits on. 0, or a negative code
-   * with err saying why. Optional: unset reads as no broker. */
-  int (*post)(void *ctx, fl_entity *dst, const fl_msg *m, char *err, size_t errlen);
+   * verdict on an answer, the copies of a parallel brief), which no call
+   * waits on. done (NULL = nobody asks) runs once with the broker's
+   * answer, only when post returned 0. 0, or a negative code with err
+   * saying why. Optional: unset reads as no broker. */
+  int (*post)(void *ctx, fl_entity *dst, const fl_msg *m,
+              void (*done)(void *done_ctx, int status, const char *why), void *done_ctx, char *err,
+              size_t errlen);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -110,7 +114,9 @@ json_t *fl_remote_describe(fl_gw *gw);
 json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_remove_inbox(fl_gw *gw, const char *gid);
-int fl_remote_post(fl_gw *gw, fl_entity *dst, const fl_msg *m, char *err, size_t errlen);
+int fl_remote_post(fl_gw *gw, fl_entity *dst, const fl_msg *m,
+                   void (*done)(void *done_ctx, int status, const char *why), void *done_ctx,
+                   char *err, size_t errlen);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 
