@@ -462,7 +462,7 @@ void fl_coord_list(fl_gw *gw, json_t *list) {
     const fl_coord_peer *p = &co->peers[k];
     json_array_append_new(arr,
                           json_pack("{s:s, s:s, s:s, s:b}", "coordId", p->coord_id, "host", p->host,
-                                    "status", p->expires_ms > now ? "online" : "offline", "self",
+                                    "status", p->expires_ms > now ? "online" : "offline", "local",
                                     strcmp(p->host, gw->cfg.host_id) == 0));
   }
   json_object_set_new(list, "coordinators", arr);
