@@ -478,7 +478,12 @@ json_t *fl_coord_describe(fl_gw *gw) {
 }
 
 int fl_gw_coord_owns(fl_gw *gw, const char *ref) {
-  return gw->coord && ref && fl_peer_find(gw->coord, ref) != NULL;
+  if (!gw->coord || !ref || !fl_peer_find(gw->coord, ref))
+    return 0;
+  /* A name@host of this fleet's roster wins over a coordId spelt the same. */
+  fl_entity *e;
+  char err[256];
+  return fl_roster_resolve(gw, ref, &e, err, sizeof err) != 0;
 }
 
 int fl_gw_coord_send(fl_gw *gw, fl_client *c, const char *coord_id, const char *content,

@@ -199,7 +199,8 @@ int fl_gw_coord_send(fl_gw *gw, fl_client *c, const char *coord_id, const char *
                      const char *in_reply_to, double wait_s, fl_gw_cb cb, void *ctx,
                      json_t **result, fl_wait **wait, char *err, size_t errlen);
 /* 1 when ref (a coordId, or the gid a COORD message came from) names a lead
- * on the coordinator, so fleet_reply answers it there; else 0. */
+ * on the coordinator and nobody in the roster, so fleet_reply answers it
+ * there; else 0. */
 int fl_gw_coord_owns(fl_gw *gw, const char *ref);
 
 /* Calls cb for each message held for c now, oldest first, at most max,
