@@ -69,6 +69,7 @@ static void usage(FILE *f) {
              "  FLEET_NAME      this agent's name in the roster, e.g. arch-sonnet\n"
              "  FLEET_ROLE      lead | architect | orchestrator | worker (default: agent)\n"
              "  FLEET_GROUPS    comma-separated groups, e.g. backend,reviewers\n"
+             "  FLEET_COORD_ID  a lead's coordId on the coordinator (default name@fleet)\n"
              "  FLEET_GID       pre-minted global id (set for spawned workers)\n"
              "  TMUX_PANE       tmux pane to nudge (set by tmux; $TMUX gives its server)\n"
              "  HERDR_PANE_ID   herdr pane to nudge (set by herdr)\n"
@@ -182,7 +183,8 @@ static json_t *identity_new(void) {
       (rc = set_str(id, "role", role ? role : "agent", "FLEET_ROLE")) ||
       (rc = set_new(id, "groups", groups_new(env("FLEET_GROUPS")))) ||
       (rc = set_str(id, "gid", env("FLEET_GID"), "FLEET_GID")) ||
-      (rc = set_str(id, "pane", env("TMUX_PANE"), "TMUX_PANE")))
+      (rc = set_str(id, "pane", env("TMUX_PANE"), "TMUX_PANE")) ||
+      (rc = set_str(id, "coordId", env("FLEET_COORD_ID"), "FLEET_COORD_ID")))
     goto fail;
   /* $TMUX is "socket-path,server-pid,session-index"; the nudger needs the
    * socket path to reach the right tmux server. */

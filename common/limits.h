@@ -51,6 +51,16 @@
  * far better than this (NTP). */
 #define FL_INJECT_MARGIN_MS 10000
 #define FL_DEFAULT_WAIT_S 30
+/* A parallel brief (fleet_send with `to` a list) goes to 2..16 recipients. */
+#define FL_MIN_FANOUT 2
+#define FL_MAX_FANOUT 16
+/* Asks put to this host's entities that a gateway remembers by turn, so an
+ * answer finds its asker (and a late one is told too_late). */
+#define FL_MAX_TURNS 1024
+/* A lead's coordId (<name>@<fleet>): it travels as the envelope's fromName. */
+#define FL_MAX_COORD_ID 64
+/* Leads of other fleets a gateway lists from the coordinator vhost. */
+#define FL_MAX_COORDINATORS 256
 
 /* Claude Code channel pushes (FLEET_CHANNEL=1): the msgIds one session
  * remembers having pushed (so each goes out once), the pushes one session

@@ -34,3 +34,15 @@ int fl_name_check_host(const char *s, const char *what, char *err, size_t errlen
           what, s ? s : "", fl_name_rule);
   return FL_EINVAL;
 }
+
+int fl_coord_id_valid(const char *s) {
+  if (!s || strlen(s) > FL_MAX_COORD_ID)
+    return 0;
+  const char *at = strchr(s, '@');
+  if (!at || at == s)
+    return 0;
+  char name[FL_MAX_COORD_ID + 1];
+  memcpy(name, s, (size_t)(at - s));
+  name[at - s] = '\0';
+  return fl_name_valid(name, FL_MAX_NAME) && fl_name_valid(at + 1, FL_MAX_NAME);
+}

@@ -21,5 +21,8 @@ int fl_name_valid(const char *s, size_t max);
  * (e.g. "--host-id", "FLEET_HOST_ID", "fleetd.json: hostId"), and returns
  * FL_EINVAL. */
 int fl_name_check_host(const char *s, const char *what, char *err, size_t errlen);
+/* 1 if s is a coordId: name@fleet, each part a name, FL_MAX_COORD_ID
+ * characters at most in all; else 0. */
+int fl_coord_id_valid(const char *s);
 
 #endif

@@ -35,8 +35,10 @@ static const char fl_usage[] =
 
 /* The keys each object of the file may hold, for the unknown-key check and
  * its message. */
-static const char *const fl_top_keys[] = {"hostId",   "stateDir", "socket", "broker", "nudge",
-                                          "logLevel", "profiles", "store",  "inject", NULL};
+static const char *const fl_top_keys[] = {"hostId", "stateDir",    "socket",   "broker",
+                                          "nudge",  "logLevel",    "profiles", "store",
+                                          "inject", "coordinator", NULL};
+static const char *const fl_coord_keys[] = {"uri", "fleet", NULL};
 static const char *const fl_broker_keys[] = {
     "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
     "presenceTtlMs", "seal",   "acceptUnsealed", NULL};
@@ -183,6 +185,33 @@ static int fl_config_broker_uri(json_t *broker, char *dst, size_t n, const char 
       return FL_ECONFIG;
     }
     used += (size_t)w;
+  }
+  return 0;
+}
+
+/* "coordinator": {uri, fleet}: both, the fleet a name. */
+static int fl_apply_coordinator(fl_config *cfg, json_t *co, const char *file, char *err,
+                                size_t errlen) {
+  fl_gw_config *gw = &cfg->gw;
+  if (!json_is_object(co)) {
+    fl_errf(err, errlen,
+            "%s: key \"coordinator\" must be an object like {\"uri\": "
+            "\"amqp://user:pass@host:5672/coord\", \"fleet\": \"alpha\"}",
+            file);
+    return FL_ECONFIG;
+  }
+  if (fl_config_known_keys(co, "coordinator", fl_coord_keys, file, err, errlen) ||
+      fl_config_file_str(co, "coordinator", "uri", gw->coord_uri, sizeof gw->coord_uri, file, err,
+                         errlen) ||
+      fl_config_file_str(co, "coordinator", "fleet", gw->coord_fleet, sizeof gw->coord_fleet, file,
+                         err, errlen))
+    return FL_ECONFIG;
+  if (!gw->coord_uri[0] || !fl_name_valid(gw->coord_fleet, FL_MAX_NAME)) {
+    fl_errf(err, errlen,
+            "%s: key \"coordinator\" needs \"uri\" (the coordinator vhost, e.g. "
+            "amqp://user:pass@host:5672/coord) and \"fleet\" (this fleet's name: %s)",
+            file, fl_name_rule);
+    return FL_ECONFIG;
   }
   return 0;
 }
@@ -352,6 +381,9 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
     return FL_ECONFIG;
   json_t *broker = json_object_get(root, "broker");
   if (broker && !json_is_null(broker) && fl_apply_broker(cfg, broker, file, err, errlen))
+    return FL_ECONFIG;
+  json_t *coord = json_object_get(root, "coordinator");
+  if (coord && !json_is_null(coord) && fl_apply_coordinator(cfg, coord, file, err, errlen))
     return FL_ECONFIG;
   json_t *nudge = json_object_get(root, "nudge");
   if (nudge && fl_apply_nudge(cfg, nudge, file, err, errlen))

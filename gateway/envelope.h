@@ -61,7 +61,8 @@ typedef struct fl_envelope {
   X(STOP)                                                                                          \
   X(CLAIM)                                                                                         \
   X(SPAWNED)                                                                                       \
-  X(STOPPED)
+  X(STOPPED)                                                                                       \
+  X(COORD)
 
 #define FL_KIND_ENUM_(name) FL_KIND_##name,
 typedef enum fl_envelope_kind {

@@ -29,6 +29,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/confirm.h"
 #include "gateway/control.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inbound.h"
@@ -37,10 +38,6 @@
 #include "gateway/topology.h"
 #include "gateway/wire.h"
 
-/* How long a remote send may wait for the broker's confirm before the
- * sender is told it is unknown whether the message arrived. Confirms take
- * milliseconds; 10 s means the broker is in trouble. */
-#define FL_CONFIRM_TIMEOUT_S 10.0
 /* Presence defaults when the configuration leaves them 0: a beat every 5 s,
  * and a remote entry lives three beats. */
 #define FL_PRESENCE_INTERVAL_MS 5000
@@ -79,22 +76,6 @@ typedef struct fl_fabric {
   fl_consumer *consumers;
   size_t nconsumers, consumers_cap;
 } fl_fabric;
-
-/* A publish waiting for the broker's confirm, and the CONFIRM waiter of the
- * call that made it. */
-typedef struct fl_pub {
-  fl_fabric *f;
-  fl_wait *wait;      /* NULL once the waiting call went away */
-  double then_wait_s; /* > 0: after the confirm, wait this long for the reply */
-  json_t *on_confirm; /* the result to give once confirmed (owned) */
-  /* A broadcast goes out as one copy per host: the call completes once
-   * every copy is settled, with the first failure if there was one. */
-  size_t npending;
-  int status;
-  char why[256];
-  int control; /* a control-plane publish: its outcome goes to control.c */
-  char control_id[FL_ID_LEN];
-} fl_pub;
 
 /* One copy of a publish: its routing key and the host it is sealed to. */
 typedef struct fl_target {
@@ -323,7 +304,7 @@ static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why)
 
 /* ---- publishing ------------------------------------------------------------------ */
 
-static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
+void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
   memset(env, 0, sizeof *env);
   fl_copy(env->v, sizeof env->v, FL_ENVELOPE_VERSION);
   fl_copy(env->kind, sizeof env->kind, m->kind);
@@ -332,6 +313,7 @@ static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
   fl_copy(env->from, sizeof env->from, m->from_gid);
   fl_copy(env->to, sizeof env->to, m->to_gid);
   fl_copy(env->in_reply_to, sizeof env->in_reply_to, m->in_reply_to);
+  fl_copy(env->turn_id, sizeof env->turn_id, m->turn_id);
   fl_copy(env->from_name, sizeof env->from_name, m->from_name);
   fl_copy(env->host, sizeof env->host, gw->cfg.host_id);
   fl_rfc3339(m->ts_ms, env->ts);
@@ -341,113 +323,69 @@ static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
              env->expires_at);
 }
 
-static void fl_pub_finish(fl_fabric *f, fl_pub *pub);
-
 static void fl_on_publish_done(void *ctx, void *req, int status, const char *why) {
   fl_fabric *f = ctx;
   fl_gw *gw = f->gw;
-  fl_pub *pub = req;
-  if (!pub) {
-    /* A presence beat: the next one follows within the interval. */
+  if (!req) {
+    /* A presence beat or a posted notice: nobody waits on it. */
     if (status && status != FL_ECANCELLED)
-      fl_debug(NULL, "presence beat not confirmed: %s", why ? why : fl_strerror(status));
+      fl_debug(NULL, "beat or notice not confirmed: %s", why ? why : fl_strerror(status));
     return;
   }
   if (status == 0)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
   else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
-  if (pub->control) {
-    if (status && status != FL_ECANCELLED)
-      fl_warn(NULL, "control message not delivered: %s", why ? why : fl_strerror(status));
-    fl_control_published(f->control, pub->control_id, status, why);
-    fl_free(pub);
-    return;
-  }
-  if (status && !pub->status) {
-    pub->status = status;
-    fl_copy(pub->why, sizeof pub->why, why);
-  }
-  if (--pub->npending > 0)
-    return;
-  fl_pub_finish(f, pub);
+  fl_confirm_done(gw, req, status, why);
 }
 
-/* Every copy of pub is settled: complete its call (when it still waits). */
-static void fl_pub_finish(fl_fabric *f, fl_pub *pub) {
-  fl_gw *gw = f->gw;
-  int status = pub->status;
-  const char *why = pub->why;
-  fl_wait *w = pub->wait;
-  double then_wait_s = pub->then_wait_s;
-  json_t *r = pub->on_confirm;
-  char msg[512];
-  if (w && status != 0) {
-    fl_entity *dst = fl_entity_by_gid(gw, w->peer_gid);
-    snprintf(msg, sizeof msg, "could not deliver to %s%s%s: %s", dst ? dst->name : "the group",
-             dst ? "@" : "", dst ? dst->host : "", why && *why ? why : fl_strerror(status));
-  }
-  fl_free(pub);
-  if (!w) {
-    json_decref(r);
-    return;
-  }
-  w->ext = NULL;
-  if (status != 0) {
-    json_decref(r);
-    fl_warn(w->trace_id, "publish of %s failed: %s", w->msg_id, msg);
-    fl_wait_complete(w, NULL, msg);
-    return;
-  }
-  if (then_wait_s > 0) {
-    json_decref(r);
-    fl_router_expect_reply(w, then_wait_s);
-    return;
-  }
-  fl_wait_complete(w, r, NULL);
+/* The one way a message leaves for fleet.msg: its envelope, sealed to
+ * to_host (NULL: in clear, where the policy allows), signed, then published
+ * with req as the confirm's context (NULL: nobody waits). 0, or a code with
+ * why set. */
+static int fl_publish_msg(fl_fabric *f, const char *key, int mandatory, const fl_msg *m,
+                          const char *to_host, void *req, char *why, size_t whylen) {
+  fl_envelope env;
+  fl_env_from_msg(f->gw, m, &env);
+  return fl_wire_publish(f->gw, f->broker, FL_EX_MSG, key, mandatory, &env, m->content,
+                         m->content_len, to_host, req, why, whylen);
 }
 
-/* The waiting call went away before the confirm: the publish forgets it. */
-static void fl_confirm_forget(fl_wait *w) {
-  fl_pub *pub = w->ext;
-  if (!pub)
-    return;
-  pub->wait = NULL;
-  json_decref(pub->on_confirm);
-  pub->on_confirm = NULL;
-  w->ext = NULL;
-}
+/* A control message's publish: its outcome goes to control.c under the
+ * request's id. */
+typedef struct fl_ctl_note {
+  fl_fabric *f;
+  char id[FL_ID_LEN];
+} fl_ctl_note;
 
-static void fl_confirm_timeout(fl_wait *w) {
-  fl_warn(w->trace_id, "publish of %s: no confirm from the broker in time", w->msg_id);
-  fl_wait_complete(w, NULL,
-                   w->gw->shutting_down
-                       ? "fleetd is shutting down before the broker confirmed the message; "
-                         "it may or may not have been delivered"
-                       : "the broker did not confirm the message in time; it may or may "
-                         "not have been delivered (check fleetctl status)");
+static void fl_control_noted(void *ctx, int status, const char *why) {
+  fl_ctl_note *n = ctx;
+  if (status && status != FL_ECANCELLED)
+    fl_warn(NULL, "control message not delivered: %s", why ? why : fl_strerror(status));
+  fl_control_published(n->f->control, n->id, status, why);
+  fl_free(n);
 }
-
-static const fl_wait_ops fl_confirm_ops = {.timeout = fl_confirm_timeout,
-                                           .forget = fl_confirm_forget};
 
 static int fl_control_emit(void *ctx, const char *host, fl_envelope *env, const char *body,
                            size_t len, const char *req_id) {
   fl_fabric *f = ctx;
   if (!f->up)
     return FL_EBROKER;
-  fl_pub *pub = fl_calloc(1, sizeof *pub);
-  if (!pub)
+  fl_ctl_note *n = fl_calloc(1, sizeof *n);
+  fl_confirm *req = n ? fl_confirm_note(fl_control_noted, n) : NULL;
+  if (!req) {
+    fl_free(n);
     return FL_ENOMEM;
-  pub->f = f;
-  pub->control = 1;
-  fl_copy(pub->control_id, sizeof pub->control_id, req_id);
+  }
+  n->f = f;
+  fl_copy(n->id, sizeof n->id, req_id);
   /* Sealed to the host it is for, like every body that crosses the broker. */
   char why[256];
-  int rc = fl_wire_publish(f->gw, f->broker, FL_EX_CONTROL, host, 1, env, body, len, host, pub, why,
+  int rc = fl_wire_publish(f->gw, f->broker, FL_EX_CONTROL, host, 1, env, body, len, host, req, why,
                            sizeof why);
   if (rc) {
-    fl_free(pub);
+    fl_free(req);
+    fl_free(n);
     fl_gw_count(f->gw, FL_C_REMOTE_PUBLISH_FAILED);
     fl_warn(NULL, "control message to %s not sent: %s", host, why);
   }
@@ -457,21 +395,15 @@ static int fl_control_emit(void *ctx, const char *host, fl_envelope *env, const 
 static const fl_control_ops fl_control_emit_ops = {.emit = fl_control_emit};
 
 /* A broadcast that reaches no other host: nothing is published, and the
- * call completes on the loop's next turn with its result. */
+ * call completes on the loop's next turn with its result (the waiter's ext). */
 static void fl_none_timeout(fl_wait *w) {
-  fl_pub *pub = w->ext;
+  json_t *r = w->ext;
   w->ext = NULL;
-  json_t *r = pub ? pub->on_confirm : NULL;
-  fl_free(pub);
   fl_wait_complete(w, r ? r : json_object(), NULL);
 }
 
 static void fl_none_forget(fl_wait *w) {
-  fl_pub *pub = w->ext;
-  if (!pub)
-    return;
-  json_decref(pub->on_confirm);
-  fl_free(pub);
+  json_decref(w->ext);
   w->ext = NULL;
 }
 
@@ -493,39 +425,32 @@ static int fl_publish(fl_fabric *f, fl_client *c, const fl_target *t, size_t nt,
     return FL_EBROKER;
   }
   fl_wait *w;
-  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, nt ? &fl_confirm_ops : &fl_none_ops,
-                       nt ? FL_CONFIRM_TIMEOUT_S : 0.0, cb, ctx, &w, err, errlen);
-  if (rc) {
-    json_decref(on_confirm);
+  if (nt == 0) {
+    int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, &fl_none_ops, 0.0, cb, ctx, &w, err, errlen);
+    if (rc) {
+      json_decref(on_confirm);
+      return rc;
+    }
+    w->ext = on_confirm;
+    fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
+    fl_copy(w->trace_id, sizeof w->trace_id, m->trace_id);
+    *wait = w;
+    return 0;
+  }
+  fl_confirm *req;
+  int rc = fl_confirm_new(gw, c, m, peer_gid, "", then_wait_s, on_confirm, cb, ctx, &w, &req, err,
+                          errlen);
+  if (rc)
     return rc;
-  }
-  fl_pub *pub = fl_calloc(1, sizeof *pub);
-  if (!pub) {
-    json_decref(on_confirm);
-    fl_gw_cancel(gw, &w);
-    fl_errf(err, errlen, "out of memory");
-    return FL_ENOMEM;
-  }
-  pub->f = f;
-  pub->wait = w;
-  pub->then_wait_s = then_wait_s;
-  pub->on_confirm = on_confirm;
-  w->ext = pub;
-  w->wants_reply = then_wait_s > 0;
-  fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
-  fl_copy(w->trace_id, sizeof w->trace_id, m->trace_id);
-  fl_copy(w->peer_gid, sizeof w->peer_gid, peer_gid);
   char why[256] = "";
+  size_t sent = 0;
   for (size_t i = 0; i < nt; i++) {
-    fl_envelope env;
-    fl_env_from_msg(gw, m, &env);
-    rc = fl_wire_publish(gw, f->broker, FL_EX_MSG, t[i].key, mandatory, &env, m->content,
-                         m->content_len, t[i].host, pub, why, sizeof why);
-    if (rc)
+    if ((rc = fl_publish_msg(f, t[i].key, mandatory, m, t[i].host, req, why, sizeof why)))
       break;
-    pub->npending++;
+    fl_confirm_copy(req);
+    sent++;
     fl_info(m->trace_id, "%s %s from '%s' published to key %s%s%s", m->kind, m->msg_id,
-            m->from_name, t[i].key, env.sealed_to[0] ? ", sealed to " : "", env.sealed_to);
+            m->from_name, t[i].key, t[i].host ? ", sealed to " : "", t[i].host ? t[i].host : "");
   }
   if (rc) {
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
@@ -534,16 +459,14 @@ static int fl_publish(fl_fabric *f, fl_client *c, const fl_target *t, size_t nt,
                        : rc == FL_EBROKER ? "the broker is unreachable: messages to other hosts "
                                             "fail until it is back"
                                           : why;
-    if (pub->npending) {
+    if (sent) {
       /* Copies for other hosts are on their way: the call ends with this
        * failure once they are settled. */
-      pub->status = rc;
-      fl_copy(pub->why, sizeof pub->why, text);
+      fl_confirm_fail_later(req, rc, text);
       *wait = w;
       return 0;
     }
-    fl_gw_cancel(gw, &w); /* forgets pub, freeing on_confirm */
-    fl_free(pub);
+    fl_confirm_abort(gw, &w, req);
     fl_errf(err, errlen, "%s", text);
     return rc;
   }
@@ -613,6 +536,32 @@ static int fl_broadcast_targets(fl_fabric *f, const char *group, fl_target **out
     return rc;
   }
   *out = t;
+  return 0;
+}
+
+static int fl_fabric_post(void *ctx, fl_entity *dst, const fl_msg *m,
+                          void (*done)(void *done_ctx, int status, const char *why), void *done_ctx,
+                          char *err, size_t errlen) {
+  fl_fabric *f = ctx;
+  if (!f->up) {
+    fl_errf(err, errlen, "the broker is unreachable (%s)", f->why[0] ? f->why : "not connected");
+    return FL_EBROKER;
+  }
+  fl_confirm *note = done ? fl_confirm_note(done, done_ctx) : NULL;
+  if (done && !note) {
+    fl_errf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  char why[256];
+  int rc = fl_publish_msg(f, dst->gid, 1, m, fl_entity_host(dst), note, why, sizeof why);
+  if (rc) {
+    fl_free(note);
+    fl_gw_count(f->gw, FL_C_REMOTE_PUBLISH_FAILED);
+    fl_errf(err, errlen, "%s", why);
+    return rc;
+  }
+  fl_info(m->trace_id, "%s %s from '%s' posted to key %s", m->kind, m->msg_id, m->from_name,
+          dst->gid);
   return 0;
 }
 
@@ -765,11 +714,8 @@ static int fl_fabric_receipt(void *ctx, const fl_msg *m) {
   fl_entity *dst = fl_entity_by_gid(f->gw, m->to_gid);
   if (!dst || !dst->remote)
     return FL_ENOTFOUND;
-  fl_envelope env;
-  fl_env_from_msg(f->gw, m, &env);
   char why[256];
-  int rc = fl_wire_publish(f->gw, f->broker, FL_EX_MSG, m->to_gid, 1, &env, m->content,
-                           m->content_len, fl_entity_host(dst), NULL, why, sizeof why);
+  int rc = fl_publish_msg(f, m->to_gid, 1, m, fl_entity_host(dst), NULL, why, sizeof why);
   if (rc)
     fl_debug(m->trace_id, "receipt for %s not sent: %s", m->in_reply_to, why);
   if (rc == 0)
@@ -792,6 +738,7 @@ static const fl_remote_ops fl_fabric_ops = {
     .spawn_remote = fl_fabric_spawn_remote,
     .stop_remote = fl_fabric_stop_remote,
     .spawn_answer = fl_fabric_spawn_answer,
+    .post = fl_fabric_post,
     .stop = fl_fabric_stop,
     .free = fl_fabric_free,
 };

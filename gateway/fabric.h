@@ -9,10 +9,15 @@
 #ifndef FL_FABRIC_H
 #define FL_FABRIC_H
 
+#include "gateway/envelope.h"
 #include "gateway/remote.h"
 
 /* name "broker"; start connects the link (it returns at once: connecting
  * happens on the broker thread) and registers the fabric on the gateway. */
 extern const fl_remote_type fl_fabric_type;
+
+/* The envelope of m as gw publishes it (unsigned): every field from m, this
+ * host as host, and an expiresAt (the inbox TTL's when m sets none). */
+void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env);
 
 #endif

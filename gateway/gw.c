@@ -18,6 +18,8 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/ask.h"
+#include "gateway/coord.h"
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
@@ -50,14 +52,20 @@ json_t *fl_gw_status(fl_gw *gw) {
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
-  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s}}",
-                   "hostId", gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(),
-                   "uptimeS", (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket",
-                   gw->cfg.socket, "stateDir", gw->cfg.state_dir, "broker", broker, "mode",
-                   gw->cfg.broker_uri[0] ? "broker" : "single-host", "clients",
-                   (json_int_t)gw->nclients, "entities", (json_int_t)(gw->nentities - dropped),
-                   "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters,
-                   "store", "synchronous", gw->cfg.store_sync_full ? "full" : "normal");
+  json_t *res = json_pack(
+      "{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s}}", "hostId",
+      gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(), "uptimeS",
+      (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket", gw->cfg.socket, "stateDir",
+      gw->cfg.state_dir, "broker", broker, "mode", gw->cfg.broker_uri[0] ? "broker" : "single-host",
+      "clients", (json_int_t)gw->nclients, "entities", (json_int_t)(gw->nentities - dropped),
+      "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters, "store",
+      "synchronous", gw->cfg.store_sync_full ? "full" : "normal");
+  json_t *coord = fl_coord_describe(gw);
+  if (res && coord)
+    json_object_set_new(res, "coordinator", coord);
+  else
+    json_decref(coord);
+  return res;
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -108,6 +116,13 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
     goto fail;
   }
   if ((rc = fl_remote_start(gw, err, errlen))) {
+    uv_close((uv_handle_t *)&gw->sweep, NULL);
+    goto fail;
+  }
+  if ((rc = fl_coord_start(gw, err, errlen))) {
+    fl_remote_stop(gw);
+    uv_run(loop, UV_RUN_NOWAIT);
+    fl_remote_free(gw);
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
   }
@@ -189,6 +204,7 @@ void fl_gw_shutdown(fl_gw *gw) {
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
   fl_remote_stop(gw);
+  fl_coord_stop(gw);
 }
 
 void fl_gw_free(fl_gw **gwp) {
@@ -197,9 +213,11 @@ void fl_gw_free(fl_gw **gwp) {
   fl_gw *gw = *gwp;
   fl_remote_free(gw);
   fl_forward_free(gw);
+  fl_coord_free(gw);
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);
   fl_roster_free(gw);
+  fl_ask_free(gw);
   fl_store_close(&gw->store);
   fl_free(gw);
   *gwp = NULL;

@@ -86,6 +86,10 @@ typedef struct fl_gw_config {
   fl_inject_config inject;
   fl_profile profiles[FL_MAX_PROFILES]; /* sorted by name */
   size_t nprofiles;
+  /* Lead-to-lead mailboxes (config "coordinator"): the coordinator vhost's
+   * URI ("" = none) and this fleet's name, the default coordId suffix. */
+  char coord_uri[1024];
+  char coord_fleet[FL_MAX_NAME + 1];
 } fl_gw_config;
 
 /* Who a session says it is (from fleet-mcp's environment). All strings are
@@ -99,7 +103,8 @@ typedef struct fl_ident {
   const char *tmux_socket; /* tmux server socket path, or NULL */
   const char *groups[16];
   size_t ngroups;
-  int groups_given; /* 0: keep the entity's groups (role NULL: keep its role) */
+  int groups_given;     /* 0: keep the entity's groups (role NULL: keep its role) */
+  const char *coord_id; /* a lead's coordId (FLEET_COORD_ID), or NULL: <name>@<fleet> */
   long pid;
 } fl_ident;
 
@@ -175,6 +180,38 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
                void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
 int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content, fl_gw_cb cb,
                     void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+/* Parallel briefs: the same content to each of the nto (2..FL_MAX_FANOUT)
+ * recipients in to, as separate messages sharing one traceId. Any recipient
+ * that does not resolve fails the call before anything is sent (err names
+ * it). Waits up to wait_s for every reply; the result is {traceId, status:
+ * replied | pending | sent, replies: [{from, msgId, content, ts}] in arrival
+ * order, pending: [{to, msgId}]}. A reply after the wait is held for a poll. */
+int fl_gw_send_many(fl_gw *gw, fl_client *c, const char *const *to, size_t nto, const char *content,
+                    double wait_s, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
+                    char *err, size_t errlen);
+/* Asks `to` a question mid-turn and waits up to wait_s (<= 0: the default)
+ * for the answer: {turnId, traceId, to, status: answered (with answer and
+ * from) | no_waiter | expired}. Live only: never held, a restart forgets it. */
+int fl_gw_ask(fl_gw *gw, fl_client *c, const char *to, const char *question, double wait_s,
+              fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+/* Answers the ask turn_id put to c: {turnId, traceId, to, msgId, status:
+ * sent | too_late}. too_late: the turn no longer waited, and the answer was
+ * dropped. FL_ENOTFOUND for a turn never asked of c here. */
+int fl_gw_answer(fl_gw *gw, fl_client *c, const char *turn_id, const char *content, fl_gw_cb cb,
+                 void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+/* Sends content to another fleet's lead by its coordId, through the
+ * coordinator's mailboxes (config "coordinator"); waits up to wait_s for
+ * its answer. {msgId, traceId, coordId, status: sent | replied | pending}.
+ * in_reply_to (NULL: the newest COORD from that lead) is what it answers.
+ * Only a lead may; FL_ENOTFOUND for a coordId no lead announced; FL_EBROKER
+ * while the coordinator is unreachable or not configured. */
+int fl_gw_coord_send(fl_gw *gw, fl_client *c, const char *coord_id, const char *content,
+                     const char *in_reply_to, double wait_s, fl_gw_cb cb, void *ctx,
+                     json_t **result, fl_wait **wait, char *err, size_t errlen);
+/* 1 when ref (a coordId, or the gid a COORD message came from) names a lead
+ * on the coordinator and nobody in the roster, so fleet_reply answers it
+ * there; else 0. */
+int fl_gw_coord_owns(fl_gw *gw, const char *ref);
 
 /* Calls cb for each message held for c now, oldest first, at most max,
  * without draining any. 0, or the store's code. */

@@ -65,7 +65,12 @@
   X(INJECT_FAILURES, "inject_failures")                                                            \
   X(INJECT_DRAFTS_DEFERRED, "inject_drafts_deferred")                                              \
   X(INJECT_BUSY_DEFERRED, "inject_busy_deferred")                                                  \
-  X(BRIEFS_DUPLICATE, "briefs_duplicate")
+  X(BRIEFS_DUPLICATE, "briefs_duplicate")                                                          \
+  X(ASKS, "asks")                                                                                  \
+  X(ASKS_NO_WAITER, "asks_no_waiter")                                                              \
+  X(ASKS_ANSWERED, "asks_answered")                                                                \
+  X(ASKS_TOO_LATE, "asks_too_late")                                                                \
+  X(FANOUTS, "fanouts")
 
 #define FL_COUNTER_ENUM(name, text) FL_C_##name,
 enum fl_counter { FL_COUNTERS(FL_COUNTER_ENUM) FL_C_COUNT };
@@ -109,6 +114,10 @@ struct fl_gw {
   struct fl_spawn *spawns;
   /* The forward path's queues and timers (forward.c). */
   struct fl_forward *forward;
+  /* Asks put to this host's entities, by turn (ask.c). */
+  struct fl_turns *turns;
+  /* The link to the coordinator vhost (coord.c), NULL without one. */
+  struct fl_coord *coord;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

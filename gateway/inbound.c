@@ -24,6 +24,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/ask.h"
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/sign.h"
@@ -168,6 +169,8 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
   fl_copy(m.to_gid, sizeof m.to_gid, to->gid);
   if (fl_is_uuid(env->in_reply_to))
     fl_copy(m.in_reply_to, sizeof m.in_reply_to, env->in_reply_to);
+  if (fl_is_uuid(env->turn_id))
+    fl_copy(m.turn_id, sizeof m.turn_id, env->turn_id);
   m.ts_ms = env->ts[0] ? fl_ts_ms(env->ts) : now;
   if (m.ts_ms == 0)
     m.ts_ms = now;
@@ -183,6 +186,13 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
   m.content = content;
   m.content_len = d->len;
 
+  if (fl_ask_kind(m.kind, m.turn_id)) {
+    /* A turn is live only: handled now, never held. */
+    fl_ask_receive(gw, to, &m);
+    in->ops->ack(in->ctx, d->tag);
+    fl_free(content);
+    return;
+  }
   char err[256];
   if (fl_envelope_is_kind(m.kind, FL_KIND_SEND) && fl_forward_injects(gw, to)) {
     /* A brief for a worker with a terminal: recorded, then acknowledged
@@ -275,18 +285,26 @@ static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
   fl_gw *gw = in->gw;
   const fl_envelope *env = d->env;
   int broadcast = fl_envelope_is_kind(env->kind, FL_KIND_BROADCAST);
-  int receipt = fl_envelope_is_kind(env->kind, FL_KIND_INJECTED) ||
-                fl_envelope_is_kind(env->kind, FL_KIND_FAILED);
-  if (!broadcast && !receipt && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
+  /* An ask's turn (ASK, ANSWER, NO_WAITER, TOO_LATE, or an INJECTED that
+   * says an answer reached its turn) goes to ask.c; any other INJECTED or
+   * FAILED is word of a brief this host sent. */
+  int turn = fl_ask_kind(env->kind, env->turn_id);
+  int receipt = !turn && (fl_envelope_is_kind(env->kind, FL_KIND_INJECTED) ||
+                          fl_envelope_is_kind(env->kind, FL_KIND_FAILED));
+  if (!broadcast && !turn && !receipt && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
       !fl_envelope_is_kind(env->kind, FL_KIND_REPLY)) {
-    fl_inbound_dead_letter(
-        in, d, FL_C_VERIFY_MALFORMED,
-        "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST, INJECTED, FAILED)");
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
+                           "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST, "
+                           "INJECTED, FAILED, or a turn's ASK, ANSWER, NO_WAITER, TOO_LATE)");
     return;
   }
   if (receipt && !fl_is_uuid(env->in_reply_to)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
                            "an INJECTED or FAILED must name its brief in inReplyTo");
+    return;
+  }
+  if (turn && !fl_is_uuid(env->turn_id)) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED, "a turn's turnId must be a UUID");
     return;
   }
   if (!fl_is_uuid(env->msg_id) || !fl_is_uuid(env->from)) {
@@ -310,7 +328,9 @@ static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
   }
   long long now = fl_now_ms();
   long long expires = env->expires_at[0] ? fl_ts_ms(env->expires_at) : 0;
-  if (env->expires_at[0] && (expires == 0 || expires <= now)) {
+  /* A turn's expiry is the turn's business (ask.c): a late answer is told
+   * too_late rather than dropped unseen. */
+  if (!turn && env->expires_at[0] && (expires == 0 || expires <= now)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_EXPIRED, "expired");
     return;
   }
@@ -339,3 +359,5 @@ static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
   }
   fl_inbound_take(in, pd, to, expires, now);
 }
+
+int fl_inbound_utf8_ok(const char *s, size_t n) { return fl_utf8_ok(s ? s : "", n); }

@@ -64,5 +64,8 @@ enum fl_inbound_dup fl_inbound_dup_rule(int held, int redelivered);
  * the failed check with why (whylen bytes) saying what failed; for a host
  * that is not pinned, it names the host in the fleetctl command to pin it. */
 int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, char *why, size_t whylen);
+/* 1 when the n bytes at s are UTF-8 without NUL (a body that can become a
+ * JSON string), else 0. */
+int fl_inbound_utf8_ok(const char *s, size_t n);
 
 #endif

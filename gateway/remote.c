@@ -137,6 +137,14 @@ void fl_remote_spawn_answer(fl_gw *gw, const struct fl_spawn_origin *o, const js
     gw->remote->spawn_answer(gw->remote_ctx, o, result, err);
 }
 
+int fl_remote_post(fl_gw *gw, fl_entity *dst, const fl_msg *m,
+                   void (*done)(void *done_ctx, int status, const char *why), void *done_ctx,
+                   char *err, size_t errlen) {
+  if (!gw->remote || !gw->remote->post)
+    return fl_no_remote(NULL, err, errlen);
+  return gw->remote->post(gw->remote_ctx, dst, m, done, done_ctx, err, errlen);
+}
+
 void fl_remote_stop(fl_gw *gw) {
   if (gw->remote)
     gw->remote->stop(gw->remote_ctx);

@@ -80,6 +80,15 @@ typedef struct fl_remote_ops {
    * confirm. 0 once handed on, else a negative code (try again later).
    * Optional: unset reads as no link. */
   int (*receipt)(void *ctx, const fl_msg *m);
+  /* Hands m to dst, an entity of another host, without waiting for the
+   * broker: for the notices a turn sends back (NO_WAITER, TOO_LATE, the
+   * verdict on an answer, the copies of a parallel brief), which no call
+   * waits on. done (NULL = nobody asks) runs once with the broker's
+   * answer, only when post returned 0. 0, or a negative code with err
+   * saying why. Optional: unset reads as no broker. */
+  int (*post)(void *ctx, fl_entity *dst, const fl_msg *m,
+              void (*done)(void *done_ctx, int status, const char *why), void *done_ctx, char *err,
+              size_t errlen);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -134,6 +143,9 @@ int fl_remote_stop_agent(fl_gw *gw, fl_client *c, fl_entity *e, fl_gw_cb cb, voi
 void fl_remote_spawn_answer(fl_gw *gw, const struct fl_spawn_origin *o, const json_t *result,
                             const char *err);
 int fl_remote_receipt(fl_gw *gw, const fl_msg *m);
+int fl_remote_post(fl_gw *gw, fl_entity *dst, const fl_msg *m,
+                   void (*done)(void *done_ctx, int status, const char *why), void *done_ctx,
+                   char *err, size_t errlen);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 

@@ -61,6 +61,8 @@ struct fl_entity {
   /* Stopped (fleet_stop): a local entity that has left the roster for good;
    * hidden like a dropped one, and gone from the store. */
   int removed;
+  /* A lead's coordId as its session gave it ("" = <name>@<fleet>; coord.c). */
+  char coord_id[FL_MAX_COORD_ID + 1];
   /* Remote entities (from another gateway's presence) live only here. */
   int remote;
   char host[64];

@@ -23,8 +23,11 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/ask.h"
 #include "gateway/config.h"
+#include "gateway/coord.h"
 #include "gateway/envelope.h"
+#include "gateway/fanout.h"
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/nudge.h"
@@ -73,6 +76,10 @@ static json_t *fl_msg_json(const fl_msg *m) {
                         "traceId", m->trace_id);
   if (o && m->in_reply_to[0])
     json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
+  if (o && m->turn_id[0])
+    fl_ask_msg_json(o, m);
+  if (o && fl_envelope_is_kind(m->kind, FL_KIND_COORD)) /* a lead's coordId travels as its name */
+    json_object_set_new(o, "coordId", json_string(m->from_name));
   return o;
 }
 
@@ -158,6 +165,10 @@ void fl_router_expect_reply(fl_wait *w, double wait_s) {
     fl_forward_confirmed(w);
     return;
   }
+  if (w->turn_side) { /* an ask's turn waits on, as ask.c says */
+    fl_ask_expect(w);
+    return;
+  }
   fl_wait_restart(w, FL_WAIT_SEND, &fl_send_wait_ops, wait_s);
 }
 
@@ -165,6 +176,8 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   fl_client *c = to->client;
   if (!c)
     return 0;
+  if (fl_fanout_wake(gw, to, m)) /* a reply to a brief sent to several */
+    return 1;
   for (fl_wait *w = c->waits; w; w = w->next) {
     /* A send still waiting for the broker's confirm can already get its
      * reply: the confirm and the reply race on separate channels. */
@@ -539,5 +552,34 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
   json_decref(others);
   *result = json_pack("{s:s, s:s?, s:o, s:o}", "host", gw->cfg.host_id, "self",
                       (c && c->entity) ? c->entity->gid : NULL, "entities", arr, "hosts", hosts);
+  if (*result)
+    fl_coord_list(gw, *result);
   return *result ? 0 : FL_ENOMEM;
 }
+
+/* ---- for the verbs in other files (ask.c, fanout.c) ---------------------------- */
+
+json_t *fl_router_msg_json(const fl_msg *m) { return fl_msg_json(m); }
+
+void fl_router_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from,
+                        const fl_entity *to, const char *content) {
+  fl_msg_init(m, kind, from, to, content);
+}
+
+int fl_router_check_sender(fl_client *c, const char *content, char *err, size_t errlen) {
+  int rc = fl_need_entity(c, err, errlen);
+  return rc ? rc : fl_check_content(content, err, errlen);
+}
+
+double fl_router_clamp_wait(double wait_s) { return fl_clamp_wait(wait_s); }
+
+json_t *fl_router_sent_result(const fl_msg *m, const fl_entity *dst, const char *status) {
+  return fl_sent_result(m, dst, status);
+}
+
+const char *fl_router_flow_trace(fl_gw *gw, const char *from_gid, const char *to_gid) {
+  long i = fl_trace_last_send(gw, from_gid, to_gid);
+  return i >= 0 ? gw->traces.at[i].trace_id : NULL;
+}
+
+void fl_router_remember(fl_gw *gw, const fl_msg *m) { fl_trace_remember(gw, m); }

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+#include "gateway/envelope.h"
 #include "gateway/gw.h"
 #include "gateway/store.h"
 
@@ -45,5 +46,24 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m);
 /* Turns a confirmed CONFIRM waiter into a SEND waiter for the reply, for
  * wait_s seconds. The caller has already let go of w->ext. */
 void fl_router_expect_reply(fl_wait *w, double wait_s);
+
+/* What the verbs share with the ones in other files (ask.c, fanout.c). */
+/* m as a poll shows it: a new object. */
+json_t *fl_router_msg_json(const fl_msg *m);
+/* A new message of kind from -> to with a fresh msgId, now; content borrowed. */
+void fl_router_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from,
+                        const fl_entity *to, const char *content);
+/* 0 when c is a named session and content is within the cap, else the
+ * code with err saying what to fix. */
+int fl_router_check_sender(fl_client *c, const char *content, char *err, size_t errlen);
+/* wait_s within 0..FL_MAX_WAIT_S (NaN and negatives read 0). */
+double fl_router_clamp_wait(double wait_s);
+/* {msgId, traceId, to, status} of m sent to dst: a new object. */
+json_t *fl_router_sent_result(const fl_msg *m, const fl_entity *dst, const char *status);
+/* The trace of the newest SEND from_gid sent to_gid that this gateway saw,
+ * or NULL: an ask about a brief joins the brief's trace. */
+const char *fl_router_flow_trace(fl_gw *gw, const char *from_gid, const char *to_gid);
+/* Puts m in the trace ring (a message published rather than accepted). */
+void fl_router_remember(fl_gw *gw, const fl_msg *m);
 
 #endif

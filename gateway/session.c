@@ -55,6 +55,13 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
             role, FL_MAX_ROLE);
     goto fail;
   }
+  if (id->coord_id && *id->coord_id && !fl_coord_id_valid(id->coord_id)) {
+    fl_errf(err, errlen,
+            "the coordId '%.80s' is not valid: use name@fleet, each part %s, at most %d "
+            "characters in all",
+            id->coord_id, fl_name_rule, FL_MAX_COORD_ID);
+    goto fail;
+  }
   for (size_t i = 0; i < id->ngroups; i++) {
     if (!fl_name_valid(id->groups[i], FL_MAX_GROUP_NAME)) {
       fl_errf(err, errlen, "the group '%.80s' is not a valid name: use %s", id->groups[i],
@@ -108,6 +115,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   }
   if (role || !e->role[0])
     fl_copy(e->role, sizeof e->role, role ? role : "agent");
+  fl_copy(e->coord_id, sizeof e->coord_id, id->coord_id);
   if (id->groups_given) {
     e->ngroups = 0;
     for (size_t i = 0; i < id->ngroups && i < FL_MAX_GROUPS; i++)

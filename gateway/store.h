@@ -30,6 +30,7 @@ typedef struct fl_msg {
   char from_name[FL_MAX_NAME + 1];
   char to_gid[FL_ID_LEN];
   char in_reply_to[FL_ID_LEN]; /* msgId this answers, or "" */
+  char turn_id[FL_ID_LEN];     /* an ask's turn (ASK, ANSWER, ...; never stored), or "" */
   int64_t ts_ms;               /* accepted at, ms since epoch */
   int64_t expires_ms;          /* 0 = never */
   char *content;               /* owned; NUL-terminated UTF-8 */

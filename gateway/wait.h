@@ -23,7 +23,10 @@ enum fl_wait_kind {
   FL_WAIT_POLL,    /* a long poll */
   FL_WAIT_CONFIRM, /* a message handed on, waiting for the next hop to take it */
   FL_WAIT_SPAWN,   /* a spawn waiting for its agent to register */
-  FL_WAIT_FORWARD  /* a brief waiting for word that it was typed (forward.c) */
+  FL_WAIT_FORWARD, /* a brief waiting for word that it was typed (forward.c) */
+  FL_WAIT_ASK,     /* a fleet_ask waiting for its answer (ask.c) */
+  FL_WAIT_ANSWER,  /* an answer waiting to hear whether its turn still waited (ask.c) */
+  FL_WAIT_FANOUT   /* a brief to several recipients waiting for their replies (fanout.c) */
 };
 
 /* What a waiter does when its time is up, and what its owner must drop when
@@ -61,6 +64,11 @@ struct fl_wait {
   double reply_wait_s;
   int receipt;
   char receipt_why[256];
+  /* An ask's turn (ask.c): its id, which side of it this call is (1 the
+   * asker, 2 the answerer, 0 none) and when it runs out (ms since epoch). */
+  char turn_id[FL_ID_LEN];
+  int turn_side;
+  long long turn_expires_ms;
 };
 
 /* 0 when c may start one more waiting call, else FL_EFULL with err saying so. */

@@ -136,6 +136,7 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
     id_c.gid = fl_meta_str(ident, "gid");
     id_c.pane = fl_meta_str(ident, "pane");
     id_c.tmux_socket = fl_meta_str(ident, "tmuxSocket");
+    id_c.coord_id = fl_meta_str(ident, "coordId");
     id_c.pid = (long)json_integer_value(json_object_get(ident, "pid"));
     json_t *groups = json_object_get(ident, "groups"), *g;
     id_c.groups_given = json_is_array(groups);
@@ -174,7 +175,8 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
   fl_errf(instructions, sizeof instructions,
           "fleet connects you with the other agents in your fleet%s%s. fleet_list shows who "
           "is there; fleet_send messages one (wait_s waits for the reply); fleet_poll reads "
-          "what is waiting for you; fleet_reply answers.%s",
+          "what is waiting for you; fleet_reply answers; fleet_ask asks mid-turn (answer an "
+          "ask with fleet_send {turnId}).%s",
           who ? "; you are " : "", who ? who : "",
           s->channel ? " A message for you also arrives as a <channel> event "
                        "(from, msgId, kind): it stays waiting until fleet_poll reads it, and "

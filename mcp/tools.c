@@ -167,6 +167,43 @@ static double fl_arg_num(json_t *args, const char *key) {
   return v ? json_number_value(v) : 0;
 }
 
+static int fl_tool_send_coord(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                              fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_coord_send(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "coordId"),
+                          fl_arg_str(args, "content"), NULL, fl_arg_num(args, "wait_s"),
+                          fl_tool_call_done, call, result, wait, err, errlen);
+}
+
+/* fleet_send's other addressings: `to` as a list (a parallel brief) or
+ * turnId (an answer). 1 when the call is a plain send to one `to`. */
+static int fl_tool_send_route(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                              fl_wait **wait, char *err, size_t errlen) {
+  json_t *to = json_object_get(args, "to");
+  const char *turn = fl_arg_str(args, "turnId"), *coord = fl_arg_str(args, "coordId");
+  if ((to != NULL) + (turn != NULL) + (coord != NULL) != 1) {
+    fl_errf(err, errlen,
+            "fleet_send takes exactly one of `to` (a recipient or a list of 2 to 16), "
+            "`turnId` (to answer an ask) and `coordId` (another fleet's lead); this call "
+            "gives %s",
+            to || turn || coord ? "more than one" : "none");
+    return FL_EINVAL;
+  }
+  if (coord)
+    return fl_tool_send_coord(s, call, args, result, wait, err, errlen);
+  if (turn)
+    return fl_gw_answer(fl_session_gw(s), fl_session_client(s), turn, fl_arg_str(args, "content"),
+                        fl_tool_call_done, call, result, wait, err, errlen);
+  if (!json_is_array(to))
+    return 1;
+  const char *names[FL_MAX_FANOUT];
+  size_t n = json_array_size(to);
+  for (size_t i = 0; i < n && i < FL_MAX_FANOUT; i++)
+    names[i] = json_string_value(json_array_get(to, i));
+  return fl_gw_send_many(fl_session_gw(s), fl_session_client(s), names, n,
+                         fl_arg_str(args, "content"), fl_arg_num(args, "wait_s"), fl_tool_call_done,
+                         call, result, wait, err, errlen);
+}
+
 static int fl_tool_list(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                         fl_wait **wait, char *err, size_t errlen) {
   return fl_gw_list(fl_session_gw(s), fl_session_client(s), result);
@@ -174,9 +211,19 @@ static int fl_tool_list(fl_session *s, fl_tool_call *call, json_t *args, json_t 
 
 static int fl_tool_send(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                         fl_wait **wait, char *err, size_t errlen) {
+  int rc = fl_tool_send_route(s, call, args, result, wait, err, errlen);
+  if (rc != 1)
+    return rc; /* a parallel brief, an answer by turnId, or a refusal */
   return fl_gw_send(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
                     fl_arg_str(args, "content"), fl_arg_num(args, "wait_s"), fl_tool_call_done,
                     call, result, wait, err, errlen);
+}
+
+static int fl_tool_ask(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                       fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_ask(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
+                   fl_arg_str(args, "question"), fl_arg_num(args, "wait_s"), fl_tool_call_done,
+                   call, result, wait, err, errlen);
 }
 
 static int fl_tool_poll(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
@@ -188,6 +235,10 @@ static int fl_tool_poll(fl_session *s, fl_tool_call *call, json_t *args, json_t 
 
 static int fl_tool_reply(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                          fl_wait **wait, char *err, size_t errlen) {
+  if (fl_gw_coord_owns(fl_session_gw(s), fl_arg_str(args, "to"))) /* a lead of another fleet */
+    return fl_gw_coord_send(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
+                            fl_arg_str(args, "content"), fl_arg_str(args, "inReplyTo"), 0,
+                            fl_tool_call_done, call, result, wait, err, errlen);
   return fl_gw_reply(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
                      fl_arg_str(args, "content"), fl_arg_str(args, "inReplyTo"), fl_tool_call_done,
                      call, result, wait, err, errlen);
@@ -219,7 +270,7 @@ static const fl_tool fl_tool_table[] = {
     {"fleet_list", fl_tool_list},           {"fleet_send", fl_tool_send},
     {"fleet_poll", fl_tool_poll},           {"fleet_reply", fl_tool_reply},
     {"fleet_broadcast", fl_tool_broadcast}, {"fleet_spawn", fl_tool_spawn},
-    {"fleet_stop", fl_tool_stop},
+    {"fleet_stop", fl_tool_stop},           {"fleet_ask", fl_tool_ask},
 };
 
 const fl_tool *fl_tools_table(size_t *n) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/names.h"
 #include "gateway/config.h"
 #include "tests/support/test_util.h"
 
@@ -108,9 +109,48 @@ static void test_unknown_key_names_key_and_file(void **state) {
   char want[512];
   snprintf(want, sizeof want,
            "%s: unknown key \"colour\" (known: hostId, stateDir, socket, broker, nudge, "
-           "logLevel, profiles, store, inject)",
+           "logLevel, profiles, store, inject, coordinator)",
            f->file);
   assert_string_equal(f->err, want);
+}
+
+static void test_coordinator_block(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--config", f->file};
+  fx_write(f, "{\"coordinator\": {\"uri\": \"amqp://c/coord\", \"fleet\": \"alpha\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_string_equal(f->cfg.gw.coord_uri, "amqp://c/coord");
+  assert_string_equal(f->cfg.gw.coord_fleet, "alpha");
+  fx_write(f, "{\"coordinator\": {\"uri\": \"amqp://c/coord\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"coordinator\" needs \"uri\"");
+  assert_err_has(f, f->file);
+  fx_write(f, "{\"coordinator\": {\"uri\": \"amqp://c/\", \"fleet\": \"no.dots\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "\"fleet\" (this fleet's name");
+  fx_write(f, "{\"coordinator\": {\"uri\": \"amqp://c/\", \"fleet\": \"a\", \"vhost\": 1}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "unknown key \"coordinator.vhost\" (known: uri, fleet)");
+  fx_write(f, "{\"coordinator\": \"amqp://c/\"}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"coordinator\" must be an object");
+}
+
+static void test_coord_id_rule(void **state) {
+  (void)state;
+  assert_int_equal(fl_coord_id_valid("lead@alpha"), 1);
+  assert_int_equal(fl_coord_id_valid("boss_1@beta-2"), 1);
+  assert_int_equal(fl_coord_id_valid("lead"), 0);
+  assert_int_equal(fl_coord_id_valid("@alpha"), 0);
+  assert_int_equal(fl_coord_id_valid("lead@"), 0);
+  assert_int_equal(fl_coord_id_valid("lead@al@pha"), 0);
+  assert_int_equal(fl_coord_id_valid("le ad@alpha"), 0);
+  char long_id[80];
+  memset(long_id, 'a', sizeof long_id);
+  long_id[40] = '@';
+  long_id[sizeof long_id - 1] = '\0';
+  assert_int_equal(fl_coord_id_valid(long_id), 0); /* 79 > 64 */
+  assert_int_equal(fl_coord_id_valid(NULL), 0);
 }
 
 static void test_unknown_nested_keys(void **state) {
@@ -671,6 +711,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_unknown_key_names_key_and_file),
       T(test_unknown_nested_keys),
+      T(test_coordinator_block),
+      T(test_coord_id_rule),
       T(test_wrong_types),
       T(test_too_long_values_name_their_source),
       T(test_missing_file),
