@@ -33,6 +33,7 @@
 #include "gateway/inbound.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
+#include "gateway/wire.h"
 
 /* Beat period when the configuration gives no presence interval. */
 #define FL_COORD_BEAT_MS 5000
@@ -251,9 +252,10 @@ static int fl_coord_resolve(fl_coord *co, fl_entity *lead, const fl_msg *m) {
   return 0;
 }
 
+static void fl_coord_check(fl_coord *co, fl_entity *lead, const fl_broker_delivery *d);
+
 static void fl_coord_on_mail(fl_coord *co, const fl_broker_delivery *d) {
   fl_gw *gw = co->gw;
-  const fl_envelope *env = d->env;
   fl_entity *lead = fl_lead_of_mailbox(gw, d->gid);
   if (!lead) {
     fl_coord_reject(co, d, FL_C_VERIFY_WRONG_RECIPIENT, "no local lead owns this mailbox");
@@ -265,6 +267,26 @@ static void fl_coord_on_mail(fl_coord *co, const fl_broker_delivery *d) {
     fl_coord_reject(co, d, bad, why);
     return;
   }
+  /* Sealed to this host like every body that crosses a broker; the checks
+   * below read the opened body. */
+  fl_broker_delivery pd = *d;
+  char *opened = NULL;
+  bad = fl_wire_open(gw, d, &pd.body, &pd.len, &opened, why, sizeof why);
+  if (bad == FL_C_COUNT) {
+    fl_broker_reject(co->broker, d->tag, 1); /* out of memory: it comes again */
+    return;
+  }
+  if (bad) {
+    fl_coord_reject(co, d, bad, why);
+    return;
+  }
+  fl_coord_check(co, lead, &pd);
+  fl_free(opened);
+}
+
+static void fl_coord_check(fl_coord *co, fl_entity *lead, const fl_broker_delivery *d) {
+  fl_gw *gw = co->gw;
+  const fl_envelope *env = d->env;
   if (!fl_envelope_is_kind(env->kind, FL_KIND_COORD)) {
     fl_coord_reject(co, d, FL_C_VERIFY_MALFORMED,
                     "a mailbox carries COORD messages only (coordination, never a task)");
@@ -567,12 +589,13 @@ int fl_gw_coord_send(fl_gw *gw, fl_client *c, const char *coord_id, const char *
     return rc;
   fl_envelope env;
   fl_env_from_msg(gw, &m, &env);
-  if ((rc = fl_sign_envelope(&env, m.content, m.content_len, gw->id.sk)) == 0)
-    rc = fl_broker_publish(co->broker, FL_EX_MSG, p->gid, 1, &env, m.content, m.content_len, req);
-  if (rc) {
+  /* Sealed to the other lead's host, signed, then published. */
+  char why[256];
+  if ((rc = fl_wire_publish(gw, co->broker, FL_EX_MSG, p->gid, 1, &env, m.content, m.content_len,
+                            p->host, req, why, sizeof why))) {
     fl_confirm_abort(gw, wait, req);
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
-    fl_errf(err, errlen, "the coordinator did not take the message: %s", fl_strerror(rc));
+    fl_errf(err, errlen, "the coordinator did not take the message: %s", why);
     return rc;
   }
   fl_info(m.trace_id, "COORD %s from %s to %s published to its mailbox", m.msg_id, my_id,

@@ -5,6 +5,7 @@
 // non-lead), and a coordinator outage that leaves fleet traffic alone.
 
 import assert from 'node:assert/strict';
+import amqp from 'amqplib';
 import { callTool, callToolRaw, resultText, waitFor } from './harness.mjs';
 import { useBroker, hostsTest, pinAll } from './broker-harness.mjs';
 
@@ -36,6 +37,14 @@ hostsTest('lead-to-lead: leads of two fleets exchange messages by coordId on the
   await hostA.startFleetd({ config: { coordinator: { uri: coordUri, fleet: 'alpha' } } });
   await hostB.startFleetd({ config: { coordinator: { uri: coordUri, fleet: 'beta' } } });
   await pinAll([hostA, hostB]);
+
+  // A spy of our own on the coordinator vhost: it must see only ciphertext.
+  const spyConn = await amqp.connect(coordUri);
+  const spyCh = await spyConn.createChannel();
+  const { queue } = await spyCh.assertQueue('', { exclusive: true, autoDelete: true });
+  await spyCh.bindQueue(queue, 'fleet.msg', '#');
+  const spied = [];
+  await spyCh.consume(queue, (m) => spied.push(m), { noAck: true });
 
   const leadA = await hostA.mcpClient('lead-a', { role: 'lead' });
   const leadB = await hostB.mcpClient('lead-b', { role: 'lead', env: { FLEET_COORD_ID: 'boss@beta' } });
@@ -96,6 +105,16 @@ hostsTest('lead-to-lead: leads of two fleets exchange messages by coordId on the
   assert.equal(back.messages.length, 1, JSON.stringify(back));
   assert.equal(back.messages[0].content, 'thanks');
   assert.equal(back.messages[0].inReplyTo, note.msgId);
+
+  // Every COORD body crossed the coordinator sealed to its lead's host.
+  const coords = spied.filter((m) => String(m.properties.headers?.kind) === 'COORD');
+  assert.ok(coords.length >= 4, `the spy saw the COORD messages: ${coords.length}`);
+  for (const m of coords) {
+    assert.match(String(m.properties.headers?.sealedTo), /^host[AB]$/, 'sealedTo names the lead\'s host');
+    for (const marker of ['I take the parser', 'agreed', 'cache done', 'thanks'])
+      assert.ok(!m.content.toString('latin1').includes(marker), `no "${marker}" in clear on the coordinator`);
+  }
+  await spyConn.close();
 
   // Refusals.
   const both = await callToolRaw(leadA, 'fleet_send', { to: 'worker-a', coordId: 'boss@beta', content: 'x' });
