@@ -33,6 +33,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inject.h"
 #include "gateway/nudge.h"
@@ -542,6 +543,14 @@ static void fl_spawn_brief(fl_spawn *s, fl_entity *e) {
   m.content = s->brief;
   m.content_len = strlen(s->brief);
   char err[256];
+  if (fl_forward_injects(gw, e)) {
+    /* A worker with a terminal: its brief is typed in, at most once, like
+     * any brief; the spawner (its host) hears INJECTED or FAILED. */
+    const char *host = from->remote ? from->host : gw->cfg.host_id;
+    if (fl_forward_take(gw, e, &m, host, err, sizeof err) != 0)
+      fl_warn(m.trace_id, "the brief for '%s' was not taken: %s", e->name, err);
+    return;
+  }
   if (fl_router_accept(gw, e, &m, err, sizeof err) == 0)
     fl_router_wake(gw, e, &m);
   else

@@ -1,14 +1,16 @@
 // spawn.test.mjs — fleet_spawn and fleet_stop on this host, with a real tmux
 // server on its own socket. The spawner tells fleetd its pane and tmux
 // socket (TMUX_PANE, TMUX), so the new agent's window opens on that server.
-// The spawned "agent" is a real program: agents/mcp_agent.mjs starts
-// fleet-mcp with the environment fleetd gave its window and registers,
-// which is the readiness gate. A profile whose command never registers
+// The spawned "agent" is a real program: agents/prompt_agent.mjs --mcp
+// shows a prompt, starts fleet-mcp with the environment fleetd gave its
+// window and registers, which is the readiness gate; its brief is then typed
+// into its pane (and recorded once). A profile whose command never registers
 // fails after its readyTimeoutS and its window is closed; fleet_stop closes
 // the agent's pane and takes it out of fleet_list, and only its spawner (or
 // a lead or orchestrator) may stop it.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BIN_DIR, REPO, callTool, callToolRaw, fleetTest, resultText, waitFor } from './harness.mjs';
 import { panes, startTmux as startServer, stopTmux, tmux } from './tmux-harness.mjs';
@@ -16,18 +18,29 @@ import { panes, startTmux as startServer, stopTmux, tmux } from './tmux-harness.
 /** A server on sock with one idle pane; returns its pane id. */
 const startTmux = (f, sock) => startServer(f, sock, 'exec cat');
 
-const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'mcp_agent.mjs');
+const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'prompt_agent.mjs');
 
-function profiles() {
+/** What the spawned agents submitted (prompt_agent's RECORD, one line each). */
+const submitted = (f) => {
+  try {
+    return readFileSync(path.join(f.dir, 'spawned.txt'), 'utf8');
+  } catch {
+    return '';
+  }
+};
+
+function profiles(f) {
   return {
     profiles: {
       agent: {
         backend: 'tmux',
-        command: [process.execPath, AGENT],
+        command: [process.execPath, AGENT, path.join(f.dir, 'spawned.txt'), path.join(f.dir, 'spawned-busy'), '--mcp'],
         env: { FLEET_BIN_DIR: BIN_DIR },
         role: 'worker',
         groups: ['spawned'],
         readyTimeoutS: 30,
+        prompt: '^> ?$',
+        quietMs: 100,
       },
       mute: { backend: 'tmux', command: ['sleep', '600'], role: 'worker', readyTimeoutS: 2 },
     },
@@ -38,7 +51,7 @@ async function withTmux(f, fn) {
   const sock = path.join(f.dir, 'tmux.sock');
   try {
     const pane = await startTmux(f, sock);
-    await f.startFleetd({ config: profiles() });
+    await f.startFleetd({ config: profiles(f) });
     await fn(sock, pane);
   } finally {
     await stopTmux(f, sock);
@@ -68,9 +81,10 @@ fleetTest('fleet_spawn starts an agent that registers: ready, in fleet_list with
     assert.equal(mine.length, before.length + 1, 'one new pane');
     const agentPane = mine.find((p) => !before.includes(p));
 
-    // The brief was held for it as a message from the spawner; it polls it.
-    await waitFor(async () => (await tmux(f, sock, 'capture-pane', '-p', '-J', '-t', agentPane))
-      .includes('got SEND: your first task'), { what: 'the agent polling its brief' });
+    // The brief is typed into its pane, once, as a brief from the spawner.
+    await waitFor(() => submitted(f).includes('your first task'), { what: 'the brief typed into the agent' });
+    assert.equal(submitted(f).split('\n').filter((l) => l === 'your first task').length, 1);
+    assert.ok(agentPane);
 
     // Someone unrelated may not stop it.
     const refused = await callToolRaw(other, 'fleet_stop', { to: res.gid });
@@ -92,7 +106,7 @@ fleetTest('fleet_spawn starts an agent that registers: ready, in fleet_list with
 
     // Stopped for good: not back after a restart.
     await f.stopFleetd();
-    await f.startFleetd({ config: profiles() });
+    await f.startFleetd({ config: profiles(f) });
     const lead = await f.mcpClient('lead2', { role: 'lead' });
     const again = await callTool(lead, 'fleet_list', {});
     assert.equal(again.entities.find((x) => x.name === 'agent-1'), undefined, 'not back after a restart');

@@ -2,7 +2,7 @@
 // another over the broker's control plane: two fleetd on one private
 // RabbitMQ, host B with spawn profiles and its own tmux server (fleetd B runs
 // with TMUX pointing at it, as a fleetd started inside tmux would), a lead on
-// host A. The spawned agent is a real program (agents/mcp_agent.mjs) that
+// host A. The spawned agent is a real program (agents/prompt_agent.mjs --mcp) that
 // registers through fleet-mcp with the environment it is given. A SPAWN
 // captured off fleet.control and published again (the same signed message,
 // same spawnId) must start nothing new, also after host B's fleetd
@@ -13,6 +13,7 @@
 // gateway goes on serving.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BIN_DIR, REPO, callTool, callToolRaw, resultText, waitFor } from './harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
@@ -20,27 +21,40 @@ import { panes, startTmux, stopTmux, tmux } from './tmux-harness.mjs';
 import { amqpClient, counters, freshKey, headersFor, readIdentity, rfc3339, signEnvelope, uuid } from './trust-helpers.mjs';
 
 const brokerRef = useBroker();
-const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'mcp_agent.mjs');
+const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'prompt_agent.mjs');
 
-const PROFILES = {
+/** Host B's profiles; the agents it spawns record what is typed into them in
+ * B's dir (spawned.txt). */
+const profilesOf = (hostB) => ({
   profiles: {
     agent: {
       backend: 'tmux',
-      command: [process.execPath, AGENT],
+      command: [process.execPath, AGENT, path.join(hostB.dir, 'spawned.txt'), path.join(hostB.dir, 'spawned-busy'), '--mcp'],
       env: { FLEET_BIN_DIR: BIN_DIR },
       role: 'worker',
       groups: ['spawned'],
       readyTimeoutS: 30,
+      prompt: '^> ?$',
+      quietMs: 100,
     },
     mute: { backend: 'tmux', command: ['sleep', '600'], role: 'worker', readyTimeoutS: 2 },
   },
+});
+
+/** The lines typed into host B's spawned agents. */
+const typedOnB = (hostB) => {
+  try {
+    return readFileSync(path.join(hostB.dir, 'spawned.txt'), 'utf8').split('\n');
+  } catch {
+    return [];
+  }
 };
 
 /** Starts both hosts: B with profiles and its tmux server; pins them. */
 async function startHosts(hostA, hostB) {
   const sock = path.join(hostB.dir, 'tmux.sock');
   await startTmux(hostB, sock, 'exec cat');
-  const startB = () => hostB.startFleetd({ config: PROFILES, env: { TMUX: `${sock},0,0` } });
+  const startB = () => hostB.startFleetd({ config: profilesOf(hostB), env: { TMUX: `${sock},0,0` } });
   await Promise.all([hostA.startFleetd(), startB()]);
   await pinAll([hostA, hostB]);
   return { sock, startB };
@@ -91,8 +105,9 @@ hostsTest('fleet_spawn onto another host: ready, listed on both, a repeated SPAW
     const mine = await panes(hostB, sock);
     assert.equal(mine.length, before.length + 1, 'one new pane on host B');
     const agentPane = mine.find((p) => !before.includes(p));
-    await waitFor(async () => (await tmux(hostB, sock, 'capture-pane', '-p', '-J', '-t', agentPane))
-      .includes('got SEND: first task from A'), { what: 'the worker polling its brief' });
+    // The brief is typed into the worker's pane on B, once.
+    await waitFor(() => typedOnB(hostB).includes('first task from A'), { what: 'the brief typed into the worker' });
+    assert.ok(agentPane);
     await waitFor(() => listed(lead, res.gid), { what: 'the spawned gid in host A\'s fleet_list' });
 
     // The same SPAWN again (captured, republished verbatim): nothing new.
@@ -115,6 +130,8 @@ hostsTest('fleet_spawn onto another host: ready, listed on both, a repeated SPAW
     assert.match(resultText(refused), /only the agent that spawned 'w1'/);
     assert.ok(await listed(lead, res.gid), 'still there after the refused stop');
 
+    // However often the SPAWN came, its brief was typed once.
+    assert.equal(typedOnB(hostB).filter((l) => l === 'first task from A').length, 1, 'the brief typed once');
     const stopped = await callTool(lead, 'fleet_stop', { to: 'w1@hostB' });
     assert.equal(stopped.status, 'stopped');
     assert.equal(stopped.gid, res.gid);
