@@ -58,7 +58,8 @@ typedef struct fl_envelope {
   X(PRESENCE)                                                                                      \
   X(SPAWN)                                                                                         \
   X(STOP)                                                                                          \
-  X(CLAIM)
+  X(CLAIM)                                                                                         \
+  X(ROOM)
 
 #define FL_KIND_ENUM_(name) FL_KIND_##name,
 typedef enum fl_envelope_kind {

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
+#include "gateway/room.h"
 #include "gateway/spawn.h"
 
 /* How often held messages past their expiry are swept. */
@@ -103,6 +104,15 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
   }
+  if ((rc = fl_rooms_start(gw, err, errlen))) {
+    fl_rooms_stop(gw);
+    fl_remote_stop(gw);
+    uv_close((uv_handle_t *)&gw->sweep, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    fl_rooms_free(gw);
+    fl_remote_free(gw);
+    goto fail;
+  }
   *out = gw;
   return 0;
 
@@ -125,9 +135,10 @@ json_t *fl_gw_peers(fl_gw *gw) {
   json_t *arr = json_array();
   for (size_t i = 0; i < fl_peers_count(gw->peers); i++) {
     const fl_peer *p = fl_peers_at(gw->peers, i);
-    json_array_append_new(arr, json_pack("{s:s, s:s, s:s?, s:s}", "host", p->host, "publicKey",
-                                         p->pk_b64, "url", p->url[0] ? p->url : NULL, "pinnedAt",
-                                         p->pinned_at));
+    json_array_append_new(arr,
+                          json_pack("{s:s, s:s, s:s?, s:s, s:o?}", "host", p->host, "publicKey",
+                                    p->pk_b64, "url", p->url[0] ? p->url : NULL, "pinnedAt",
+                                    p->pinned_at, "sync", fl_rooms_peer_json(gw, p->host)));
   }
   return json_pack("{s:o}", "peers", arr);
 }
@@ -176,6 +187,7 @@ void fl_gw_shutdown(fl_gw *gw) {
   fl_spawn_shutdown(gw);
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
+  fl_rooms_stop(gw);
   fl_remote_stop(gw);
 }
 
@@ -183,6 +195,7 @@ void fl_gw_free(fl_gw **gwp) {
   if (!gwp || !*gwp)
     return;
   fl_gw *gw = *gwp;
+  fl_rooms_free(gw);
   fl_remote_free(gw);
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);

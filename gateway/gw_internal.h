@@ -51,7 +51,14 @@
   X(VERIFY_MALFORMED, "verify_malformed")                                                          \
   X(SPAWNS, "spawns")                                                                              \
   X(SPAWN_FAILURES, "spawn_failures")                                                              \
-  X(STOPS, "stops")
+  X(STOPS, "stops")                                                                                \
+  X(ROOM_PUBLISHED, "room_published")                                                              \
+  X(ROOM_MERGED, "room_merged")                                                                    \
+  X(ROOM_DROPPED, "room_dropped")                                                                  \
+  X(ROOM_CAPPED, "room_capped")                                                                    \
+  X(ROOM_SERVED, "room_served")                                                                    \
+  X(ROOM_PULLS_FAILED, "room_pulls_failed")                                                        \
+  X(ROOM_PULLS_REFUSED, "room_pulls_refused")
 
 #define FL_COUNTER_ENUM(name, text) FL_C_##name,
 enum fl_counter { FL_COUNTERS(FL_COUNTER_ENUM) FL_C_COUNT };
@@ -90,6 +97,8 @@ struct fl_gw {
   void *remote_ctx;
   /* Spawns waiting for their agent to register (spawn.c). */
   struct fl_spawn *spawns;
+  /* Room federation (room.h), NULL when rooms are off. */
+  struct fl_rooms *rooms;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */
