@@ -187,5 +187,7 @@
 /* Pages one sync pulls from one peer for one room before waiting for the
  * next sync. */
 #define FL_ROOM_MAX_PAGES_PER_SYNC 8
+/* A claim's ttl_s ceiling (a week). */
+#define FL_CLAIM_MAX_TTL_S (7 * 24 * 3600)
 
 #endif

@@ -18,6 +18,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/claims.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
 #include "gateway/room.h"
@@ -104,7 +105,7 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
   }
-  if ((rc = fl_rooms_start(gw, err, errlen))) {
+  if ((rc = fl_rooms_start(gw, err, errlen)) || (rc = fl_claims_start(gw, err, errlen))) {
     fl_rooms_stop(gw);
     fl_remote_stop(gw);
     uv_close((uv_handle_t *)&gw->sweep, NULL);

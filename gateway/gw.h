@@ -220,6 +220,20 @@ json_t *fl_gw_room_peers(fl_gw *gw);
 /* The registered rooms with their sizes and the peers' cursors. */
 json_t *fl_gw_rooms(fl_gw *gw);
 
+/* Claims (claims.h). resource is 1..128 bytes; the caller must be a named
+ * session. claim: ttl_s 1..FL_CLAIM_MAX_TTL_S; with wait_s > 0 a tentative
+ * answer waits out the settle window (at most wait_s). handoff: to is a gid,
+ * a name or name@host. Results as the claim tools in schema/tools.json;
+ * without rooms {degraded: true}. */
+int fl_gw_claim(fl_gw *gw, fl_client *c, const char *resource, double ttl_s, double wait_s,
+                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+int fl_gw_release(fl_gw *gw, fl_client *c, const char *resource, json_t **result, char *err,
+                  size_t errlen);
+int fl_gw_handoff(fl_gw *gw, fl_client *c, const char *resource, const char *to, json_t **result,
+                  char *err, size_t errlen);
+int fl_gw_claims(fl_gw *gw, fl_client *c, const char *resource, json_t **result, char *err,
+                 size_t errlen);
+
 /* Cancels a waiting call: its callback never runs. NULL-safe; sets *w NULL. */
 void fl_gw_cancel(fl_gw *gw, fl_wait **w);
 

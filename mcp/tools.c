@@ -14,6 +14,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "mcp/claim_tools.h"
 #include "mcp/hints.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
@@ -220,7 +221,7 @@ static const fl_tool fl_tool_table[] = {
     {"fleet_list", fl_tool_list},           {"fleet_send", fl_tool_send},
     {"fleet_poll", fl_tool_poll},           {"fleet_reply", fl_tool_reply},
     {"fleet_broadcast", fl_tool_broadcast}, {"fleet_spawn", fl_tool_spawn},
-    {"fleet_stop", fl_tool_stop},           FL_ROOM_TOOLS};
+    {"fleet_stop", fl_tool_stop},           FL_ROOM_TOOLS FL_CLAIM_TOOLS};
 
 const fl_tool *fl_tools_table(size_t *n) {
   if (n)
