@@ -83,6 +83,7 @@ static int cmd_trace(ctl *c);
 static int cmd_spawn(ctl *c);
 static int cmd_stop(ctl *c);
 static int cmd_rooms(ctl *c);
+static int cmd_claims(ctl *c);
 
 /* The commands, in the order the help text lists them. */
 static const ctl_cmd fl_ctl_cmds[] = {
@@ -115,6 +116,8 @@ static const ctl_cmd fl_ctl_cmds[] = {
      "the pinned peers, with their URL and, with rooms\non, the health of the last sync", 0},
     {"rooms", 0, 0, cmd_rooms, "rooms",
      "the registered rooms: id, label, messages, and\neach peer's cursor", 0},
+    {"claims", 0, 1, cmd_claims, "claims [RESOURCE]",
+     "the resources held now: owner, since, expiry,\nwhether settled", 0},
     {"peer remove", 1, 1, cmd_peer_remove, "peer remove HOST", "drop HOST's pin", 0},
     {"trace", 1, 1, cmd_trace, "trace ID",
      "what this fleetd logged for a flow (recent lines);\nID is a trace id or a msgId", 0},
@@ -510,6 +513,29 @@ static int cmd_peer_list(ctl *c) {
 static int cmd_rooms(ctl *c) {
   static const ctl_call call = {"fleet/rooms", NULL, print_rooms};
   return ctl_run(c, &call, NULL, NULL);
+}
+
+static int print_claims(ctl *c, json_t *res) {
+  if (json_is_true(json_object_get(res, "degraded")))
+    return fl_ctl_fail("claims need rooms, which are not configured on this fleetd (set "
+                       "\"rooms\" in fleetd.json)");
+  json_t *claims = json_object_get(res, "claims"), *cl;
+  size_t i;
+  if (json_array_size(claims) == 0)
+    printf("no resource is held\n");
+  json_array_foreach(claims, i, cl) {
+    json_t *o = json_object_get(cl, "owner");
+    printf("%-24s %s@%s  since %s  until %s%s\n", str_of(cl, "resource", "-"),
+           str_of(o, "name", "-"), str_of(o, "host", "-"), str_of(cl, "since", "-"),
+           str_of(cl, "expiresAt", "-"),
+           json_is_true(json_object_get(cl, "settled")) ? "" : "  (tentative)");
+  }
+  return FL_EXIT_OK;
+}
+
+static int cmd_claims(ctl *c) {
+  static const ctl_call call = {NULL, "fleet_claims", print_claims};
+  return ctl_run(c, &call, NULL, c->nargs ? json_pack("{s:s}", "resource", c->args[0]) : NULL);
 }
 
 static int cmd_peer_remove(ctl *c) {

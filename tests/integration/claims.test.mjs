@@ -130,6 +130,13 @@ fleetTest('claims over rooms: a race settles on the same owner on both hosts; re
     await syncBoth(alice, bob);
     assert.equal((await ownerOn(alice, 'short')).name, 'alice');
     assert.equal((await ownerOn(bob, 'short')).name, 'alice');
+    // fleetctl claims shows the holder, for scripts and for people.
+    const ctl = await ctlJson(B, ['claims']);
+    const row = ctl.claims.find((c) => c.resource === 'short');
+    assert.equal(row.owner.name, 'alice');
+    const human = await B.fleetctl(['claims']);
+    assert.equal(human.code, 0);
+    assert.match(human.stdout, /short\s+alice@hostA/);
     // The new owner, known to hostB by name@host only, may release it.
     await callTool(alice, 'fleet_release', { resource: 'short' });
     await syncBoth(alice, bob);

@@ -139,6 +139,11 @@ fleetTest('rooms: same roomId on three hosts; a message from A reaches B and C b
     assert.equal(room.label, '#coordination');
     assert.equal(room.messages, 2);
     assert.ok(room.cursors.find((c) => c.peer === 'hostA' && c.cursor > 0), JSON.stringify(room));
+    const human = await B.fleetctl(['rooms']);
+    assert.match(human.stdout, /#coordination\s+[0-9a-f]{64}\s+2 messages/);
+    assert.match(human.stdout, /peer hostA at cursor \d+/);
+    const plist = await B.fleetctl(['peer', 'list']);
+    assert.match(plist.stdout, /sync: ok/);
     const peers = await ctlJson(B, ['peer', 'list']);
     const pa = peers.peers.find((p) => p.host === 'hostA');
     assert.equal(pa.sync.ok, true);
