@@ -187,6 +187,10 @@
 /* Pages one sync pulls from one peer for one room before waiting for the
  * next sync. */
 #define FL_ROOM_MAX_PAGES_PER_SYNC 8
+/* claims.<host> on the broker: at most this many claims wait for a fleetd
+ * that is down, and the queue of a host gone for 30 days is deleted. */
+#define FL_BROKER_CLAIMS_MAX_LENGTH 10000
+#define FL_BROKER_CLAIMS_EXPIRES_MS (30LL * 24 * 3600 * 1000)
 /* A claim's ttl_s ceiling (a week). */
 #define FL_CLAIM_MAX_TTL_S (7 * 24 * 3600)
 

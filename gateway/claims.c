@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/claim_rules.h"
+#include "gateway/remote.h"
 #include "gateway/room_internal.h"
 
 #define FL_MSG_ISSUED "ClaimIssued"
@@ -21,10 +22,45 @@ int fl_claims_start(fl_gw *gw, char *err, size_t errlen) {
   return fl_rooms_register(gw, FL_CLAIMS_ROOM, id, err, errlen);
 }
 
+/* The broker carries a claim within milliseconds; a room within a sync. */
+#define FL_CLAIMS_BROKER_SETTLE_MS 500
+
 static long long fl_settle_ms(const fl_gw *gw) {
   if (gw->cfg.claims_settle_ms)
     return gw->cfg.claims_settle_ms;
+  if (!gw->cfg.rooms_on)
+    return FL_CLAIMS_BROKER_SETTLE_MS;
   return (long long)gw->cfg.rooms_sync_interval_s * 1000;
+}
+
+void fl_claims_receive(fl_gw *gw, const char *host, const char *body, size_t len) {
+  if (!gw->rooms || !host || strcmp(host, gw->cfg.host_id) == 0)
+    return; /* our own claim, back from the fanout: already in the room */
+  const fl_room *room = fl_rooms_find(gw->rooms, FL_CLAIMS_ROOM);
+  json_t *item = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, NULL);
+  fl_room_drop why = FL_ROOM_DROP_MALFORMED;
+  /* Published as stored, without hops: one hop from its origin. */
+  if (json_is_object(item) && !json_object_get(item, "hops"))
+    json_object_set_new(item, "hops", json_integer(0));
+  int rc = room && item ? fl_rooms_merge_item(gw, room->id, item, &why) : -1;
+  json_decref(item);
+  fl_room_peer *st = fl_rooms_peer(gw->rooms, host);
+  if (rc == 0) {
+    gw->counters[FL_C_ROOM_MERGED]++;
+    if (st)
+      st->merged++;
+    return;
+  }
+  if (rc != -1) {
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+    return;
+  }
+  if (st)
+    st->dropped[why]++;
+  gw->counters[FL_C_ROOM_DROPPED]++;
+  if (why != FL_ROOM_DROP_DUPLICATE)
+    fl_warn(NULL, "claims: dropped a claim that came over the broker from '%s': %s", host,
+            fl_room_drop_name(why));
 }
 
 /* ---- the events ------------------------------------------------------------- */
@@ -163,8 +199,8 @@ static json_t *fl_claim_result(fl_gw *gw, fl_client *c, const char *resource,
 
 static json_t *fl_degraded(void) {
   return json_pack("{s:b, s:s}", "degraded", 1, "reason",
-                   "claims travel over rooms, which are not configured on this host (set "
-                   "\"rooms\" in fleetd.json)");
+                   "claims travel over rooms or a broker, and neither is configured on this "
+                   "host (set \"rooms\" or a broker in fleetd.json)");
 }
 
 static int fl_check_args(fl_gw *gw, fl_client *c, const char *resource, char *err, size_t errlen) {
@@ -180,13 +216,28 @@ static int fl_check_args(fl_gw *gw, fl_client *c, const char *resource, char *er
   return 0;
 }
 
+/* Adds the claim message to #claims here (which peers pull when rooms are
+ * on) and hands it to the broker (when one is configured); the same msgId
+ * on both, so a host that gets both keeps one. */
 static int fl_publish(fl_gw *gw, fl_client *c, const char *type, json_t *payload, char *err,
                       size_t errlen) {
-  json_t *res = NULL;
-  int rc = fl_gw_room_publish(gw, c, FL_CLAIMS_ROOM, type, payload, &res, err, errlen);
+  char msg_id[FL_ID_LEN], *item = NULL;
+  int rc = fl_rooms_publish(gw, c, FL_CLAIMS_ROOM, type, payload, msg_id, &item, err, errlen);
   json_decref(payload);
-  json_decref(res);
-  return rc;
+  if (rc)
+    return rc;
+  rc = fl_remote_publish_claim(gw, msg_id, item, strlen(item));
+  fl_free(item);
+  if (rc && gw->rooms->claims_only) {
+    fl_errf(err, errlen,
+            "the claim is recorded here but could not go to the broker (%s): other hosts do not "
+            "see it yet; try again when the broker is back",
+            fl_strerror(rc));
+    return rc;
+  }
+  if (rc)
+    fl_warn(NULL, "claims: %s went into #claims but not to the broker (%s)", type, fl_strerror(rc));
+  return 0;
 }
 
 typedef struct fl_claim_wait {

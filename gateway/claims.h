@@ -19,7 +19,13 @@
 
 #define FL_CLAIMS_ROOM "#claims"
 
-/* Registers #claims when rooms are on. 0 or a negative code with err. */
+/* Registers #claims when rooms or a broker are on. 0 or a negative code
+ * with err. */
 int fl_claims_start(fl_gw *gw, char *err, size_t errlen);
+
+/* A claim another gateway published on fleet.claims (host: the envelope's,
+ * body: the room item, len bytes): checked like a pulled room message and
+ * added to #claims, deduped by msgId. Never fails: a bad one is counted. */
+void fl_claims_receive(fl_gw *gw, const char *host, const char *body, size_t len);
 
 #endif

@@ -119,3 +119,9 @@ void fl_remote_free(fl_gw *gw) {
   gw->remote = NULL;
   gw->remote_ctx = NULL;
 }
+
+int fl_remote_publish_claim(fl_gw *gw, const char *msg_id, const char *item, size_t len) {
+  if (!gw->remote || !gw->remote->publish_claim)
+    return 0;
+  return gw->remote->publish_claim(gw->remote_ctx, msg_id, item, len);
+}

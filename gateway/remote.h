@@ -59,6 +59,9 @@ typedef struct fl_remote_ops {
   /* A local entity left for good (fleet_stop): delete its inbox. Optional:
    * unset reads as nothing to delete. */
   void (*remove_inbox)(void *ctx, const char *gid);
+  /* Hands a signed claim (a room item of #claims, len bytes) to every other
+   * gateway (fleet.claims). Optional: unset reads as no broker. */
+  int (*publish_claim)(void *ctx, const char *msg_id, const char *item, size_t len);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -105,6 +108,8 @@ json_t *fl_remote_describe(fl_gw *gw);
 json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_remove_inbox(fl_gw *gw, const char *gid);
+/* 0 when handed on (or no broker: nothing to do), else a negative code. */
+int fl_remote_publish_claim(fl_gw *gw, const char *msg_id, const char *item, size_t len);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 

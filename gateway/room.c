@@ -288,7 +288,8 @@ static void fl_serve_room(void *ctx, const fl_http_req *req, fl_http_resp *resp)
 /* ---- life cycle --------------------------------------------------------------- */
 
 int fl_rooms_start(fl_gw *gw, char *err, size_t errlen) {
-  if (!gw->cfg.rooms_on)
+  /* With a broker but no rooms, the store still keeps #claims. */
+  if (!gw->cfg.rooms_on && !gw->cfg.broker_uri[0])
     return 0;
   fl_rooms *r = fl_calloc(1, sizeof *r);
   if (!r) {
@@ -296,6 +297,7 @@ int fl_rooms_start(fl_gw *gw, char *err, size_t errlen) {
     return FL_ENOMEM;
   }
   r->gw = gw;
+  r->claims_only = !gw->cfg.rooms_on;
   gw->rooms = r;
   int rc;
   if ((rc = fl_store_rooms_open(gw->store)) ||
@@ -310,7 +312,7 @@ int fl_rooms_start(fl_gw *gw, char *err, size_t errlen) {
   uv_timer_init(gw->loop, &r->sync_timer);
   r->sync_timer.data = r;
   fl_rooms_sync_timer(r);
-  if (gw->cfg.rooms_listen[0]) {
+  if (gw->cfg.rooms_on && gw->cfg.rooms_listen[0]) {
     rc = fl_http_server_start(gw->loop, gw->cfg.rooms_listen, &r->server, err, errlen);
     if (rc)
       return rc;
@@ -384,7 +386,7 @@ int fl_rooms_register(fl_gw *gw, const char *label, char room_id[FL_ROOM_ID_SIZE
 int fl_gw_room_register(fl_gw *gw, fl_client *c, const char *label, json_t **result, char *err,
                         size_t errlen) {
   (void)c;
-  if (!gw->rooms) {
+  if (FL_ROOMS_OFF(gw)) {
     *result = fl_degraded();
     return 0;
   }
@@ -407,16 +409,12 @@ static const fl_room *fl_room_arg(fl_rooms *r, const char *room, char *err, size
   return found;
 }
 
-int fl_gw_room_publish(fl_gw *gw, fl_client *c, const char *room, const char *msg_type,
-                       json_t *payload, json_t **result, char *err, size_t errlen) {
-  if (!gw->rooms) {
-    *result = fl_degraded();
-    return 0;
-  }
+int fl_rooms_publish(fl_gw *gw, fl_client *c, const char *room, const char *msg_type,
+                     json_t *payload, char *msg_id, char **item_out, char *err, size_t errlen) {
   const fl_room *rm = fl_room_arg(gw->rooms, room, err, errlen);
   if (!rm)
     return FL_ENOTFOUND;
-  char *item = NULL, msg_id[FL_ID_LEN];
+  char *item = NULL;
   int rc = fl_room_msg_build(gw->cfg.host_id, c && c->entity ? c->entity->gid : "",
                              c && c->entity ? c->entity->name : "", rm->id, msg_type, payload,
                              gw->id.sk, &item, msg_id);
@@ -431,13 +429,13 @@ int fl_gw_room_publish(fl_gw *gw, fl_client *c, const char *room, const char *ms
     return rc;
   }
   json_t *o = json_loads(item, 0, NULL);
-  fl_free(item);
   fl_room_msg m;
   fl_room_drop why;
   if (o)
     json_object_set_new(o, "hops", json_integer(0));
   if (!o || fl_room_msg_parse(o, &m, &why) != 0) {
     json_decref(o);
+    fl_free(item);
     fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
@@ -445,10 +443,29 @@ int fl_gw_room_publish(fl_gw *gw, fl_client *c, const char *room, const char *ms
   fl_room_msg_clear(&m);
   json_decref(o);
   if (rc) {
+    fl_free(item);
     fl_errf(err, errlen, "the room store failed; see fleetd's log");
     return rc;
   }
   fl_gw_count(gw, FL_C_ROOM_PUBLISHED);
+  if (item_out)
+    *item_out = item;
+  else
+    fl_free(item);
+  return 0;
+}
+
+int fl_gw_room_publish(fl_gw *gw, fl_client *c, const char *room, const char *msg_type,
+                       json_t *payload, json_t **result, char *err, size_t errlen) {
+  if (FL_ROOMS_OFF(gw)) {
+    *result = fl_degraded();
+    return 0;
+  }
+  char msg_id[FL_ID_LEN];
+  int rc = fl_rooms_publish(gw, c, room, msg_type, payload, msg_id, NULL, err, errlen);
+  if (rc)
+    return rc;
+  const fl_room *rm = fl_rooms_find(gw->rooms, room);
   *result = json_pack("{s:s, s:s}", "msgId", msg_id, "roomId", rm->id);
   return 0;
 }
@@ -456,7 +473,7 @@ int fl_gw_room_publish(fl_gw *gw, fl_client *c, const char *room, const char *ms
 int fl_gw_room_watch(fl_gw *gw, fl_client *c, const char *room, long long after, double wait_s,
                      size_t max, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
                      size_t errlen) {
-  if (!gw->rooms) {
+  if (FL_ROOMS_OFF(gw)) {
     *result = fl_degraded();
     return 0;
   }
@@ -500,7 +517,7 @@ int fl_gw_room_watch(fl_gw *gw, fl_client *c, const char *room, long long after,
 
 int fl_gw_room_sync(fl_gw *gw, fl_client *c, const char *room, fl_gw_cb cb, void *ctx,
                     json_t **result, fl_wait **wait, char *err, size_t errlen) {
-  if (!gw->rooms) {
+  if (FL_ROOMS_OFF(gw)) {
     *result = fl_degraded();
     return 0;
   }
@@ -511,7 +528,7 @@ int fl_gw_room_sync(fl_gw *gw, fl_client *c, const char *room, fl_gw_cb cb, void
 }
 
 json_t *fl_rooms_peer_json(fl_gw *gw, const char *host) {
-  if (!gw->rooms)
+  if (FL_ROOMS_OFF(gw))
     return NULL;
   for (size_t i = 0; i < fl_peers_count(gw->peers); i++) {
     const fl_peer *p = fl_peers_at(gw->peers, i);
@@ -535,7 +552,7 @@ json_t *fl_rooms_peer_json(fl_gw *gw, const char *host) {
 }
 
 json_t *fl_gw_room_peers(fl_gw *gw) {
-  if (!gw->rooms)
+  if (FL_ROOMS_OFF(gw))
     return fl_degraded();
   json_t *arr = json_array();
   for (size_t i = 0; i < fl_peers_count(gw->peers); i++) {
@@ -566,7 +583,7 @@ static void fl_view_room(void *ctx, const char *room_id, const char *label, long
 }
 
 json_t *fl_gw_rooms(fl_gw *gw) {
-  if (!gw->rooms)
+  if (FL_ROOMS_OFF(gw))
     return fl_degraded();
   fl_rooms_view v = {gw, json_array()};
   fl_store_room_each(gw->store, fl_view_room, &v);

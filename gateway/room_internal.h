@@ -41,8 +41,20 @@ struct fl_rooms {
   fl_room_watch *watches;
   fl_room_pull *pulls; /* in flight */
   int stopping;
+  int claims_only; /* no "rooms" config: only #claims, fed by the broker */
   unsigned long long syncs;
 };
+
+/* 1 when the room tools answer degraded. */
+#define FL_ROOMS_OFF(gw) (!(gw)->rooms || (gw)->rooms->claims_only)
+
+/* Publishes a new message from c into room (id or label): 0 with msg_id
+ * (FL_ID_LEN) and, when item is not NULL, *item the stored text (fl_free). */
+int fl_rooms_publish(fl_gw *gw, fl_client *c, const char *room, const char *msg_type,
+                     json_t *payload, char *msg_id, char **item, char *err, size_t errlen);
+/* Checks one item from peer (a host, for the counters) for room_id and
+ * appends it: 0 merged, else -1 with *why. */
+int fl_rooms_merge_item(fl_gw *gw, const char *room_id, json_t *item, fl_room_drop *why);
 
 /* The room of id or label, or NULL. */
 fl_room *fl_rooms_find(fl_rooms *r, const char *room);

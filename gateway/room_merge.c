@@ -65,6 +65,18 @@ drop:
   return -1;
 }
 
+int fl_rooms_merge_item(fl_gw *gw, const char *room_id, json_t *item, fl_room_drop *why) {
+  fl_room_msg m;
+  if (fl_check_item(gw, room_id, item, &m, why) != 0)
+    return -1;
+  int rc = fl_rooms_append(gw->rooms, &m, m.hops + 1);
+  fl_room_msg_clear(&m);
+  if (rc == 0)
+    return 0;
+  *why = FL_ROOM_DROP_DUPLICATE;
+  return rc == FL_EDUP ? -1 : rc;
+}
+
 static int fl_refuse(fl_gw *gw, fl_room_peer *st, char *err, size_t errlen, const char *msg) {
   fl_errf(err, errlen, "%s", msg);
   if (st) {

@@ -158,7 +158,7 @@ static int fl_pull_busy(fl_rooms *r, const char *room_id, const char *peer) {
 
 size_t fl_rooms_sync_start(fl_rooms *r, const fl_room *room, fl_room_batch *batch) {
   size_t started = 0;
-  if (r->stopping)
+  if (r->stopping || r->claims_only)
     return 0;
   r->syncs++;
   for (size_t i = 0; i < r->nrooms; i++) {

@@ -32,9 +32,9 @@ export function gatewayPermissions(host) {
   const h = host.replace(/[.]/g, '\\.');
   const inbox = 'agent\\.[0-9a-f-]{36}\\.inbox\\.v2';
   return {
-    configure: `^(fleet\\.(msg|roster|control|dlx|dlq)|control\\.${h}|roster\\.${h}|${inbox})$`,
-    write: `^(fleet\\.(msg|roster|control|dlx|dlq)|control\\.${h}|roster\\.${h}|${inbox})$`,
-    read: `^(fleet\\.(msg|roster|control|dlx)|control\\.${h}|roster\\.${h}|${inbox})$`,
+    configure: `^(fleet\\.(msg|roster|control|claims|dlx|dlq)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
+    write: `^(fleet\\.(msg|roster|control|claims|dlx|dlq)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
+    read: `^(fleet\\.(msg|roster|control|claims|dlx)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
     // Topic permissions on fleet.roster: publish presence only under its own
     // host; bind only the roster.# key every gateway uses.
     rosterTopic: { exchange: 'fleet.roster', write: `^roster\\.${h}\\.`, read: '^roster\\.#$' },
