@@ -250,3 +250,19 @@ fleetTest('rooms: with rooms unset every room tool is degraded and messaging wor
   assert.equal(r.code, 1);
   assert.match(r.stderr, /rooms are not configured/);
 });
+
+fleetTest('rooms: a room keeps at most rooms.maxMessages, dropping and counting the oldest', async (A) => {
+  await startHost(A, 'hostA', { maxMessages: 3 });
+  const alice = await A.mcpClient('alice');
+  const { roomId } = await callTool(alice, 'fleet_room_register', { label: '#small' });
+  const ids = [];
+  for (let i = 0; i < 5; i++) ids.push((await callTool(alice, 'fleet_room_publish', { room: '#small', msgType: 'n', payload: { i } })).msgId);
+  const w = await callTool(alice, 'fleet_room_watch', { room: roomId });
+  assert.deepEqual(w.messages.map((m) => m.msgId), ids.slice(2), 'the newest three remain, oldest first');
+  assert.deepEqual(w.messages.map((m) => m.payload.i), [2, 3, 4]);
+  const rooms = await ctlJson(A, ['rooms']);
+  const room = rooms.rooms.find((r) => r.roomId === roomId);
+  assert.equal(room.messages, 3);
+  assert.equal(room.dropped, 2);
+  assert.equal((await ctlJson(A, ['status'])).counters.room_capped, 2);
+});
