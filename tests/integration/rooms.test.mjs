@@ -5,11 +5,17 @@
 // to hostA, with hops set; a message hostB merged is served on by hostB with
 // one hop more. A hostile HTTP server started here serves every kind of bad
 // envelope: each is dropped under its own reason and none reaches watch; a
-// server that presents another key for a pinned host is refused whole. With
+// server that presents another key for a pinned host is refused whole. A
+// room's cap drops its oldest messages. An https:// peer is spoken TLS to and
+// its certificate verified (one the system does not trust is refused). With
 // rooms unset, every room tool answers {degraded: true} and messaging works.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
 import { callTool, fleetTest } from './harness.mjs';
 import { freshKey, rfc3339, signEnvelope, uuid } from './trust-helpers.mjs';
 
@@ -265,4 +271,37 @@ fleetTest('rooms: a room keeps at most rooms.maxMessages, dropping and counting 
   assert.equal(room.messages, 3);
   assert.equal(room.dropped, 2);
   assert.equal((await ctlJson(A, ['status'])).counters.room_capped, 2);
+});
+
+fleetTest('rooms: an https:// peer is pulled over TLS, and a certificate this host does not trust is refused', async (A) => {
+  await startHost(A, 'hostA');
+  const alice = await A.mcpClient('alice');
+  const { roomId } = await callTool(alice, 'fleet_room_register', { label: '#tls' });
+  const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=IP:127.0.0.1'], { cwd: A.dir, encoding: 'utf8' });
+  assert.equal(r.status, 0, `openssl: ${r.stderr}`);
+  const H = freshKey();
+  let served = 0;
+  const srv = https.createServer(
+    { key: readFileSync(path.join(A.dir, 'key.pem')), cert: readFileSync(path.join(A.dir, 'cert.pem')) },
+    (req, res) => {
+      served++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ host: 'hostH', publicKey: H.publicKey, roomId, messages: [roomItem({ host: 'hostH', roomId, privateKey: H.privateKey })], cursor: 1 }));
+    }
+  );
+  let handshakes = 0;
+  srv.on('tlsClientError', () => handshakes++);
+  await new Promise((res) => srv.listen(0, '127.0.0.1', res));
+  try {
+    await pin(A, 'hostH', `https://127.0.0.1:${srv.address().port}`, H.publicKey);
+    const s = await callTool(alice, 'fleet_room_sync', { room: roomId });
+    assert.equal(s.results[0].ok, false);
+    assert.match(s.results[0].error, /SSL|certificate/i, JSON.stringify(s.results[0]));
+    assert.ok(handshakes >= 1, 'fleetd spoke TLS to the peer');
+    assert.equal(served, 0, 'nothing was requested over an untrusted connection');
+    assert.equal((await callTool(alice, 'fleet_room_watch', { room: roomId })).messages.length, 0);
+  } finally {
+    srv.close();
+  }
 });
