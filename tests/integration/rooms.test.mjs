@@ -156,6 +156,18 @@ fleetTest('rooms: same roomId on three hosts; a message from A reaches B and C b
     assert.equal(pa.sync.merged, 2);
     assert.ok(pa.sync.lastSync);
 
+    // What A serves, as any HTTP client sees it: bounded, registered rooms only, GET only.
+    const page = await (await fetch(`${A.url}/v1/rooms/${ra.roomId}?after=0&limit=1`)).json();
+    assert.equal(page.host, 'hostA');
+    assert.equal(page.publicKey, (await ctlJson(A, ['identity'])).publicKey);
+    assert.equal(page.messages.length, 1);
+    assert.equal(page.more, true);
+    assert.equal(page.messages[0].hops, 0);
+    assert.equal((await fetch(`${A.url}/v1/rooms/${ra.roomId}?limit=501`)).status, 400);
+    assert.equal((await fetch(`${A.url}/v1/rooms/${'0'.repeat(64)}`)).status, 404);
+    assert.equal((await fetch(`${A.url}/v1/rooms/${ra.roomId}`, { method: 'POST', body: '{}' })).status, 405);
+    assert.equal((await fetch(`${A.url}/elsewhere`)).status, 404);
+
     // Rooms survive a restart of B.
     await B.stopFleetd();
     await startHost(B, 'hostB');
