@@ -44,7 +44,11 @@ void fl_claims_receive(fl_gw *gw, const char *host, const char *body, size_t len
     json_object_set_new(item, "hops", json_integer(0));
   int rc = room && item ? fl_rooms_merge_item(gw, room->id, item, &why) : -1;
   json_decref(item);
-  fl_room_peer *st = fl_rooms_peer(gw->rooms, host);
+  /* Per-host numbers only for pinned hosts: the envelope's host is the
+   * publisher's word, and the table must not grow with made-up names. */
+  unsigned char pk[FL_SIGN_PK_BYTES];
+  fl_room_peer *st =
+      fl_peers_lookup(gw->peers, host, pk) == 0 ? fl_rooms_peer(gw->rooms, host) : NULL;
   if (rc == 0) {
     gw->counters[FL_C_ROOM_MERGED]++;
     if (st)
