@@ -241,6 +241,14 @@ fleetTest('rooms: a hostile peer\'s bad envelopes are each dropped under their r
     assert.match(A.fleetdLog, /presents host 'hostH' with key .* not the key pinned/);
     assert.equal((await ctlJson(A, ['status'])).counters.room_pulls_refused, 1);
     assert.equal((await callTool(alice, 'fleet_room_watch', { room: roomId })).messages.length, 1);
+
+    // A response over 4 MiB is cut off, whatever it holds.
+    presentKey = H.publicKey;
+    const pad = 'x'.repeat(1024 * 1024);
+    bad.padding = { host: 'hostH', body: pad + pad + pad + pad, hops: 0 };
+    const s3 = await callTool(alice, 'fleet_room_sync', { room: roomId });
+    assert.equal(s3.results[0].ok, false);
+    assert.match(s3.results[0].error, /over 4194304 bytes/, JSON.stringify(s3.results[0]));
   } finally {
     srv.close();
   }
