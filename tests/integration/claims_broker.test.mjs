@@ -3,7 +3,8 @@
 // queue each): alice@hostA and bob@hostB claim the same resource at the same
 // moment, and both gateways name the same owner, the one the tie rule picks.
 // The loser reads held_by_other, and the owner's release frees it on both.
-// The room tools stay degraded: the broker carries claims only.
+// The room tools stay degraded: the broker carries claims only. With rooms
+// too, one claim goes out on both transports and is kept once (by msgId).
 
 import assert from 'node:assert/strict';
 import { callTool, selfGid, waitFor } from './harness.mjs';
@@ -71,4 +72,35 @@ hostsTest('claims over the broker: a race gives the same owner on both gateways'
   assert.ok(ex && ex.type === 'fanout', JSON.stringify(exchanges.map((e) => e.name)));
   const queues = (await broker.listQueues()).map((q) => q.name);
   assert.ok(queues.includes('claims.hostA') && queues.includes('claims.hostB'), JSON.stringify(queues));
+});
+
+hostsTest('claims over the broker and rooms at once: one claim on both, kept once', brokerRef, { start: false }, async ({ hostA, hostB }) => {
+  const rooms = { rooms: { listen: '127.0.0.1:0', syncIntervalS: 3600 } };
+  await Promise.all([hostA.startFleetd({ config: rooms }), hostB.startFleetd({ config: rooms })]);
+  const url = {};
+  for (const h of [hostA, hostB]) {
+    const r = await h.fleetctl(['--json', 'rooms']);
+    url[h.hostId] = `http://${JSON.parse(r.stdout).listen}`;
+  }
+  for (const [on, other] of [[hostA, hostB], [hostB, hostA]]) {
+    const id = JSON.parse((await other.fleetctl(['--json', 'identity'])).stdout).publicKey;
+    const r = await on.fleetctl(['peer', 'add', other.hostId, id, url[other.hostId]]);
+    assert.equal(r.code, 0, r.stderr);
+  }
+  const alice = await hostA.mcpClient('alice');
+  const bob = await hostB.mcpClient('bob');
+  const aliceGid = selfGid(await callTool(alice, 'fleet_list', {}));
+  await callTool(alice, 'fleet_claim', { resource: 'db-migration', ttl_s: 60 });
+  // The broker brings it to hostB at once, with no sync.
+  await waitFor(async () => (await ownerOn(bob, 'db-migration'))?.gid === aliceGid, { what: 'claim over the broker', interval: 100 });
+  // The room brings the same claim (same msgId): dropped as a duplicate, nothing merged.
+  const s = await callTool(bob, 'fleet_room_sync', { room: '#claims' });
+  assert.equal(s.results.length, 1, JSON.stringify(s));
+  assert.equal(s.results[0].ok, true);
+  assert.equal(s.results[0].merged, 0, JSON.stringify(s.results[0]));
+  assert.equal(s.results[0].dropped.duplicate, 1, JSON.stringify(s.results[0]));
+  const w = await callTool(bob, 'fleet_room_watch', { room: '#claims' });
+  assert.equal(w.messages.length, 1, 'the claims room holds the claim once');
+  assert.equal(w.messages[0].msgType, 'ClaimIssued');
+  assert.equal(w.messages[0].origin, 'hostA');
 });
