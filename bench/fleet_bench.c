@@ -4,6 +4,7 @@
  *
  *   fleet_bench tput SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]
  *   fleet_bench rtt  SOCK_A SOCK_B [-n N] [-s SIZE] [-r RATE] [-W WARMUP] [-l LABEL]
+ *   fleet_bench bcast SOCK_A SOCK_B [SOCK_C ...] [-n N] [-s SIZE] [-r RATE] [-W WARMUP] [-l LABEL]
  *
  * tput: a sender registered on gateway A sends N messages of SIZE bytes with
  *       fleet_send (no wait_s) to a receiver registered on gateway B, keeping
@@ -17,6 +18,11 @@
  *       The latency is the fleet_send call: request written → "replied"
  *       result read. With SOCK_A == SOCK_B it is the same exchange on one
  *       gateway (the local round trip, no broker on the path).
+ * bcast: a sender on A calls fleet_broadcast at RATE calls/s; one receiver
+ *       on each other gateway long-polls until every broadcast arrived. The
+ *       latency is the fleet_broadcast call: request written → result read,
+ *       which waits for the broker's confirm of every copy it published (one
+ *       per receiving host when sealed, one in all when not).
  *
  * Each session is one connection with its own thread; nothing is shared but
  * counters read after join. Results are "RESULT LABEL.KEY VALUE" lines on
@@ -47,8 +53,12 @@
 /* Long-poll length used by receivers; short enough to notice a dead run. */
 #define POLL_WAIT_S 10
 
+#define MAX_RECEIVERS 8
+
 struct opts {
   const char *mode, *sock_a, *sock_b, *label;
+  const char *more[MAX_RECEIVERS]; /* bcast: receiving gateways after SOCK_B */
+  size_t nmore;
   size_t n, size, window, warmup;
   double rate;
 };
@@ -477,8 +487,69 @@ static void run_rtt(const struct opts *o) {
   sess_close(&rs.s);
 }
 
+/* ---- bcast ---------------------------------------------------------------------- */
+
+static void run_bcast(const struct opts *o) {
+  size_t total = o->n + o->warmup, nrx = 1 + o->nmore;
+  struct receiver rx[MAX_RECEIVERS + 1];
+  memset(rx, 0, sizeof rx);
+  char txname[64];
+  snprintf(txname, sizeof txname, "%s-tx", o->label);
+  struct sess tx;
+  sess_open(&tx, o->sock_a, txname);
+  for (size_t k = 0; k < nrx; k++) {
+    rx[k].sock = k ? o->more[k - 1] : o->sock_b;
+    rx[k].expect = total;
+    rx[k].size = o->size;
+    snprintf(rx[k].name, sizeof rx[k].name, "%s-rx%zu", o->label, k);
+    sess_open(&rx[k].s, rx[k].sock, rx[k].name);
+  }
+  for (size_t k = 0; k < nrx; k++)
+    wait_online(&tx, rx[k].name);
+  for (size_t k = 0; k < nrx; k++)
+    if (pthread_create(&rx[k].th, NULL, receiver_main, &rx[k]) != 0)
+      die("cannot start a thread");
+  uint64_t *lat = calloc(o->n, sizeof *lat);
+  size_t cap = o->size + 512;
+  char *args = malloc(cap);
+  if (!lat || !args)
+    die("out of memory");
+  size_t nlat = 0;
+  uint64_t period = (uint64_t)(1e9 / o->rate);
+  uint64_t t0 = fb_now_ns();
+  for (size_t i = 0; i < total; i++) {
+    fb_sleep_until(t0 + i * period);
+    char *content = make_content(o->size, i);
+    snprintf(args, cap, "{\"content\":\"%s\"}", content);
+    free(content);
+    uint64_t t = fb_now_ns();
+    json_t *r = sess_call(&tx, "fleet_broadcast", args);
+    uint64_t dt = fb_now_ns() - t;
+    const char *remote =
+        json_string_value(json_object_get(tool_result(&tx, r, "fleet_broadcast"), "remote"));
+    if (!remote || strcmp(remote, "published") != 0)
+      die("%s: fleet_broadcast's remote is %s, expected published", txname,
+          remote ? remote : "(none)");
+    json_decref(r);
+    if (i >= o->warmup)
+      lat[nlat++] = dt;
+  }
+  for (size_t k = 0; k < nrx; k++)
+    pthread_join(rx[k].th, NULL);
+  fb_report_latency(o->label, lat, nlat);
+  printf("RESULT %s.hosts %zu\n", o->label, nrx);
+  fflush(stdout);
+  free(lat);
+  free(args);
+  sess_close(&tx);
+  for (size_t k = 0; k < nrx; k++)
+    sess_close(&rx[k].s);
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: fleet_bench tput|rtt SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] "
+                  "[-r RATE] [-W WARMUP] [-l LABEL]\n"
+                  "       fleet_bench bcast SOCK_A SOCK_B [SOCK_C ...] [-n N] [-s SIZE] "
                   "[-r RATE] [-W WARMUP] [-l LABEL]\n");
   exit(2);
 }
@@ -492,6 +563,11 @@ int main(int argc, char **argv) {
   o.sock_b = argv[3];
   o.label = o.mode;
   optind = 4;
+  while (optind < argc && argv[optind][0] != '-') {
+    if (o.nmore == MAX_RECEIVERS)
+      usage();
+    o.more[o.nmore++] = argv[optind++];
+  }
   int ch;
   while ((ch = getopt(argc, argv, "n:s:w:r:W:l:")) != -1) {
     switch (ch) {
@@ -523,6 +599,8 @@ int main(int argc, char **argv) {
     run_tput(&o);
   else if (strcmp(o.mode, "rtt") == 0)
     run_rtt(&o);
+  else if (strcmp(o.mode, "bcast") == 0)
+    run_bcast(&o);
   else
     usage();
   return 0;

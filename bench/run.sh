@@ -5,8 +5,10 @@
 #
 # Builds fleet (build/, RelWithDebInfo = -O2 -g) and the drivers (bench/build/,
 # -O2), starts a throwaway RabbitMQ on loopback (tests/rabbitmq.sh), measures
-# the raw rabbitmq-c baseline, starts two fleetd gateways (hostA, hostB) on
-# that broker, measures fleet, prints the comparison table and stops
+# the raw rabbitmq-c baseline, starts four fleetd gateways (hostA..hostD) on
+# that broker, measures fleet with sealed bodies (the default), restarts the
+# gateways with broker.seal false and measures again in clear, prints the
+# comparison table and stops
 # everything it started (trap), whatever happens. bench/README.md explains
 # each number. Knobs (environment):
 #
@@ -16,6 +18,7 @@
 #   BENCH_RAW_WINDOW=1000  raw publisher's unconfirmed publishes in flight
 #   BENCH_RATE=20          calls/s of every round-trip measurement
 #   BENCH_RTT_N=300        round trips measured at BENCH_RATE
+#   BENCH_BCAST_N=200      broadcasts measured at BENCH_RATE (hostA to hostB, hostC, hostD)
 #   BENCH_LAT_RATE=200 BENCH_LAT_N=2000   the extra raw one-way run at a higher pace
 #   BENCH_LOG_LEVEL=info   fleetd's log level (info is the default a user gets)
 #   BENCH_PREFETCH=        fleetd broker.prefetch (empty = fleetd's default)
@@ -32,6 +35,7 @@ WINDOW=${BENCH_WINDOW:-64}
 RAW_WINDOW=${BENCH_RAW_WINDOW:-1000}
 RATE=${BENCH_RATE:-20}
 RTT_N=${BENCH_RTT_N:-300}
+BCAST_N=${BENCH_BCAST_N:-200}
 LAT_RATE=${BENCH_LAT_RATE:-200}
 LAT_N=${BENCH_LAT_N:-2000}
 LOG_LEVEL=${BENCH_LOG_LEVEL:-info}
@@ -126,14 +130,17 @@ raw lat -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_lat
 log "(a) raw request/reply round trip at $RATE/s x $RTT_N"
 raw rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_rtt
 
-# ---- (b) two gateways ----
+# ---- (b) four gateways ----
+HOSTS=(hostA hostB hostC hostD)
+SEAL=true
 start_fleetd() { # HOST
   local h=$1 d=$WORK/$1
   mkdir -p "$d"
   local extra=""
   [ -n "$PREFETCH" ] && extra=",\"prefetch\":$PREFETCH"
-  printf '{"logLevel":"%s","broker":{"uri":"%s","presenceIntervalMs":500%s}}\n' \
-    "$LOG_LEVEL" "$URI" "$extra" >"$d/fleetd.json"
+  printf '{"logLevel":"%s","broker":{"uri":"%s","presenceIntervalMs":500,"seal":%s%s}}\n' \
+    "$LOG_LEVEL" "$URI" "$SEAL" "$extra" >"$d/fleetd.json"
+  : >"$d/fleetd.log"
   "$BUILD/fleetd" --state-dir "$d/state" --socket "$d/fleetd.sock" --host-id "$h" \
     --broker "$URI" --config "$d/fleetd.json" 2>"$d/fleetd.log" &
   FLEETD_PIDS+=($!)
@@ -150,42 +157,64 @@ wait_up() { # HOST
   tail -n 30 "$d/fleetd.log" >&2
   exit 1
 }
-log "(b) starting fleetd hostA and hostB (log level $LOG_LEVEL${PREFETCH:+, prefetch $PREFETCH})"
-start_fleetd hostA
-start_fleetd hostB
-wait_up hostA
-wait_up hostB
+stop_all() {
+  local pid
+  for pid in "${FLEETD_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${FLEETD_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  FLEETD_PIDS=()
+}
+start_all() {
+  local h
+  for h in "${HOSTS[@]}"; do start_fleetd "$h"; done
+  for h in "${HOSTS[@]}"; do wait_up "$h"; done
+}
+log "(b) starting fleetd ${HOSTS[*]} (log level $LOG_LEVEL${PREFETCH:+, prefetch $PREFETCH}), sealing on"
+start_all
 SA=$WORK/hostA/fleetd.sock
 SB=$WORK/hostB/fleetd.sock
+SC=$WORK/hostC/fleetd.sock
+SD=$WORK/hostD/fleetd.sock
 
-# Trust: once gateways verify signed envelopes, each must pin the other's key.
-# fleetctl peer add may not exist yet; its exit status says.
+# Trust: each gateway pins every other's key (kept in the state dirs across
+# the restart below).
 pubkey() { # HOST
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["publicKey"])' \
-    "$WORK/$1/state/node-identity.json" 2>/dev/null || true
+    "$WORK/$1/state/node-identity.json"
 }
-KA=$(pubkey hostA)
-KB=$(pubkey hostB)
-if [ -n "$KA" ] && [ -n "$KB" ] &&
-  "$BUILD/fleetctl" --socket "$SA" peer add hostB "$KB" >"$WORK/pin.out" 2>&1; then
-  "$BUILD/fleetctl" --socket "$SB" peer add hostA "$KA" >>"$WORK/pin.out" 2>&1 ||
-    { cat "$WORK/pin.out" >&2; exit 1; }
-  log "pinned hostA <-> hostB keys with fleetctl peer add"
-else
-  log "fleetctl peer add unavailable (or no node-identity.json): gateways run unpinned"
-fi
+for h in "${HOSTS[@]}"; do
+  for o in "${HOSTS[@]}"; do
+    [ "$h" = "$o" ] && continue
+    "$BUILD/fleetctl" --socket "$WORK/$h/fleetd.sock" peer add "$o" "$(pubkey "$o")" >>"$WORK/pin.out" 2>&1 ||
+      { cat "$WORK/pin.out" >&2; exit 1; }
+  done
+done
+log "pinned every gateway's key on every other"
 
 fb() { "$BBUILD/fleet_bench" "$@" | tee -a "$RESULTS" | sed 's/^/  /' >&2; }
-log "(b) fleet cross-host throughput: $N x $SIZE B, hostA -> hostB, window $WINDOW, poll max 100"
-fb tput "$SA" "$SB" -n "$N" -s "$SIZE" -w "$WINDOW" -l fleet_tput
-log "(b) fleet U1 round trip hostA -> hostB at $RATE/s x $RTT_N (send wait_s, reply)"
-fb rtt "$SA" "$SB" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l fleet_u1
+measure() { # SUFFIX ("" sealed, "_clear" in clear)
+  local x=$1
+  log "(b$x) fleet cross-host throughput: $N x $SIZE B, hostA -> hostB, window $WINDOW, poll max 100"
+  fb tput "$SA" "$SB" -n "$N" -s "$SIZE" -w "$WINDOW" -l "fleet_tput$x"
+  log "(b$x) fleet U1 round trip hostA -> hostB at $RATE/s x $RTT_N (send wait_s, reply)"
+  fb rtt "$SA" "$SB" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "fleet_u1$x"
+  log "(b$x) fleet broadcast hostA -> hostB, hostC, hostD at $RATE/s x $BCAST_N"
+  fb bcast "$SA" "$SB" "$SC" "$SD" -n "$BCAST_N" -s "$SIZE" -r "$RATE" -l "fleet_bcast$x"
+}
+measure ""
 # ---- (c) one gateway ----
 log "(c) fleet local round trip on hostA at $RATE/s x $RTT_N (send wait_s, reply)"
 fb rtt "$SA" "$SA" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l fleet_local
 
 LOG_LINES_A=$(wc -l <"$WORK/hostA/fleetd.log")
 LOG_LINES_B=$(wc -l <"$WORK/hostB/fleetd.log")
+
+# ---- (d) the same in clear: broker.seal false, one broadcast publish ----
+log "(d) restarting the gateways with broker.seal false"
+stop_all
+SEAL=false
+start_all
+measure "_clear"
+
 
 # ---- the table ----
 get() { awk -v k="$1" '$1 == "RESULT" && $2 == k { v = $3 } END { print (v == "" ? "nan" : v) }' "$RESULTS"; }
@@ -208,6 +237,15 @@ LOC99=$(get fleet_local.p99_ms)
 R_T=$(ratio "$FL_T" "$RAW_T")
 R_U1=$(ratio "$U1" "$RAW_L")
 R_U1R=$(ratio "$U1" "$RAW_R")
+FL_TC=$(get fleet_tput_clear.msgs_per_s)
+U1C=$(get fleet_u1_clear.p50_ms)
+U1C_99=$(get fleet_u1_clear.p99_ms)
+BC=$(get fleet_bcast.p50_ms)
+BC_99=$(get fleet_bcast.p99_ms)
+BCC=$(get fleet_bcast_clear.p50_ms)
+BCC_99=$(get fleet_bcast_clear.p99_ms)
+R_SEAL_U1=$(ratio "$U1" "$U1C")
+R_SEAL_T=$(ratio "$FL_T" "$FL_TC")
 
 {
   echo
@@ -223,6 +261,17 @@ R_U1R=$(ratio "$U1" "$RAW_R")
   printf '| %-58s | %12s | %12s | %14s |\n' "local round trip (one gateway) p50 ms, vs raw req/reply" "$RAW_R" "$LOC" "$(ratio "$LOC" "$RAW_R")"
   printf '| %-58s | %12s | %12s | %14s |\n' "local round trip (one gateway) p99 ms, vs raw req/reply" "$RAW_R99" "$LOC99" "$(ratio "$LOC99" "$RAW_R99")"
   echo
+  echo "the cost of sealing (sealed, the default, vs broker.seal false):"
+  echo
+  printf '| %-58s | %12s | %12s | %14s |\n' "metric" "in clear" "sealed" "sealed/clear"
+  printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 60))" "$(printf -- '-%.0s' $(seq 14))" \
+    "$(printf -- '-%.0s' $(seq 14))" "$(printf -- '-%.0s' $(seq 16))"
+  printf '| %-58s | %12s | %12s | %14s |\n' "throughput msgs/s hostA->hostB" "$FL_TC" "$FL_T" "$R_SEAL_T"
+  printf '| %-58s | %12s | %12s | %14s |\n' "U1 p50 ms" "$U1C" "$U1" "$R_SEAL_U1"
+  printf '| %-58s | %12s | %12s | %14s |\n' "U1 p99 ms" "$U1C_99" "$U1_99" "$(ratio "$U1_99" "$U1C_99")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "broadcast to 3 hosts p50 ms: 1 publish vs 3 sealed copies" "$BCC" "$BC" "$(ratio "$BC" "$BCC")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "broadcast to 3 hosts p99 ms: 1 publish vs 3 sealed copies" "$BCC_99" "$BC_99" "$(ratio "$BC_99" "$BCC_99")"
+  echo
   echo "other numbers:"
   echo "  raw one-way publish->consume at $RATE/s: p50 $RAW_L ms, p99 $RAW_L99 ms; at $LAT_RATE/s: p50 $(get raw_lat$LAT_RATE.p50_ms) ms, p99 $(get raw_lat$LAT_RATE.p99_ms) ms"
   echo "  raw publisher confirmed/s: $(get raw_tput.confirmed_per_s); fleet sender's sends answered/s: $(get fleet_tput.sent_per_s)"
@@ -233,6 +282,7 @@ R_U1R=$(ratio "$U1" "$RAW_R")
   echo "targets:"
   echo "  cross-host throughput >= 0.5 x raw (fleet hostA->hostB msgs/s / raw msgs/s = $R_T): $(verdict "$R_T" '>=' 0.5)"
   echo "  round-trip p50 <= 4 x raw publish->consume p50 at $RATE/s (fleet U1 p50 / raw one-way p50 = $R_U1): $(verdict "$R_U1" '<=' 4)"
+  echo "  sealing costs U1 p50 at most 10% (sealed U1 p50 / clear U1 p50 = $R_SEAL_U1): $(verdict "$R_SEAL_U1" '<=' 1.10)"
   echo
   echo "whole run: $(($(date +%s) - T_START)) s"
 } | tee "$WORK/table.txt"

@@ -29,6 +29,7 @@
 #include "clients/fleetctl_mcp_config.h"
 #include "clients/fleetctl_report.h"
 #include "clients/fleetctl_rpc.h"
+#include "clients/fleetctl_systemd.h"
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/ids.h"
@@ -82,6 +83,7 @@ static int cmd_peer_remove(ctl *c);
 static int cmd_trace(ctl *c);
 static int cmd_spawn(ctl *c);
 static int cmd_stop(ctl *c);
+static int cmd_systemd(ctl *c);
 static int cmd_rooms(ctl *c);
 static int cmd_claims(ctl *c);
 
@@ -108,6 +110,8 @@ static const ctl_cmd fl_ctl_cmds[] = {
      CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},
+    {"systemd", 0, 0, cmd_systemd, "systemd",
+     "print a systemd user unit for the fleetd beside\nthis fleetctl, and how to enable it", 0},
     {"identity", 0, 0, cmd_identity, "identity", "this gateway's host id and public key", 0},
     {"peer add", 2, 3, cmd_peer_add, "peer add HOST PUBKEY [URL]",
      "pin HOST's public key (refused if another key\nis pinned for HOST: remove that pin first)",
@@ -657,6 +661,11 @@ static int cmd_stop(ctl *c) {
     return fl_ctl_fail("out of memory (or NAME is not UTF-8)");
   }
   return ctl_run(c, &call, ident, args);
+}
+
+static int cmd_systemd(ctl *c) {
+  (void)c;
+  return fl_ctl_systemd();
 }
 
 static int cmd_mcp_config(ctl *c) {

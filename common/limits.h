@@ -13,10 +13,26 @@
 /* Message content in bytes (UTF-8). 1 MiB is far above any brief an agent
  * writes, and small enough to hold thousands in SQLite. */
 #define FL_MAX_CONTENT (1024u * 1024u)
+/* A message body as it travels on the broker: the content, sealed to its
+ * recipient gateway, is 40 bytes longer (a 24-byte nonce and a 16-byte MAC,
+ * gateway/seal.h). */
+#define FL_MAX_WIRE_BODY (FL_MAX_CONTENT + 40u)
 
 /* Bytes queued for one client socket that it has not read yet. A client that
  * stops reading is disconnected rather than growing our memory. */
 #define FL_MAX_OUTQ (16u * 1024u * 1024u)
+
+/* Past this many unsent bytes a client's requests are not read until it
+ * reads its answers: a client that floods and never reads stalls only
+ * itself, well before FL_MAX_OUTQ would drop it. */
+#define FL_OUTQ_PAUSE (1024u * 1024u)
+
+/* Lines served from one client before the others get a turn. */
+#define FL_LINES_PER_TURN 16
+
+/* Nesting depth of one JSON-RPC message; MCP needs a handful of levels.
+ * Deeper lines are refused before they are parsed. */
+#define FL_MAX_JSON_DEPTH 64
 
 /* Messages held for one entity. Past this, sends to it fail with FL_EFULL. */
 #define FL_MAX_HELD_PER_ENTITY 10000
@@ -88,6 +104,10 @@
  * to the loop. When full, the broker thread stops reading the socket, so the
  * broker holds the backlog instead of our heap. */
 #define FL_BROKER_MAX_EVENTS 8192
+
+/* Broker URIs one gateway may be given (the nodes of a cluster): it tries
+ * them in turn until one answers. */
+#define FL_BROKER_MAX_URIS 8
 
 /* Inboxes one gateway consumes. Each takes its own channel and RabbitMQ's
  * default channel_max is 2047; two channels are the link's own. */

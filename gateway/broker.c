@@ -160,6 +160,7 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
   if (b->prefetch > 65535)
     b->prefetch = 65535; /* basic.qos carries a 16-bit count */
   b->heartbeat_s = cfg->heartbeat_s ? cfg->heartbeat_s : FL_BROKER_DEFAULT_HEARTBEAT_S;
+  b->clear_broadcasts = cfg->clear_broadcasts != 0;
   b->max_length = cfg->max_length > 0 ? cfg->max_length : FL_BROKER_DEFAULT_MAX_LENGTH;
   b->message_ttl_ms =
       cfg->message_ttl_ms > 0 ? cfg->message_ttl_ms : FL_BROKER_DEFAULT_MESSAGE_TTL_MS;
@@ -175,22 +176,42 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
     rc = FL_ENOMEM;
     goto fail;
   }
-  amqp_default_connection_info(&b->ci);
-  if (amqp_parse_url(b->uri_buf, &b->ci) != AMQP_STATUS_OK) {
-    /* Never log the URI itself: it carries the password. */
-    fl_error(NULL,
-             "broker: the broker URI is malformed; expected amqp[s]://user:pass@host:port/vhost");
+  /* One URI, or several separated by commas (a cluster's nodes). */
+  for (char *save = NULL, *u = strtok_r(b->uri_buf, ",", &save); u;
+       u = strtok_r(NULL, ",", &save)) {
+    while (*u == ' ')
+      u++;
+    if (b->ncis == FL_BROKER_MAX_URIS) {
+      fl_error(NULL, "broker: more than %d broker URIs given", FL_BROKER_MAX_URIS);
+      rc = FL_ECONFIG;
+      goto fail;
+    }
+    struct amqp_connection_info *ci = &b->cis[b->ncis++];
+    amqp_default_connection_info(ci);
+    if (amqp_parse_url(u, ci) != AMQP_STATUS_OK) {
+      /* Never log the URI itself: it carries the password. */
+      fl_error(NULL,
+               "broker: broker URI %zu is malformed; expected amqp[s]://user:pass@host:port/vhost "
+               "(several are separated by commas)",
+               b->ncis);
+      rc = FL_ECONFIG;
+      goto fail;
+    }
+    /* "amqp://host/" names the empty vhost, which no broker has; users mean "/". */
+    if (!ci->vhost || !ci->vhost[0])
+      ci->vhost = "/";
+    if (ci->ssl && b->ca_file && access(b->ca_file, R_OK) != 0) {
+      fl_error(NULL, "broker: CA file %s is not readable", b->ca_file);
+      rc = FL_ECONFIG;
+      goto fail;
+    }
+  }
+  if (b->ncis == 0) {
+    fl_error(NULL, "broker: the broker URI is empty");
     rc = FL_ECONFIG;
     goto fail;
   }
-  /* "amqp://host/" names the empty vhost, which no broker has; users mean "/". */
-  if (!b->ci.vhost || !b->ci.vhost[0])
-    b->ci.vhost = "/";
-  if (b->ci.ssl && b->ca_file && access(b->ca_file, R_OK) != 0) {
-    fl_error(NULL, "broker: CA file %s is not readable", b->ca_file);
-    rc = FL_ECONFIG;
-    goto fail;
-  }
+  b->ci = b->cis[0];
   if ((rc = fl_broker_conn_init(b)) ||
       (rc = fl_xqueue_new_to_worker(FL_BROKER_MAX_CMDS + FL_BROKER_MAX_INFLIGHT, &b->cmds)))
     goto fail;
@@ -216,7 +237,7 @@ int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_ke
     return FL_EINVAL;
   if (strlen(exchange) >= FL_BROKER_SHORTSTR || strlen(routing_key) >= FL_BROKER_SHORTSTR)
     return FL_EINVAL;
-  if (len > FL_MAX_CONTENT)
+  if (len > FL_MAX_WIRE_BODY)
     return FL_ETOOBIG;
   if (!b->up)
     return FL_EBROKER;

@@ -57,7 +57,7 @@ typedef struct fl_broker_delivery {
   int redelivered;        /* the broker delivered it before (dedup by msgId) */
   const fl_envelope *env; /* headers that are not envelope fields are ignored */
   const char *body;       /* not NUL-terminated; NULL when len == 0 */
-  size_t len;             /* <= FL_MAX_CONTENT (larger ones go to fleet.dlq) */
+  size_t len;             /* <= FL_MAX_WIRE_BODY (larger ones go to fleet.dlq) */
 } fl_broker_delivery;
 
 typedef struct fl_broker_config {
@@ -70,6 +70,7 @@ typedef struct fl_broker_config {
   long max_length;        /* inbox x-max-length; 0 = default */
   long message_ttl_ms;    /* inbox x-message-ttl; 0 = default */
   long queue_expires_ms;  /* inbox x-expires; 0 = default */
+  int clear_broadcasts;   /* also bind inboxes to the broadcast keys in clear */
 } fl_broker_config;
 
 /* Callbacks, all on the loop thread. Any may be NULL. */
@@ -107,7 +108,7 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
                     void *ctx, fl_broker **out);
 
 /* Queues one publish and returns at once. exchange e.g. FL_EX_MSG; body is
- * copied (len <= FL_MAX_CONTENT); env is copied (NULL = no headers): each
+ * copied (len <= FL_MAX_WIRE_BODY); env is copied (NULL = no headers): each
  * non-empty field becomes a header and env->msg_id the AMQP message_id;
  * persistent, content type text/plain; charset=utf-8, timestamp now.
  * mandatory = 1 makes an unroutable message an error (use 0 only for
@@ -119,8 +120,9 @@ int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_ke
                       const fl_envelope *env, const char *body, size_t len, void *req);
 
 /* Declares agent.<gid>.inbox.v2 (durable, dead-lettering to fleet.dlx, capped
- * by cfg), binds it to fleet.msg with keys <gid>, broadcast.all and
- * broadcast.<g> for each group, and consumes it with an exclusive consumer on
+ * by cfg), binds it to fleet.msg with keys <gid>, broadcast.<host>.all and
+ * broadcast.<host>.<g> for each group (and, with cfg->clear_broadcasts, the
+ * keys in clear broadcast.all and broadcast.<g>), and consumes it with an exclusive consumer on
  * a channel of its own. Adding a gid again replaces its groups. Remembered
  * and redone after every reconnect; on_inbox reports the outcome. groups is
  * copied. Returns 0, FL_EINVAL, FL_EFULL (FL_BROKER_MAX_INBOXES or the command

@@ -369,7 +369,9 @@ static int do_publish(fl_broker *b, struct item *it) {
   memset(&p, 0, sizeof(p));
   p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
              AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_HEADERS_FLAG;
-  p.content_type = amqp_cstring_bytes("text/plain; charset=utf-8");
+  /* A sealed body is ciphertext, not text. */
+  p.content_type = amqp_cstring_bytes(it->env.sealed_to[0] ? "application/octet-stream"
+                                                           : "text/plain; charset=utf-8");
   p.delivery_mode = AMQP_DELIVERY_PERSISTENT;
   p.timestamp = (uint64_t)time(NULL);
   if (it->env.msg_id[0]) {
@@ -786,6 +788,7 @@ void fl_broker_thread_main(void *arg) {
     }
     uint64_t now = now_ms();
     if (now >= next_try) {
+      b->ci = b->cis[b->cur];
       if (link_connect(b, why, sizeof(why)) == 0) {
         fl_info(NULL, "broker: link up (%s:%d vhost %s)", b->ci.host, b->ci.port, b->ci.vhost);
         backoff = BACKOFF_FIRST_MS;
@@ -798,6 +801,10 @@ void fl_broker_thread_main(void *arg) {
       if (b->t_up != 0 || strcmp(b->t_why, why) != 0)
         fl_warn(NULL, "broker: cannot connect, retrying: %s", why);
       emit_state(b, 0, why);
+      /* The next URI at once; after the last, the backoff. */
+      b->cur = (b->cur + 1) % b->ncis;
+      if (b->cur != 0)
+        continue;
       next_try = now_ms() + backoff;
       backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
       continue;

@@ -45,8 +45,8 @@ int fl_broker_env_from_headers(const amqp_table_t *t, uint64_t body_size, fl_env
       return FL_EPROTO;
     }
   }
-  if (body_size > FL_MAX_CONTENT) {
-    fl_errf(err, errlen, "the body is larger than FL_MAX_CONTENT");
+  if (body_size > FL_MAX_WIRE_BODY) {
+    fl_errf(err, errlen, "the body is larger than FL_MAX_WIRE_BODY");
     return FL_ETOOBIG;
   }
   return 0;

@@ -134,12 +134,19 @@ struct fl_broker {
   uv_loop_t *loop;
   fl_broker_events ev;
   void *ctx;
-  char *uri_buf; /* amqp_parse_url writes into it; ci points into it */
+  char *uri_buf; /* amqp_parse_url writes into it; cis point into it */
+  struct amqp_connection_info cis[FL_BROKER_MAX_URIS]; /* the URIs given, in order */
+  size_t ncis;
+  /* Broker thread only: which of cis is tried or in use now, and a copy
+   * of it. A failed connect moves on to the next at once; a whole round of
+   * failures waits out the backoff. */
+  size_t cur;
   struct amqp_connection_info ci;
   char *host_id;
   char *queue_type;
   char *ca_file;
   unsigned prefetch, heartbeat_s;
+  int clear_broadcasts; /* bind the broadcast keys in clear too */
   long max_length, message_ttl_ms, queue_expires_ms;
 
   /* The only state both threads touch. */
@@ -250,7 +257,7 @@ uint16_t fl_broker_chan_alloc(fl_broker *b);
  * like a field sets that field. Headers of no field and values that are not
  * strings are ignored (rolling upgrades within a major version). Returns 0,
  * FL_ETOOBIG (a value longer than its field, or body_size over
- * FL_MAX_CONTENT) or FL_EPROTO (a value holding a NUL byte), with err saying
+ * FL_MAX_WIRE_BODY) or FL_EPROTO (a value holding a NUL byte), with err saying
  * which; either makes the delivery malformed. */
 int fl_broker_env_to_headers(const fl_envelope *env, amqp_table_entry_t *entries);
 int fl_broker_env_from_headers(const amqp_table_t *t, uint64_t body_size, fl_envelope *env,

@@ -157,15 +157,26 @@ static int has_group(char *const *groups, size_t n, const char *g) {
  * logged and skipped rather than failing the inbox. */
 static int bind_group(fl_broker *b, uint16_t ch, const char *q, const char *group, int unbind,
                       char *why, size_t n) {
-  char key[FL_BROKER_SHORTSTR];
-  int rc = fl_topology_broadcast_key(key, sizeof(key), group);
+  /* Both keys of the group: this host's copy of a sealed broadcast, and the
+   * one in clear that a gateway with broker.seal false publishes (only
+   * when bodies in clear are taken: b->clear_broadcasts). group
+   * NULL is everyone (broadcast.<host>.all and broadcast.all). */
+  char keys[2][FL_BROKER_SHORTSTR];
+  int rc = fl_topology_host_broadcast_key(keys[0], sizeof(keys[0]), b->host_id, group);
+  if (rc == 0)
+    rc = fl_topology_broadcast_key(keys[1], sizeof(keys[1]), group);
   if (rc) {
-    fl_error(NULL, "broker: no broadcast key for group \"%s\" of %s: %s", group, q,
+    fl_error(NULL, "broker: no broadcast key for group \"%s\" of %s: %s", group ? group : "all", q,
              fl_strerror(rc));
     return 0;
   }
-  return unbind ? unbind_queue(b, ch, q, FL_EX_MSG, key, why, n)
-                : bind_queue(b, ch, q, FL_EX_MSG, key, why, n);
+  for (int k = 0; k < (b->clear_broadcasts ? 2 : 1); k++) {
+    rc = unbind ? unbind_queue(b, ch, q, FL_EX_MSG, keys[k], why, n)
+                : bind_queue(b, ch, q, FL_EX_MSG, keys[k], why, n);
+    if (rc)
+      return rc;
+  }
+  return 0;
 }
 
 int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
@@ -198,7 +209,7 @@ int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
   if ((rc = fl_broker_rpc_result(b, id, "declare inbox", why, sizeof(why))))
     goto fail;
   if ((rc = bind_queue(b, id, q, FL_EX_MSG, ib->gid, why, sizeof(why))) ||
-      (rc = bind_queue(b, id, q, FL_EX_MSG, FL_KEY_BROADCAST_ALL, why, sizeof(why))))
+      (rc = bind_group(b, id, q, NULL, 0, why, sizeof(why))))
     goto fail;
   for (size_t i = 0; i < ib->ngroups; i++)
     if ((rc = bind_group(b, id, q, ib->groups[i], 0, why, sizeof(why))))

@@ -35,11 +35,12 @@ static const char fl_usage[] =
 
 /* The keys each object of the file may hold, for the unknown-key check and
  * its message. */
-static const char *const fl_top_keys[] = {"hostId",   "stateDir", "socket", "broker", "nudge",
-                                          "logLevel", "profiles", "rooms",  "claims", NULL};
-static const char *const fl_broker_keys[] = {"uri",           "caFile",     "queueType",
-                                             "prefetch",      "heartbeatS", "presenceIntervalMs",
-                                             "presenceTtlMs", NULL};
+static const char *const fl_top_keys[] = {"hostId", "stateDir", "socket",   "broker",
+                                          "nudge",  "logLevel", "profiles", "store",
+                                          "rooms",  "claims",   NULL};
+static const char *const fl_broker_keys[] = {
+    "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
+    "presenceTtlMs", "seal",   "acceptUnsealed", NULL};
 static const char *const fl_nudge_keys[] = {"enabled", "firstDelayMs", "backoffMs", "maxBackoffMs",
                                             "text",    "prompt",       "quietMs",   NULL};
 
@@ -116,6 +117,19 @@ int fl_config_file_ms(json_t *obj, const char *section, const char *key, unsigne
   return 0;
 }
 
+int fl_config_file_bool(json_t *obj, const char *section, const char *key, int *dst,
+                        const char *file, char *err, size_t errlen) {
+  json_t *v = json_object_get(obj, key);
+  if (!v)
+    return 0;
+  if (!json_is_boolean(v)) {
+    fl_errf(err, errlen, "%s: key \"%s.%s\" must be true or false", file, section, key);
+    return FL_ECONFIG;
+  }
+  *dst = json_is_true(v);
+  return 0;
+}
+
 /* Fails on the first key of obj not in known, listing the known ones. */
 int fl_config_known_keys(json_t *obj, const char *section, const char *const known[],
                          const char *file, char *err, size_t errlen) {
@@ -139,6 +153,41 @@ int fl_config_known_keys(json_t *obj, const char *section, const char *const kno
   return 0;
 }
 
+/* broker.uri: one URI, or a list of them (a cluster's nodes), kept as one
+ * comma-separated string, the form --broker and FLEET_BROKER_URI take. */
+static int fl_config_broker_uri(json_t *broker, char *dst, size_t n, const char *file, char *err,
+                                size_t errlen) {
+  json_t *v = json_object_get(broker, "uri");
+  if (!json_is_array(v))
+    return fl_config_file_str(broker, "broker", "uri", dst, n, file, err, errlen);
+  size_t count = json_array_size(v);
+  if (count == 0 || count > FL_BROKER_MAX_URIS) {
+    fl_errf(err, errlen, "%s: key \"broker.uri\" must list 1 to %d URIs, not %zu", file,
+            FL_BROKER_MAX_URIS, count);
+    return FL_ECONFIG;
+  }
+  size_t used = 0;
+  dst[0] = '\0';
+  for (size_t i = 0; i < count; i++) {
+    const char *u = json_string_value(json_array_get(v, i));
+    if (!u || !*u || strchr(u, ',')) {
+      fl_errf(err, errlen,
+              "%s: key \"broker.uri\" item %zu must be a URI string like "
+              "\"amqp://user:pass@host:5672/\" (no commas)",
+              file, i + 1);
+      return FL_ECONFIG;
+    }
+    int w = snprintf(dst + used, n - used, "%s%s", i ? "," : "", u);
+    if (w < 0 || (size_t)w >= n - used) {
+      fl_errf(err, errlen, "%s: key \"broker.uri\" is too long (at most %zu bytes in all)", file,
+              n - 1);
+      return FL_ECONFIG;
+    }
+    used += (size_t)w;
+  }
+  return 0;
+}
+
 static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, char *err,
                            size_t errlen) {
   if (!json_is_object(broker)) {
@@ -151,8 +200,7 @@ static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, cha
   unsigned prefetch = 0, hb = 0;
   fl_gw_config *gw = &cfg->gw;
   if (fl_config_known_keys(broker, "broker", fl_broker_keys, file, err, errlen) ||
-      fl_config_file_str(broker, "broker", "uri", gw->broker_uri, sizeof gw->broker_uri, file, err,
-                         errlen) ||
+      fl_config_broker_uri(broker, gw->broker_uri, sizeof gw->broker_uri, file, err, errlen) ||
       fl_config_file_str(broker, "broker", "caFile", gw->broker_ca_file, sizeof gw->broker_ca_file,
                          file, err, errlen) ||
       fl_config_file_str(broker, "broker", "queueType", gw->broker_queue_type,
@@ -166,11 +214,42 @@ static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, cha
     return FL_ECONFIG;
   gw->broker_prefetch = prefetch;
   gw->broker_heartbeat_s = hb;
+  int seal = 1, accept = 0;
+  if (fl_config_file_bool(broker, "broker", "seal", &seal, file, err, errlen) ||
+      fl_config_file_bool(broker, "broker", "acceptUnsealed", &accept, file, err, errlen))
+    return FL_ECONFIG;
+  gw->broker_no_seal = !seal;
+  gw->broker_accept_unsealed = accept;
   if (gw->broker_queue_type[0] && strcmp(gw->broker_queue_type, "classic") != 0 &&
       strcmp(gw->broker_queue_type, "quorum") != 0) {
     fl_errf(err, errlen, "%s: key \"broker.queueType\" must be \"classic\" or \"quorum\"", file);
     return FL_ECONFIG;
   }
+  return 0;
+}
+
+static const char *const fl_store_keys[] = {"synchronous", NULL};
+
+static int fl_apply_store(fl_config *cfg, json_t *store, const char *file, char *err,
+                          size_t errlen) {
+  if (!json_is_object(store)) {
+    fl_errf(err, errlen, "%s: key \"store\" must be an object like {\"synchronous\": \"full\"}",
+            file);
+    return FL_ECONFIG;
+  }
+  if (fl_config_known_keys(store, "store", fl_store_keys, file, err, errlen))
+    return FL_ECONFIG;
+  char sync[16] = "normal";
+  if (fl_config_file_str(store, "store", "synchronous", sync, sizeof sync, file, err, errlen))
+    return FL_ECONFIG;
+  if (strcmp(sync, "normal") != 0 && strcmp(sync, "full") != 0) {
+    fl_errf(err, errlen,
+            "%s: key \"store.synchronous\" must be \"normal\" (survives a crash of fleetd) or "
+            "\"full\" (survives a power loss too), not \"%s\"",
+            file, sync);
+    return FL_ECONFIG;
+  }
+  cfg->gw.store_sync_full = strcmp(sync, "full") == 0;
   return 0;
 }
 
@@ -248,6 +327,9 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
     return FL_ECONFIG;
   json_t *nudge = json_object_get(root, "nudge");
   if (nudge && fl_apply_nudge(cfg, nudge, file, err, errlen))
+    return FL_ECONFIG;
+  json_t *store = json_object_get(root, "store");
+  if (store && fl_apply_store(cfg, store, file, err, errlen))
     return FL_ECONFIG;
   json_t *profiles = json_object_get(root, "profiles");
   if (profiles && fl_config_apply_profiles(cfg, profiles, file, err, errlen))

@@ -17,6 +17,9 @@ void fl_config_key_name(char *out, size_t n, const char *section, const char *ke
 /* A string at obj.key, if present, into dst (size n). 0 or FL_ECONFIG. */
 int fl_config_file_str(json_t *obj, const char *section, const char *key, char *dst, size_t n,
                        const char *file, char *err, size_t errlen);
+/* A true/false key: sets *dst to 1 or 0 when present. 0 or FL_ECONFIG. */
+int fl_config_file_bool(json_t *obj, const char *section, const char *key, int *dst,
+                        const char *file, char *err, size_t errlen);
 /* A whole number from 0 to max at obj.key, if present, into dst. */
 int fl_config_file_ms(json_t *obj, const char *section, const char *key, unsigned *dst, long max,
                       const char *file, char *err, size_t errlen);

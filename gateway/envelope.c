@@ -33,6 +33,7 @@ const fl_envelope_field fl_envelope_fields[FL_ENVELOPE_NFIELDS] = {
     FIELD("host", host, 1, 1),
     FIELD("ts", ts, 1, 1),
     FIELD("expiresAt", expires_at, 1, 0),
+    FIELD("sealedTo", sealed_to, FL_SIGNED_IF_PRESENT, 0), /* sealed bodies (seal.h) */
     FIELD("sig", sig, 0, 1),
 };
 

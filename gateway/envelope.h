@@ -37,7 +37,8 @@ typedef struct fl_envelope {
   char host[64]; /* the publishing gateway's host id */
   char ts[32];   /* RFC 3339 UTC with milliseconds */
   char expires_at[32];
-  char sig[128]; /* base64 Ed25519 signature (sign.h); "" = unsigned */
+  char sealed_to[64]; /* the host the body is sealed to (seal.h); "" = in clear */
+  char sig[128];      /* base64 Ed25519 signature (sign.h); "" = unsigned */
 } fl_envelope;
 
 /* ---- kinds ---- */
@@ -86,11 +87,18 @@ int fl_envelope_is_kind(const char *s, fl_envelope_kind kind);
 typedef struct fl_envelope_field {
   const char *key;
   size_t off, size;
-  int is_signed; /* covered by sig, in table order (sign.h) */
+  int is_signed; /* covered by sig, in table order (sign.h): FL_SIGNED_ALWAYS
+                    or FL_SIGNED_IF_PRESENT; 0 = not covered */
   int required;  /* schema presence "always": every envelope carries it */
 } fl_envelope_field;
 
-#define FL_ENVELOPE_NFIELDS 14
+/* is_signed: written into the canonical form always (absent = length 0),
+ * or only when present, so that envelopes without the field keep the exact
+ * canonical bytes they had before it existed. */
+#define FL_SIGNED_ALWAYS 1
+#define FL_SIGNED_IF_PRESENT 2
+
+#define FL_ENVELOPE_NFIELDS 15
 
 /* Every field, in wire order: the signed ones in canonical order, then sig.
  * Changing the order of the signed ones breaks every signature. */

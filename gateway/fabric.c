@@ -5,11 +5,12 @@
  * file owns the broker link (broker.c) and, on the loop thread:
  *
  *   - publishes: a message for another host's entity goes to that entity's
- *     inbox on fleet.msg (key = its gid, mandatory, confirmed); a broadcast
- *     goes once to broadcast.<group>. The sender's call stays pending until
- *     the broker confirms, so an unroutable or refused publish is an error
- *     the sender sees. While the link is down a remote send fails at once:
- *     nothing is buffered on the broker's behalf.
+ *     inbox on fleet.msg (key = its gid, mandatory, confirmed), its body
+ *     sealed to that host (wire.c); a broadcast goes once per other host
+ *     with members, sealed to that host, to broadcast.<host>.<group> (with
+ *     broker.seal false: once, in clear, to broadcast.<group>). The sender's call stays pending
+ * until the broker confirms, so an unroutable or refused publish is an error the sender sees. While
+ * the link is down a remote send fails at once: nothing is buffered on the broker's behalf.
  *   - settles deliveries: a delivery held for a local client is acked only
  *     once the client drained it (or the sweeper dropped it); inside a burst
  *     of deliveries acks wait for the burst's one store commit.
@@ -34,6 +35,7 @@
 #include "gateway/presence.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
+#include "gateway/wire.h"
 
 /* How long a remote send may wait for the broker's confirm before the
  * sender is told it is unknown whether the message arrived. Confirms take
@@ -84,7 +86,18 @@ typedef struct fl_pub {
   fl_wait *wait;      /* NULL once the waiting call went away */
   double then_wait_s; /* > 0: after the confirm, wait this long for the reply */
   json_t *on_confirm; /* the result to give once confirmed (owned) */
+  /* A broadcast goes out as one copy per host: the call completes once
+   * every copy is settled, with the first failure if there was one. */
+  size_t npending;
+  int status;
+  char why[256];
 } fl_pub;
+
+/* One copy of a publish: its routing key and the host it is sealed to. */
+typedef struct fl_target {
+  char key[FL_MAX_GROUP_NAME + FL_HOST_ID_SIZE + 16];
+  const char *host;
+} fl_target;
 
 /* ---- settling deliveries ------------------------------------------------------ */
 
@@ -328,6 +341,8 @@ static void fl_env_from_msg(fl_gw *gw, const fl_msg *m, fl_envelope *env) {
              env->expires_at);
 }
 
+static void fl_pub_finish(fl_fabric *f, fl_pub *pub);
+
 static void fl_on_publish_done(void *ctx, void *req, int status, const char *why) {
   fl_fabric *f = ctx;
   fl_gw *gw = f->gw;
@@ -342,9 +357,29 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
     fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
   else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
+  if (status && !pub->status) {
+    pub->status = status;
+    fl_copy(pub->why, sizeof pub->why, why);
+  }
+  if (--pub->npending > 0)
+    return;
+  fl_pub_finish(f, pub);
+}
+
+/* Every copy of pub is settled: complete its call (when it still waits). */
+static void fl_pub_finish(fl_fabric *f, fl_pub *pub) {
+  fl_gw *gw = f->gw;
+  int status = pub->status;
+  const char *why = pub->why;
   fl_wait *w = pub->wait;
   double then_wait_s = pub->then_wait_s;
   json_t *r = pub->on_confirm;
+  char msg[512];
+  if (w && status != 0) {
+    fl_entity *dst = fl_entity_by_gid(gw, w->peer_gid);
+    snprintf(msg, sizeof msg, "could not deliver to %s%s%s: %s", dst ? dst->name : "the group",
+             dst ? "@" : "", dst ? dst->host : "", why && *why ? why : fl_strerror(status));
+  }
   fl_free(pub);
   if (!w) {
     json_decref(r);
@@ -353,10 +388,6 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
   w->ext = NULL;
   if (status != 0) {
     json_decref(r);
-    fl_entity *dst = fl_entity_by_gid(gw, w->peer_gid);
-    char msg[512];
-    snprintf(msg, sizeof msg, "could not deliver to %s%s%s: %s", dst ? dst->name : "the group",
-             dst ? "@" : "", dst ? dst->host : "", why && *why ? why : fl_strerror(status));
     fl_warn(w->trace_id, "publish of %s failed: %s", w->msg_id, msg);
     fl_wait_complete(w, NULL, msg);
     return;
@@ -393,9 +424,32 @@ static void fl_confirm_timeout(fl_wait *w) {
 static const fl_wait_ops fl_confirm_ops = {.timeout = fl_confirm_timeout,
                                            .forget = fl_confirm_forget};
 
-static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory, const fl_msg *m,
-                      const char *peer_gid, double then_wait_s, json_t *on_confirm, fl_gw_cb cb,
-                      void *ctx, fl_wait **wait, char *err, size_t errlen) {
+/* A broadcast that reaches no other host: nothing is published, and the
+ * call completes on the loop's next turn with its result. */
+static void fl_none_timeout(fl_wait *w) {
+  fl_pub *pub = w->ext;
+  w->ext = NULL;
+  json_t *r = pub ? pub->on_confirm : NULL;
+  fl_free(pub);
+  fl_wait_complete(w, r ? r : json_object(), NULL);
+}
+
+static void fl_none_forget(fl_wait *w) {
+  fl_pub *pub = w->ext;
+  if (!pub)
+    return;
+  json_decref(pub->on_confirm);
+  fl_free(pub);
+  w->ext = NULL;
+}
+
+static const fl_wait_ops fl_none_ops = {.timeout = fl_none_timeout, .forget = fl_none_forget};
+
+/* Publishes m once per target (t[i].host NULL: in clear), all under one
+ * CONFIRM waiter of c that completes once every copy is settled. */
+static int fl_publish(fl_fabric *f, fl_client *c, const fl_target *t, size_t nt, int mandatory,
+                      const fl_msg *m, const char *peer_gid, double then_wait_s, json_t *on_confirm,
+                      fl_gw_cb cb, void *ctx, fl_wait **wait, char *err, size_t errlen) {
   fl_gw *gw = f->gw;
   *wait = NULL;
   if (!f->up) {
@@ -407,8 +461,8 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
     return FL_EBROKER;
   }
   fl_wait *w;
-  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, &fl_confirm_ops, FL_CONFIRM_TIMEOUT_S, cb, ctx, &w,
-                       err, errlen);
+  int rc = fl_wait_new(gw, c, FL_WAIT_CONFIRM, nt ? &fl_confirm_ops : &fl_none_ops,
+                       nt ? FL_CONFIRM_TIMEOUT_S : 0.0, cb, ctx, &w, err, errlen);
   if (rc) {
     json_decref(on_confirm);
     return rc;
@@ -429,25 +483,38 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
   fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
   fl_copy(w->trace_id, sizeof w->trace_id, m->trace_id);
   fl_copy(w->peer_gid, sizeof w->peer_gid, peer_gid);
-  fl_envelope env;
-  fl_env_from_msg(gw, m, &env);
-  if ((rc = fl_sign_envelope(&env, m->content, m->content_len, gw->id.sk)) == 0)
-    rc = fl_broker_publish(f->broker, FL_EX_MSG, key, mandatory, &env, m->content, m->content_len,
-                           pub);
+  char why[256] = "";
+  for (size_t i = 0; i < nt; i++) {
+    fl_envelope env;
+    fl_env_from_msg(gw, m, &env);
+    rc = fl_wire_publish(gw, f->broker, FL_EX_MSG, t[i].key, mandatory, &env, m->content,
+                         m->content_len, t[i].host, pub, why, sizeof why);
+    if (rc)
+      break;
+    pub->npending++;
+    fl_info(m->trace_id, "%s %s from '%s' published to key %s%s%s", m->kind, m->msg_id,
+            m->from_name, t[i].key, env.sealed_to[0] ? ", sealed to " : "", env.sealed_to);
+  }
   if (rc) {
+    fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
+    const char *text = rc == FL_EFULL     ? "too many messages are on their way to the broker; try "
+                                            "again in a moment"
+                       : rc == FL_EBROKER ? "the broker is unreachable: messages to other hosts "
+                                            "fail until it is back"
+                                          : why;
+    if (pub->npending) {
+      /* Copies for other hosts are on their way: the call ends with this
+       * failure once they are settled. */
+      pub->status = rc;
+      fl_copy(pub->why, sizeof pub->why, text);
+      *wait = w;
+      return 0;
+    }
     fl_gw_cancel(gw, &w); /* forgets pub, freeing on_confirm */
     fl_free(pub);
-    fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
-    fl_errf(err, errlen, "%s",
-            rc == FL_EFULL     ? "too many messages are on their way to the broker; try again "
-                                 "in a moment"
-            : rc == FL_EBROKER ? "the broker is unreachable: messages to other hosts fail "
-                                 "until it is back"
-                               : fl_strerror(rc));
+    fl_errf(err, errlen, "%s", text);
     return rc;
   }
-  fl_info(m->trace_id, "%s %s from '%s' published to key %s", m->kind, m->msg_id, m->from_name,
-          key);
   *wait = w;
   return 0;
 }
@@ -455,22 +522,84 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
 static int fl_fabric_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_msg *m,
                              double then_wait_s, json_t *on_confirm, fl_gw_cb cb, void *cb_ctx,
                              fl_wait **wait, char *err, size_t errlen) {
-  return fl_publish(ctx, c, dst->gid, 1, m, dst->gid, then_wait_s, on_confirm, cb, cb_ctx, wait,
-                    err, errlen);
+  fl_target t = {.host = dst->host};
+  fl_copy(t.key, sizeof t.key, dst->gid);
+  return fl_publish(ctx, c, &t, 1, 1, m, dst->gid, then_wait_s, on_confirm, cb, cb_ctx, wait, err,
+                    errlen);
+}
+
+static int fl_in_group(const fl_entity *e, const char *group) {
+  if (!group)
+    return 1;
+  for (size_t i = 0; i < e->ngroups; i++)
+    if (strcmp(e->groups[i], group) == 0)
+      return 1;
+  return 0;
+}
+
+/* The copies of a broadcast: sealed, one per other host that has a member
+ * of group (as presence says), each under that host's key; in clear
+ * (broker.seal false), one publish under the shared key. *out is a new
+ * array of *n targets (fl_free; NULL when there are none). */
+static int fl_broadcast_targets(fl_fabric *f, const char *group, fl_target **out, size_t *n,
+                                char *err, size_t errlen) {
+  fl_gw *gw = f->gw;
+  *out = NULL;
+  *n = 0;
+  size_t cap = gw->cfg.broker_no_seal ? 1 : 0;
+  for (fl_entity *e = gw->entities; e && !gw->cfg.broker_no_seal; e = e->next)
+    cap += e->remote && !e->removed;
+  if (!cap)
+    return 0;
+  fl_target *t = fl_calloc(cap, sizeof *t);
+  if (!t) {
+    fl_errf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  int rc = 0;
+  if (gw->cfg.broker_no_seal) {
+    rc = fl_topology_broadcast_key(t[0].key, sizeof t[0].key, group);
+    *n = rc ? 0 : 1;
+  }
+  for (fl_entity *e = gw->entities; e && !rc && !gw->cfg.broker_no_seal; e = e->next) {
+    if (!e->remote || e->removed || !fl_in_group(e, group))
+      continue;
+    size_t k = 0;
+    while (k < *n && strcmp(t[k].host, e->host) != 0)
+      k++;
+    if (k < *n)
+      continue;
+    t[k].host = e->host;
+    rc = fl_topology_host_broadcast_key(t[k].key, sizeof t[k].key, e->host, group);
+    (*n)++;
+  }
+  if (rc) {
+    fl_free(t);
+    *n = 0;
+    fl_errf(err, errlen, "group '%s' cannot be a broadcast key: %s", group ? group : "",
+            fl_strerror(rc));
+    return rc;
+  }
+  *out = t;
+  return 0;
 }
 
 static int fl_fabric_broadcast(void *ctx, fl_client *c, const fl_msg *m, const char *group,
                                json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait,
                                char *err, size_t errlen) {
-  char key[FL_MAX_GROUP_NAME + 16];
-  int rc = fl_topology_broadcast_key(key, sizeof key, group);
+  fl_fabric *f = ctx;
+  fl_target *t = NULL;
+  size_t nt = 0;
+  int rc = fl_broadcast_targets(f, group, &t, &nt, err, errlen);
   if (rc) {
-    fl_errf(err, errlen, "group '%s' cannot be a broadcast key: %s", group ? group : "",
-            fl_strerror(rc));
+    json_decref(on_confirm);
     return rc;
   }
-  /* Not mandatory: a group with no member anywhere is legal silence. */
-  return fl_publish(ctx, c, key, 0, m, "", 0, on_confirm, cb, cb_ctx, wait, err, errlen);
+  /* Not mandatory: a member may have just left, and a group with no member
+   * anywhere is legal silence. */
+  rc = fl_publish(f, c, t, nt, 0, m, "", 0, on_confirm, cb, cb_ctx, wait, err, errlen);
+  fl_free(t);
+  return rc;
 }
 
 /* ---- the core's view ------------------------------------------------------------- */
@@ -564,6 +693,7 @@ static void fl_fabric_free(void *ctx) {
   fl_presence_free(&f->presence);
   fl_inbound_free(&f->inbound);
   fl_broker_free(&f->broker);
+  fl_wire_keys_free(f->gw);
   fl_free(f);
 }
 
@@ -625,7 +755,12 @@ static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
       .queue_type = cfg->broker_queue_type[0] ? cfg->broker_queue_type : NULL,
       .heartbeat_s = cfg->broker_heartbeat_s,
       .ca_file = cfg->broker_ca_file[0] ? cfg->broker_ca_file : NULL,
+      .clear_broadcasts = fl_wire_accepts_unsealed(gw),
   };
+  if (cfg->broker_no_seal)
+    fl_warn(NULL, "broker.seal is false: message bodies cross the broker in clear, readable by "
+                  "the broker's operator and by every gateway's broker user; use it only on a "
+                  "broker you fully control");
   static const fl_broker_events ev = {.on_state = fl_on_state,
                                       .on_delivery = fl_on_delivery,
                                       .on_publish_done = fl_on_publish_done,

@@ -51,13 +51,14 @@ json_t *fl_gw_status(fl_gw *gw) {
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
-  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o}", "hostId",
-                   gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(),
+  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s}}",
+                   "hostId", gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(),
                    "uptimeS", (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket",
                    gw->cfg.socket, "stateDir", gw->cfg.state_dir, "broker", broker, "mode",
                    gw->cfg.broker_uri[0] ? "broker" : "single-host", "clients",
                    (json_int_t)gw->nclients, "entities", (json_int_t)(gw->nentities - dropped),
-                   "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters);
+                   "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters,
+                   "store", "synchronous", gw->cfg.store_sync_full ? "full" : "normal");
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -91,7 +92,8 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
       (rc = fl_peers_load(cfg->state_dir, &gw->peers, err, errlen)))
     goto fail;
   snprintf(path, sizeof path, "%s/holds.db", cfg->state_dir);
-  if ((rc = fl_store_open(path, &gw->store))) {
+  if ((rc = fl_store_open(path, &gw->store)) ||
+      (rc = fl_store_set_sync(gw->store, cfg->store_sync_full))) {
     fl_errf(err, errlen, "cannot open the hold store %s: %s", path, fl_strerror(rc));
     goto fail;
   }

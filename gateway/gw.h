@@ -73,6 +73,9 @@ typedef struct fl_gw_config {
   unsigned broker_heartbeat_s;   /* 0 = the broker link's default */
   unsigned presence_interval_ms; /* presence beat period */
   unsigned presence_ttl_ms;      /* a remote entry unheard this long reads offline */
+  int store_sync_full;           /* store.synchronous: 1 "full", 0 "normal" (default) */
+  int broker_no_seal;            /* broker.seal: false — bodies cross the broker in clear */
+  int broker_accept_unsealed;    /* broker.acceptUnsealed: take a peer's body in clear */
   fl_nudge_config nudge;
   fl_profile profiles[FL_MAX_PROFILES]; /* sorted by name */
   size_t nprofiles;

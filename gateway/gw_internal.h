@@ -47,8 +47,12 @@
   X(VERIFY_WRONG_RECIPIENT, "verify_wrong_recipient")                                              \
   X(VERIFY_EXPIRED, "verify_expired")                                                              \
   X(VERIFY_DUPLICATE, "verify_duplicate")                                                          \
+  X(REDELIVERIES_ACKED, "redeliveries_acked")                                                      \
   X(VERIFY_NEWER_MAJOR, "verify_newer_major")                                                      \
   X(VERIFY_MALFORMED, "verify_malformed")                                                          \
+  X(VERIFY_UNSEALED, "verify_unsealed")                                                            \
+  X(VERIFY_SEAL_BROKEN, "verify_seal_broken")                                                      \
+  X(VERIFY_SEALED_ELSEWHERE, "verify_sealed_elsewhere")                                            \
   X(SPAWNS, "spawns")                                                                              \
   X(SPAWN_FAILURES, "spawn_failures")                                                              \
   X(STOPS, "stops")                                                                                \
@@ -95,6 +99,9 @@ struct fl_gw {
   /* The cross-host backend (remote.h), NULL in single-host mode. */
   const struct fl_remote_ops *remote;
   void *remote_ctx;
+  /* Box keys per peer host (wire.c), made on first use; freed with the
+   * cross-host backend (fl_wire_keys_free). */
+  struct fl_wire_keys *wire_keys;
   /* Spawns waiting for their agent to register (spawn.c). */
   struct fl_spawn *spawns;
   /* Room federation (room.h), NULL when rooms are off. */

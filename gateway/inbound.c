@@ -3,7 +3,9 @@
  * A message another gateway published reaches us on the inbox of the local
  * entity it is for. Before the core sees it, it must pass, in this order
  * (docs/wire-format.md): a version we understand; a signature that verifies
- * under the pinned key of the envelope's host; a kind we deliver and UUIDs
+ * under the pinned key of the envelope's host; a body sealed to this host
+ * that opens (or, while broker.acceptUnsealed holds, one in clear; wire.c);
+ * a kind we deliver and UUIDs
  * where UUIDs belong; a `from` that lives on that host as signed presence
  * says (a sender not announced yet is parked, not refused: its first beat
  * may be a moment behind); a `to` that matches the key it arrived on; not
@@ -23,6 +25,7 @@
 #include "gateway/gw_internal.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
+#include "gateway/wire.h"
 
 struct fl_inbound {
   fl_gw *gw;
@@ -116,13 +119,16 @@ void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int cou
   in->ops->reject(in->ctx, d->tag, 0);
 }
 
-/* Is e's inbox bound to key (broadcast.all, or broadcast.<one of its groups>)? */
-static int fl_bound_to(const fl_entity *e, const char *key) {
-  if (strcmp(key, FL_KEY_BROADCAST_ALL) == 0)
-    return 1;
-  const char *group = fl_topology_broadcast_key_group(key);
+/* Is e's inbox bound to key: broadcast[.<this host>].all, or
+ * broadcast[.<this host>].<one of its groups>? */
+static int fl_bound_to(const fl_gw *gw, const fl_entity *e, const char *key) {
+  const char *group = fl_topology_host_broadcast_key_group(key, gw->cfg.host_id);
+  if (!group)
+    group = fl_topology_broadcast_key_group(key);
   if (!group)
     return 0;
+  if (strcmp(group, FL_KEY_BROADCAST_ALL + strlen(FL_KEY_BROADCAST_PREFIX)) == 0)
+    return 1;
   for (size_t i = 0; i < e->ngroups; i++)
     if (strcmp(e->groups[i], group) == 0)
       return 1;
@@ -181,24 +187,46 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
     in->ops->hold(in->ctx, to->gid, m.msg_id, d->tag);
     fl_router_wake(gw, to, &m);
   } else if (rc == FL_EDUP) {
-    /* The broker giving back a delivery we hold but have not acked (after
-     * a reconnect or a crash) is the same message: keep the new tag. Any
-     * other copy of a seen msgId is a replay. */
     int held = 0;
     fl_store_is_held(gw->store, to->gid, m.msg_id, &held);
-    if (held && d->redelivered)
+    switch (fl_inbound_dup_rule(held, d->redelivered)) {
+    case FL_DUP_REHOLD:
       in->ops->hold(in->ctx, to->gid, m.msg_id, d->tag);
-    else
+      break;
+    case FL_DUP_ACK:
+      fl_gw_count(gw, FL_C_REDELIVERIES_ACKED);
+      fl_info(m.trace_id, "%s %s for '%s' was redelivered after it was drained; acked", m.kind,
+              m.msg_id, to->name);
+      in->ops->ack(in->ctx, d->tag);
+      break;
+    case FL_DUP_REJECT:
       fl_inbound_dead_letter(in, d, FL_C_VERIFY_DUPLICATE, "already seen (duplicate msgId)");
+      break;
+    }
   } else {
     fl_inbound_dead_letter(in, d, FL_C_COUNT, err); /* fl_router_accept counted why */
   }
   fl_free(content);
 }
 
+enum fl_inbound_dup fl_inbound_dup_rule(int held, int redelivered) {
+  /* The broker giving back a delivery we hold but have not acked (after a
+   * reconnect or a crash) is the same message. One flagged redelivered that
+   * is no longer held was drained, but its ack did not reach the broker (a
+   * broker crash, a link lost): handled already, so ack it. Any unflagged
+   * copy of a seen msgId is a replay. */
+  if (!redelivered)
+    return FL_DUP_REJECT;
+  return held ? FL_DUP_REHOLD : FL_DUP_ACK;
+}
+
+/* The checks after the body was opened: d is the delivery as it came (to
+ * park), pd the same with its clear body. */
+static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
+                             const fl_broker_delivery *pd, fl_entity *to);
+
 void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
   fl_gw *gw = in->gw;
-  const fl_envelope *env = d->env;
   fl_entity *to = fl_entity_by_gid(gw, d->gid);
   if (!to || to->remote) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_WRONG_RECIPIENT, "no local entity owns this inbox");
@@ -211,6 +239,25 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
     fl_inbound_dead_letter(in, d, bad, why);
     return;
   }
+  fl_broker_delivery pd = *d;
+  char *opened = NULL;
+  bad = fl_wire_open(gw, d, &pd.body, &pd.len, &opened, why, sizeof why);
+  if (bad == FL_C_COUNT) {
+    in->ops->reject(in->ctx, d->tag, 1); /* out of memory: it comes again */
+    return;
+  }
+  if (bad) {
+    fl_inbound_dead_letter(in, d, bad, why);
+    return;
+  }
+  fl_inbound_check(in, d, &pd, to);
+  fl_free(opened);
+}
+
+static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
+                             const fl_broker_delivery *pd, fl_entity *to) {
+  fl_gw *gw = in->gw;
+  const fl_envelope *env = d->env;
   int broadcast = fl_envelope_is_kind(env->kind, FL_KIND_BROADCAST);
   if (!broadcast && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
       !fl_envelope_is_kind(env->kind, FL_KIND_REPLY)) {
@@ -231,7 +278,7 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
                            "`from` does not live on the signing host per its presence");
     return;
   }
-  if (broadcast ? !fl_bound_to(to, d->routing_key)
+  if (broadcast ? !fl_bound_to(gw, to, d->routing_key)
                 : (strcmp(env->to, to->gid) != 0 || strcmp(d->routing_key, to->gid) != 0)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_WRONG_RECIPIENT,
                            "`to` does not match the key it arrived on");
@@ -248,11 +295,11 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
     in->ops->ack(in->ctx, d->tag);
     return;
   }
-  if (d->len > FL_MAX_CONTENT || !fl_utf8_ok(d->body ? d->body : "", d->len)) {
+  if (pd->len > FL_MAX_CONTENT || !fl_utf8_ok(pd->body ? pd->body : "", pd->len)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
                            "body is not UTF-8 text within the size limit");
     return;
   }
   fl_gw_count(gw, FL_C_REMOTE_RECEIVED);
-  fl_inbound_take(in, d, to, expires, now);
+  fl_inbound_take(in, pd, to, expires, now);
 }

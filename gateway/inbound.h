@@ -45,6 +45,19 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d);
  * fl_counter, or FL_C_COUNT for none), logs why, and rejects it. */
 void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int counter,
                             const char *why);
+/* What to do with a delivery whose msgId this gateway has already seen. */
+enum fl_inbound_dup {
+  FL_DUP_REHOLD, /* still held and not acked: the same delivery again; keep the new tag */
+  FL_DUP_ACK,    /* handled before and flagged redelivered: an ack that was lost; ack it */
+  FL_DUP_REJECT  /* a fresh copy of a seen msgId: a replay; dead-letter it */
+};
+
+/* The rule, from whether the message is still held for its recipient and
+ * whether the broker flagged the delivery as redelivered. A broker only
+ * sets that flag on a message it handed out before, to us (we never ack or
+ * reject a replay silently: it arrives unflagged the first time). */
+enum fl_inbound_dup fl_inbound_dup_rule(int held, int redelivered);
+
 /* The first checks, common to messages and presence: a version this fleetd
  * understands, then a signature that verifies under the pinned key of the
  * envelope's host (our own key for our own host). 0, or the fl_counter of

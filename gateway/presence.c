@@ -35,6 +35,7 @@
 #include "gateway/refusals.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
+#include "gateway/wire.h"
 
 /* How often parked deliveries are checked for their time being up. */
 #define FL_PARK_TICK_MS 250
@@ -272,11 +273,9 @@ static void fl_presence_send(fl_presence *p, const char *key, const char *from, 
   long long now = fl_now_ms();
   fl_rfc3339(now, env.ts);
   fl_rfc3339(now + p->ttl_ms, env.expires_at);
-  if (fl_sign_envelope(&env, text, strlen(text), gw->id.sk) != 0) {
-    fl_free(text);
-    return;
-  }
-  int rc = fl_broker_publish(p->broker, FL_EX_ROSTER, key, 0, &env, text, strlen(text), NULL);
+  /* Presence stays readable (no recipient host): signed, not sealed. */
+  int rc = fl_wire_publish(gw, p->broker, FL_EX_ROSTER, key, 0, &env, text, strlen(text), NULL,
+                           NULL, NULL, 0);
   if (rc)
     fl_debug(NULL, "presence for %s not sent: %s", key, fl_strerror(rc));
   fl_free(text);

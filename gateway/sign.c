@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 
-/* Decimal digits of n (n <= FL_MAX_CONTENT, so at most 7). */
+/* Decimal digits of n (n <= FL_MAX_WIRE_BODY, so at most 7). */
 static size_t sign_digits(size_t n) {
   size_t d = 1;
   while (n >= 10) {
@@ -77,7 +77,7 @@ int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsi
                       size_t *outlen) {
   if (!env || !out || !outlen || (!body && len))
     return FL_EINVAL;
-  if (len > FL_MAX_CONTENT)
+  if (len > FL_MAX_WIRE_BODY)
     return FL_ETOOBIG;
   size_t vlen[FL_ENVELOPE_NFIELDS];
   size_t total = strlen(FL_SIGN_CANON_PREFIX);
@@ -88,6 +88,8 @@ int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsi
     vlen[i] = strnlen(fl_envelope_get(env, f), f->size);
     if (vlen[i] == f->size)
       return FL_EINVAL; /* no NUL inside the slot */
+    if (f->is_signed == FL_SIGNED_IF_PRESENT && vlen[i] == 0)
+      continue;
     total += strlen(f->key) + 1 + sign_digits(vlen[i]) + 1 + vlen[i] + 1;
   }
   total += strlen("body:") + sign_digits(len) + 1 + len;
@@ -100,7 +102,7 @@ int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsi
   p += strlen(FL_SIGN_CANON_PREFIX);
   for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
     const fl_envelope_field *f = &fl_envelope_fields[i];
-    if (!f->is_signed)
+    if (!f->is_signed || (f->is_signed == FL_SIGNED_IF_PRESENT && vlen[i] == 0))
       continue;
     p = sign_put_head(p, f->key, vlen[i]);
     memcpy(p, fl_envelope_get(env, f), vlen[i]);

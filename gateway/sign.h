@@ -11,7 +11,10 @@
  *   table order:
  *     NAME ":" LEN ":" VALUE "\n"      (LEN = VALUE's byte count in decimal;
  *                                       an absent field is LEN 0)
- *   then "body:" LEN ":" BODY          (the exact body bytes, no newline after)
+ *     (a row marked FL_SIGNED_IF_PRESENT, sealedTo, is written only when
+ *     present, so an unsealed envelope has the bytes it always had)
+ *   then "body:" LEN ":" BODY          (the exact body bytes as they travel:
+ *                                       ciphertext when sealed; no newline)
  *
  * `sig` itself is not covered. The length prefixes make the string
  * unambiguous whatever bytes a value or the body holds. docs/wire-format.md
@@ -57,7 +60,7 @@ int fl_b64_decode(const char *b64, unsigned char *out, size_t outsize, size_t *o
  * NULL when len is 0). *out is a new buffer of *outlen bytes (not
  * NUL-terminated) that the caller frees with fl_free. Returns 0, FL_EINVAL
  * (an env field not NUL-terminated within its slot, or body NULL with
- * len > 0), FL_ETOOBIG (len > FL_MAX_CONTENT) or FL_ENOMEM. */
+ * len > 0), FL_ETOOBIG (len > FL_MAX_WIRE_BODY) or FL_ENOMEM. */
 int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsigned char **out,
                       size_t *outlen);
 

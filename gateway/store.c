@@ -370,6 +370,14 @@ fail:
   return rc;
 }
 
+int fl_store_set_sync(fl_store *s, int full) {
+  const char *sql = full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+  if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    return fl_store_db_fail(s, NULL,
+                            full ? "setting synchronous=FULL" : "setting synchronous=NORMAL");
+  return 0;
+}
+
 int fl_store_open(const char *path, fl_store **out) {
   if (!out)
     return FL_EINVAL;

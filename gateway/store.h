@@ -49,6 +49,11 @@ typedef struct fl_entity_rec {
  * narrowed, to mode 0600 (it holds message bodies). Returns 0, -errno when
  * the file cannot be opened, FL_ENOMEM or FL_ESTORE. */
 int fl_store_open(const char *path, fl_store **out);
+/* How hard a commit reaches the disk: 0 = synchronous=NORMAL (the default:
+ * survives a crash of fleetd; a power loss can undo the last commits), 1 =
+ * FULL (each commit is fsynced: survives a power loss too, and costs a sync
+ * per commit). 0 or FL_ESTORE. */
+int fl_store_set_sync(fl_store *s, int full);
 /* Closes and sets *s to NULL. NULL-safe. */
 void fl_store_close(fl_store **s);
 

@@ -87,6 +87,30 @@ int fl_topology_broadcast_key(char *out, size_t n, const char *group) {
   return topo_fmt(out, n, FL_KEY_BROADCAST_PREFIX "%s", group);
 }
 
+int fl_topology_host_broadcast_key(char *out, size_t n, const char *host, const char *group) {
+  if (topo_args(out, n))
+    return FL_EINVAL;
+  out[0] = '\0';
+  if (!fl_name_valid(host, FL_MAX_NAME))
+    return FL_EINVAL;
+  if (!group)
+    return topo_fmt(out, n, FL_KEY_BROADCAST_PREFIX "%s.all", host);
+  if (!fl_name_valid(group, FL_MAX_GROUP_NAME))
+    return FL_EINVAL;
+  return topo_fmt(out, n, FL_KEY_BROADCAST_PREFIX "%s.%s", host, group);
+}
+
+const char *fl_topology_host_broadcast_key_group(const char *key, const char *host) {
+  static const char prefix[] = FL_KEY_BROADCAST_PREFIX;
+  if (!key || !host || !host[0])
+    return NULL;
+  size_t pl = sizeof prefix - 1, hl = strlen(host);
+  if (strncmp(key, prefix, pl) != 0 || strncmp(key + pl, host, hl) != 0 || key[pl + hl] != '.' ||
+      !key[pl + hl + 1])
+    return NULL;
+  return key + pl + hl + 1;
+}
+
 const char *fl_topology_roster_key_gid(const char *key, const char *host) {
   static const char prefix[] = FL_KEY_ROSTER_PREFIX;
   if (!key || !host || !host[0])

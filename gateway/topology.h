@@ -4,7 +4,10 @@
  * docs/wire-format.md ("Where messages go") is the contract:
  *
  *   exchange       type    routing key                          queues bound
- *   fleet.msg      topic   <gid>, broadcast.all, broadcast.<g>  agent.<gid>.inbox.v2
+ *   fleet.msg      topic   <gid>, broadcast.<host>.all,         agent.<gid>.inbox.v2
+ *                          broadcast.<host>.<g> (sealed, one
+ *                          copy per host); broadcast.all,
+ *                          broadcast.<g> (in clear, seal off)
  *   fleet.roster   topic   roster.<host>.<gid>,                 roster.<host> (key roster.#)
  *                          roster.<host>._gateway
  *   fleet.control  direct  <host>                               control.<host>
@@ -71,6 +74,16 @@ int fl_topology_roster_key(char *out, size_t n, const char *host, const char *gi
 /* broadcast.<group>: the key of a broadcast on fleet.msg; group NULL gives
  * FL_KEY_BROADCAST_ALL. */
 int fl_topology_broadcast_key(char *out, size_t n, const char *group);
+
+/* broadcast.<host>.<group>: the key of the copy of a broadcast for one
+ * host's members (sealed to that host); group NULL gives
+ * broadcast.<host>.all. Each inbox is bound to its own host's keys only. */
+int fl_topology_host_broadcast_key(char *out, size_t n, const char *host, const char *group);
+
+/* The <group> part ("all" for everyone) of a host broadcast key
+ * broadcast.<host>.<group> (a pointer into key), or NULL when key is not
+ * one for host. */
+const char *fl_topology_host_broadcast_key_group(const char *key, const char *host);
 
 /* The <gid> part of a roster key roster.<host>.<gid> (a pointer into key),
  * or NULL when key is not a roster key of host. host is taken as it is (it

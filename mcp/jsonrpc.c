@@ -16,6 +16,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -41,6 +42,7 @@ void fl_linebuf_free(fl_linebuf *lb) {
   fl_free(lb->buf);
   lb->buf = NULL;
   lb->len = 0;
+  lb->head = 0;
   lb->cap = 0;
 }
 
@@ -68,6 +70,19 @@ static size_t fl_linebuf_tail(const fl_linebuf *lb) {
   return nl ? (size_t)(lb->buf + lb->len - (nl + 1)) : window;
 }
 
+/* Gives memory back when a big line has gone through (FL_LINEBUF_KEEP). */
+static void fl_linebuf_shrink(fl_linebuf *lb) {
+  if (lb->cap > FL_LINEBUF_KEEP && lb->len <= lb->cap / 4) {
+    size_t cap = lb->len * 2 > FL_LINEBUF_KEEP ? lb->len * 2 : FL_LINEBUF_KEEP;
+    char *nbuf = fl_realloc(lb->buf, cap);
+    /* A failed shrink is harmless: the old block is still ours and valid. */
+    if (nbuf) {
+      lb->buf = nbuf;
+      lb->cap = cap;
+    }
+  }
+}
+
 static int fl_linebuf_reserve(fl_linebuf *lb, size_t extra) {
   if (extra > SIZE_MAX - lb->len)
     return FL_ETOOBIG;
@@ -92,6 +107,15 @@ int fl_linebuf_feed(fl_linebuf *lb, const char *data, size_t n) {
     return FL_ETOOBIG;
   if (n == 0)
     return 0;
+  /* Lines handed out since the last feed leave in one move: popping a
+   * burst of small lines one by one stays linear in the bytes. */
+  if (lb->head) {
+    lb->len -= lb->head;
+    if (lb->len)
+      memmove(lb->buf, lb->buf + lb->head, lb->len);
+    lb->head = 0;
+    fl_linebuf_shrink(lb);
+  }
 
   /* Check every line the new bytes finish or start before storing any of
    * them, so an oversize line is refused without growing the buffer for it.
@@ -129,32 +153,13 @@ int fl_linebuf_feed(fl_linebuf *lb, const char *data, size_t n) {
   return 0;
 }
 
-/* Drops the first `off` bytes in one move, and gives memory back when a big
- * line has gone through (see FL_LINEBUF_KEEP). */
-static void fl_linebuf_consume(fl_linebuf *lb, size_t off) {
-  if (off == 0)
-    return;
-  lb->len -= off;
-  if (lb->len)
-    memmove(lb->buf, lb->buf + off, lb->len);
-  if (lb->cap > FL_LINEBUF_KEEP && lb->len <= lb->cap / 4) {
-    size_t cap = lb->len * 2 > FL_LINEBUF_KEEP ? lb->len * 2 : FL_LINEBUF_KEEP;
-    char *nbuf = fl_realloc(lb->buf, cap);
-    /* A failed shrink is harmless: the old block is still ours and valid. */
-    if (nbuf) {
-      lb->buf = nbuf;
-      lb->cap = cap;
-    }
-  }
-}
-
 int fl_linebuf_next(fl_linebuf *lb, char **line, size_t *len) {
   if (!lb || !line || !len)
     return FL_EINVAL;
   *line = NULL;
   *len = 0;
 
-  size_t off = 0;
+  size_t off = lb->head;
   int rc = 0;
   while (off < lb->len) {
     const char *start = lb->buf + off;
@@ -186,7 +191,11 @@ int fl_linebuf_next(fl_linebuf *lb, char **line, size_t *len) {
   }
 
 done:
-  fl_linebuf_consume(lb, off);
+  lb->head = off;
+  if (lb->head == lb->len) {
+    lb->head = lb->len = 0;
+    fl_linebuf_shrink(lb);
+  }
   return rc;
 }
 
@@ -203,6 +212,31 @@ static int fl_rpc_fail(int code, const char *msg, const char **err_msg) {
  * every client, so those two are all we accept. */
 static int fl_rpc_id_ok(const json_t *id) { return json_is_string(id) || json_is_integer(id); }
 
+/* Does the JSON text nest deeper than max? A linear scan that skips
+ * strings; it does not validate (the parser does). */
+_Static_assert(FL_MAX_JSON_DEPTH == 64, "fl_rpc_parse's message names the depth limit");
+static int fl_json_too_deep(const char *s, size_t n, unsigned max) {
+  unsigned depth = 0;
+  int in_str = 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    if (in_str) {
+      if (ch == '\\')
+        i++;
+      else if (ch == '"')
+        in_str = 0;
+    } else if (ch == '"') {
+      in_str = 1;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > max)
+        return 1;
+    } else if ((ch == ']' || ch == '}') && depth) {
+      depth--;
+    }
+  }
+  return 0;
+}
+
 int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id, const char **err_msg) {
   if (err_id)
     *err_id = NULL;
@@ -213,6 +247,13 @@ int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id, con
   memset(out, 0, sizeof *out);
   if (!line)
     return fl_rpc_fail(FL_RPC_PARSE_ERROR, "empty message", err_msg);
+
+  /* The parser recurses per level: a hostile line of thousands of brackets
+   * is refused before it costs a deep parse. */
+  if (fl_json_too_deep(line, len, FL_MAX_JSON_DEPTH))
+    return fl_rpc_fail(FL_RPC_PARSE_ERROR,
+                       "message nests too deep (the limit is 64 levels of arrays and objects)",
+                       err_msg);
 
   json_error_t jerr;
   /* JSON_DECODE_ANY so that a bare scalar parses and is refused as "not an

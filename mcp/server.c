@@ -8,6 +8,13 @@
  * bound. A peer that sends an oversize line gets one error line and is
  * closed; everyone else is unaffected.
  *
+ * Fairness: one read serves at most FL_LINES_PER_TURN lines of a client;
+ * the rest wait in its line buffer, reading from it paused, and a backlog
+ * (an idle handle) serves every such client a turn in round robin. And a
+ * client with more than FL_OUTQ_PAUSE bytes of answers unread is not read
+ * from until it reads: flooding requests without reading stalls only the
+ * flooder.
+ *
  * Reads share one buffer: the loop is single-threaded and each read is
  * consumed before the next one is allocated. */
 #include "mcp/server.h"
@@ -51,6 +58,10 @@ struct fl_server {
   char path[FL_MAX_PATH + 1];
   fl_conn *conns;
   size_t nconns;
+  /* Clients with whole lines left unserved, oldest first (fl_conn_turns). */
+  uv_idle_t backlog_idle;
+  int backlog_active;
+  fl_conn *backlog, **backlog_tail;
   char readbuf[FL_READ_BUF];
   int readbuf_busy;
 };
@@ -62,6 +73,9 @@ struct fl_conn {
   fl_session *session;
   fl_linebuf lb;
   size_t outq;
+  int reading;                  /* uv_read_start is in effect */
+  int more;                     /* lines may be buffered that were not served yet */
+  fl_conn *bl_next, **bl_pprev; /* on fe->backlog when bl_pprev is set */
   int closing;
   uv_shutdown_t shutdown_req;
   /* Draining after an oversize line (see fl_conn_drain). */
@@ -79,6 +93,100 @@ typedef struct fl_wreq {
 } fl_wreq;
 
 static void fl_conn_close(fl_conn *c);
+static void fl_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+/* ---- fairness: turns and backpressure ------------------------------------------ */
+
+static void fl_backlog_remove(fl_conn *c) {
+  if (!c->bl_pprev)
+    return;
+  fl_server *fe = c->fe;
+  *c->bl_pprev = c->bl_next;
+  if (c->bl_next)
+    c->bl_next->bl_pprev = c->bl_pprev;
+  else if (fe->backlog_tail == &c->bl_next)
+    fe->backlog_tail = c->bl_pprev; /* (not when on a list a turn is walking) */
+  c->bl_next = NULL;
+  c->bl_pprev = NULL;
+}
+
+static void fl_backlog_cb(uv_idle_t *h);
+
+static void fl_backlog_add(fl_conn *c) {
+  fl_server *fe = c->fe;
+  if (c->bl_pprev)
+    return;
+  if (!fe->backlog_tail)
+    fe->backlog_tail = &fe->backlog;
+  c->bl_next = NULL;
+  c->bl_pprev = fe->backlog_tail;
+  *fe->backlog_tail = c;
+  fe->backlog_tail = &c->bl_next;
+  if (!fe->backlog_active && fe->listening && uv_idle_start(&fe->backlog_idle, fl_backlog_cb) == 0)
+    fe->backlog_active = 1;
+}
+
+/* Serves up to max buffered lines of c (0 = all); sets c->more when the
+ * turn ran out before the buffer did. */
+static void fl_conn_serve(fl_conn *c, unsigned max) {
+  char *line;
+  size_t len;
+  unsigned n = 0;
+  c->more = 0;
+  while (!c->closing) {
+    if (max && n == max) {
+      c->more = 1;
+      return;
+    }
+    if (fl_linebuf_next(&c->lb, &line, &len) != 1)
+      return;
+    fl_session_line(c->session, line, len);
+    fl_free(line);
+    n++;
+  }
+}
+
+/* Reads from c while it has no lines waiting for a turn and has read its
+ * answers down below the pause mark; else not, until that changes. */
+static void fl_conn_pace(fl_conn *c) {
+  if (c->closing)
+    return;
+  if (c->more)
+    fl_backlog_add(c);
+  int want = !c->more && c->outq < FL_OUTQ_PAUSE;
+  if (want && !c->reading) {
+    if (uv_read_start((uv_stream_t *)&c->pipe, fl_alloc_cb, fl_read_cb) == 0)
+      c->reading = 1;
+  } else if (!want && c->reading) {
+    uv_read_stop((uv_stream_t *)&c->pipe);
+    c->reading = 0;
+  }
+}
+
+/* One turn for every client on the backlog, in the order they queued. */
+static void fl_backlog_cb(uv_idle_t *h) {
+  fl_server *fe = h->data;
+  fl_conn *list = fe->backlog;
+  fe->backlog = NULL;
+  fe->backlog_tail = &fe->backlog;
+  if (list)
+    list->bl_pprev = &list; /* keep removal working while we walk */
+  while (list) {
+    fl_conn *c = list;
+    list = c->bl_next;
+    if (list)
+      list->bl_pprev = &list;
+    c->bl_next = NULL;
+    c->bl_pprev = NULL;
+    fl_conn_serve(c, FL_LINES_PER_TURN);
+    fl_conn_pace(c);
+  }
+  if (!fe->backlog && fe->backlog_active) {
+    uv_idle_stop(&fe->backlog_idle);
+    fe->backlog_active = 0;
+  }
+}
 
 static void fl_conn_closed_cb(uv_handle_t *h) {
   fl_conn *c = h->data;
@@ -94,6 +202,7 @@ static void fl_conn_close(fl_conn *c) {
     return;
   int was_closing = c->closing;
   c->closing = 2;
+  fl_backlog_remove(c);
   fl_session_free(&c->session);
   if (c->pprev) {
     *c->pprev = c->next;
@@ -148,6 +257,7 @@ static void fl_conn_finish(fl_conn *c) {
   c->closing = 1;
   fl_session_free(&c->session);
   uv_read_stop((uv_stream_t *)&c->pipe);
+  c->reading = 0;
   c->shutdown_req.data = c;
   if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->pipe, fl_conn_shutdown_cb) != 0)
     fl_conn_close(c);
@@ -161,6 +271,8 @@ static void fl_write_cb(uv_write_t *req, int status) {
   fl_free(w);
   if (status < 0 && status != UV_ECANCELED)
     fl_conn_close(c);
+  else
+    fl_conn_pace(c); /* below the pause mark again: read on */
 }
 
 static void fl_conn_write(void *conn, char *line, size_t len) {
@@ -232,16 +344,13 @@ static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
   if (nread == 0 || c->closing)
     return;
   int rc = fl_linebuf_feed(&c->lb, buf->base, (size_t)nread);
-  /* Lines complete before an overflow are still served. */
-  char *line;
-  size_t len;
-  while (!c->closing && fl_linebuf_next(&c->lb, &line, &len) == 1) {
-    fl_session_line(c->session, line, len);
-    fl_free(line);
-  }
+  /* Lines complete before an overflow are still served, all of them. */
+  fl_conn_serve(c, rc == FL_ETOOBIG ? 0 : FL_LINES_PER_TURN);
   if (c->closing)
     return;
-  if (rc == FL_ETOOBIG) {
+  if (rc == 0) {
+    fl_conn_pace(c);
+  } else if (rc == FL_ETOOBIG) {
     fl_warn(NULL, "client sent a line over %u bytes; closing its connection", FL_MAX_LINE);
     fl_session_oversize(c->session);
     fl_conn_drain(c);
@@ -300,7 +409,7 @@ static void fl_on_connection(uv_stream_t *server, int status) {
   fe->conns = c;
   fe->nconns++;
   fl_mcp_counters_bump(fe->counters, FL_MCP_C_SESSIONS_ACCEPTED);
-  uv_read_start((uv_stream_t *)&c->pipe, fl_alloc_cb, fl_read_cb);
+  fl_conn_pace(c);
 }
 
 /* Is something answering on path? (A stale file from a crash is not.) */
@@ -364,6 +473,9 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
   snprintf(fe->path, sizeof fe->path, "%s", socket_path);
   uv_pipe_init(loop, &fe->listener, 0);
   fe->listener.data = fe;
+  uv_idle_init(loop, &fe->backlog_idle);
+  fe->backlog_idle.data = fe;
+  fe->backlog_tail = &fe->backlog;
   /* Create the socket file 0600 from the start: no window where others
    * could connect. */
   mode_t old = umask(0177);
@@ -374,6 +486,7 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
   if (rc) {
     fl_errf(err, errlen, "cannot listen on %s: %s", socket_path, uv_strerror(rc));
     uv_close((uv_handle_t *)&fe->listener, NULL);
+    uv_close((uv_handle_t *)&fe->backlog_idle, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
     fl_mcp_counters_free(&fe->counters);
     fl_free(fe);
@@ -391,6 +504,7 @@ void fl_server_stop(fl_server *fe) {
   if (fe->listening) {
     fe->listening = 0;
     uv_close((uv_handle_t *)&fe->listener, NULL);
+    uv_close((uv_handle_t *)&fe->backlog_idle, NULL);
     unlink(fe->path);
   }
   fl_conn *c = fe->conns;

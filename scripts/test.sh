@@ -11,7 +11,8 @@
 #    sources follow .clang-format (scripts/check-format.sh).
 # 3. Builds build/ (warnings are errors) and build-asan/ (Debug, AddressSanitizer
 #    + UBSan, warnings are errors).
-# 4. Runs the unit tests (ctest) in both trees, then the integration suite
+# 4. Runs the unit tests (ctest) in both trees, the fault suite's short
+#    profile against the optimized binaries, then the integration suite
 #    (node's test runner) against the sanitizer binaries.
 #
 # Needs no terminal (CI=true is fine). Exits non-zero if anything failed; the
@@ -38,7 +39,7 @@ fi
 # ---- packages ------------------------------------------------------------
 PKGS=(build-essential pkg-config libuv1-dev libjansson-dev libsqlite3-dev libsodium-dev
   librabbitmq-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev tmux rabbitmq-server openssl
-  clang-format)
+  clang-format systemd)
 command -v cmake >/dev/null 2>&1 || PKGS+=(cmake)
 
 missing=()
@@ -157,6 +158,12 @@ integration() {
   FLEET_BIN_DIR=$ROOT/build-asan node --test --test-concurrency=1 tests/integration/
 }
 
+# The fault suite's short profile, against the optimized build (kills of
+# brokers and gateways under load; tests/faults/faults.test.mjs).
+faults() {
+  FLEET_BIN_DIR=$ROOT/build FLEET_FAULT_PROFILE=short node --test --test-concurrency=1 tests/faults/
+}
+
 # Source checks, before anything is built: they take a second or two.
 step "layers" bash scripts/check-layers.sh || true
 step "format" bash scripts/check-format.sh || true
@@ -173,6 +180,7 @@ fi
 
 if step "build" build_tree build -DFLEET_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
   step "unit (build)" unit_tests build || true
+  step "faults (build)" faults || true
 fi
 if step "build-asan" build_tree build-asan -DFLEET_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
   step "unit (build-asan)" unit_tests build-asan || true

@@ -4,6 +4,8 @@
 #   tests/rabbitmq.sh start DIR PORT   start a node on 127.0.0.1:PORT; prints its node name
 #   tests/rabbitmq.sh stop DIR         stop the node started in DIR and remove DIR
 #   tests/rabbitmq.sh ctl DIR ARGS...  run rabbitmqctl ARGS against that node
+#   tests/rabbitmq.sh kill9 DIR        kill -9 the node (a crash: nothing is flushed)
+#   tests/rabbitmq.sh restart DIR      start the node of DIR again, on its old data
 #
 # Everything the node writes (database, logs, config, Erlang cookie) lives
 # under DIR, so several nodes (and a system rabbitmq-server from the package
@@ -30,7 +32,7 @@ RMQ_BIN=${RMQ_BIN:-/usr/lib/rabbitmq/bin}
 START_TIMEOUT=${RABBITMQ_START_TIMEOUT:-60}
 
 usage() {
-  echo "usage: $0 start DIR PORT | stop DIR | ctl DIR ARGS..." >&2
+  echo "usage: $0 start DIR PORT | stop DIR | ctl DIR ARGS... | kill9 DIR | restart DIR" >&2
   exit 2
 }
 
@@ -122,6 +124,12 @@ EOF
   if ! epmd -names >/dev/null 2>&1; then
     ERL_EPMD_ADDRESS=127.0.0.1 epmd -daemon || die "cannot start epmd"
   fi
+  boot
+  echo "$NODE"
+}
+
+# Launches the node described by DIR and waits until it serves.
+boot() {
   # The outer subshell lives as long as the node: it must not hold the
   # caller's stdout/stderr, or a caller reading them to the end would hang.
   (cd "$DIR" && as_node setsid "$RMQ_BIN/rabbitmq-server" \
@@ -140,6 +148,32 @@ EOF
     fi
     sleep 1
   done
+}
+
+# The node's operating-system pid (from its pid file), or nothing.
+node_pid() {
+  pid=$(cat "$DIR/rabbitmq.pid" 2>/dev/null || true)
+  case "$pid" in '' | *[!0-9]*) ;; *) echo "$pid" ;; esac
+}
+
+cmd_kill9() {
+  load_node
+  pid=$(node_pid)
+  [ -n "$pid" ] || die "no pid file for the node in $DIR"
+  kill -9 "$pid" || die "cannot kill $pid"
+  # Gone for good before we return, so a restart does not race it.
+  n=0
+  while kill -0 "$pid" 2>/dev/null; do
+    n=$((n + 1))
+    [ "$n" -lt 100 ] || die "node $pid did not die"
+    sleep 0.1
+  done
+  rm -f "$DIR/rabbitmq.pid"
+}
+
+cmd_restart() {
+  load_node
+  boot
   echo "$NODE"
 }
 
@@ -176,6 +210,14 @@ ctl)
   shift 2
   load_node
   ctl "$@"
+  ;;
+kill9)
+  [ $# -eq 2 ] || usage
+  cmd_kill9
+  ;;
+restart)
+  [ $# -eq 2 ] || usage
+  cmd_restart
   ;;
 *) usage ;;
 esac

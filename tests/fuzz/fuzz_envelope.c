@@ -204,7 +204,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(err[0] != '\0' && strnlen(err, sizeof err) < sizeof err);
     return 0;
   }
-  CHECK(in.body_size <= FL_MAX_CONTENT);
+  CHECK(in.body_size <= FL_MAX_WIRE_BODY);
   check_fields(&in, &env);
   check_round_trip(&env);
   check_shape(&env);

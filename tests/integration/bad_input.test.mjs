@@ -5,6 +5,7 @@
 // closed connection); afterwards fleetd still serves a normal client.
 
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { fleetTest, callTool, resultText, RawConn, sleep, PROTOCOL_VERSION } from './harness.mjs';
 
 const MAX_LINE = 4 * 1024 * 1024; // FL_MAX_LINE in gateway/limits.h
@@ -168,6 +169,88 @@ fleetTest('bad input battery; fleetd keeps serving', async (f, t) => {
     assert.equal(err.jsonrpc, '2.0');
 
     await assertAlive(bystander, 'another client after the oversize line');
+    bystander.destroy();
+  });
+
+  await t.test('deep JSON nesting is refused before parsing; the connection stays usable', async () => {
+    const c = await f.rawConn();
+    await c.initialize();
+    const depth = 100000;
+    await c.write('['.repeat(depth) + ']'.repeat(depth) + '\n');
+    const r = await c.next();
+    assertError(r, -32700, 'deep nesting');
+    assert.match(r.error.message, /nests too deep/, JSON.stringify(r));
+    // Just under the limit is a normal message.
+    const ok = await c.request('ping', { a: JSON.parse('['.repeat(60) + ']'.repeat(60)) });
+    assert.deepEqual(ok.result, {}, JSON.stringify(ok));
+    await assertAlive(c, 'after deep nesting');
+    c.destroy();
+  });
+
+  await t.test('a client flooding requests without reading stalls only itself', async () => {
+    // 8000 pings whose ids make 20 MiB of answers: more than fleetd ever
+    // queues for one client (16 MiB). Read nothing while sending them.
+    const N = 8000;
+    const pad = 'p'.repeat(2600);
+    const flood = net.createConnection(f.socket);
+    await new Promise((resolve, reject) => {
+      flood.once('connect', resolve);
+      flood.once('error', reject);
+    });
+    flood.pause();
+    let chunk = '';
+    for (let i = 0; i < N; i++) chunk += JSON.stringify({ jsonrpc: '2.0', id: `${pad}-${i}`, method: 'ping' }) + '\n';
+    let closedEarly = false;
+    flood.once('close', () => (closedEarly = true));
+    flood.on('error', () => {});
+    flood.write(chunk);
+
+    // Meanwhile another client is served as usual.
+    const bystander = await f.rawConn();
+    await bystander.initialize();
+    for (let i = 0; i < 20; i++) await assertAlive(bystander, `bystander ping ${i} during the flood`);
+    // fleetd takes the flood until its answers back up, then stops reading:
+    // the rest stays unsent on our side (unpaced, fleetd would read it all
+    // and drop us for not reading).
+    let last = -1;
+    for (let still = 0, n = 0; still < 10 && n < 300 && !closedEarly; n++) {
+      await sleep(100);
+      still = flood.writableLength === last ? still + 1 : 0;
+      last = flood.writableLength;
+    }
+    assert.equal(closedEarly, false, 'fleetd kept the flooder connected');
+    assert.ok(flood.writableLength > 0, 'fleetd stopped reading the flooder while its answers were unread');
+
+    // When the flooder reads at last, every answer is there, in order: it
+    // was paced, not dropped.
+    let buf = '';
+    let seen = 0;
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`only ${seen} of ${N} answers came`)), 120000);
+      flood.on('data', (d) => {
+        buf += d;
+        let j;
+        while ((j = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, j);
+          buf = buf.slice(j + 1);
+          const m = JSON.parse(line);
+          assert.equal(m.id, `${pad}-${seen}`, 'answers come in request order');
+          assert.deepEqual(m.result, {});
+          seen++;
+        }
+        if (seen === N) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      flood.once('close', () => reject(new Error(`fleetd closed the flooder after ${seen} answers`)));
+      flood.resume();
+    });
+    flood.destroy();
+    const st = await f.fleetctl(['status', '--json']);
+    assert.equal(st.code, 0, st.stderr);
+    assert.equal(JSON.parse(st.stdout).counters.sessions_dropped_slow ?? 0, 0, 'nobody was dropped as slow');
+    await assertAlive(bystander, 'bystander after the flood');
     bystander.destroy();
   });
 

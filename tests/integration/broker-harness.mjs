@@ -171,6 +171,18 @@ export class Broker {
     await this.ctl(['await_startup', '--timeout', '60'], { check: false });
   }
 
+  /** Crashes the node (kill -9): unflushed state is lost, connections drop. */
+  async kill9() {
+    const r = await run('sh', [RABBITMQ_SH, 'kill9', this.nodeDir], { timeout: 30000 });
+    if (r.code !== 0) throw new Error(`rabbitmq.sh kill9 exited ${r.code}: ${tail(r.stderr)}`);
+  }
+
+  /** Starts the node again on its old data (after kill9). */
+  async restart() {
+    const r = await runDetached('sh', [RABBITMQ_SH, 'restart', this.nodeDir], path.join(this.dir, 'restart'), BROKER_START_MS);
+    if (r.code !== 0) throw new Error(`rabbitmq.sh restart exited ${r.code}: ${tail(r.stderr)}`);
+  }
+
   /** Stops the node and removes its directory. Idempotent. */
   async stop() {
     if (this.stopped) return;
@@ -276,14 +288,17 @@ export class HostFleet extends Fleet {
       ...(opts.broker || {}),
     };
     const config = { ...(opts.config || {}), broker: brokerCfg };
-    const args = ['--host-id', this.hostId, '--broker', this.broker.uri, ...(opts.args || [])];
+    // A uri given in opts.broker (say, a list) is the one used: the flag
+    // would override the file.
+    const args = ['--host-id', this.hostId, ...(opts.broker?.uri ? [] : ['--broker', this.broker.uri]), ...(opts.args || [])];
     return super.startFleetd({ ...opts, config, args });
   }
 }
 
 /**
  * Declares a test over several hosts: fn({ [hostId]: HostFleet, hosts: [...],
- * broker }, t). Every host's fleetd is started (opts.start === false to skip).
+ * broker }, t). Every host's fleetd is started (opts.start === false to skip),
+ * with opts.broker (if given) as extra keys of every host's "broker" config.
  * brokerRef is what useBroker() returned. Everything is cleaned up after,
  * failed or not; a failing test's error carries every host's diagnostics.
  */
@@ -313,12 +328,13 @@ export function hostsTest(name, brokerRef, opts, fn) {
     fn = opts;
     opts = {};
   }
-  const { hosts: hostIds = ['hostA', 'hostB'], start = true, ...testOpts } = opts;
+  const { hosts: hostIds = ['hostA', 'hostB'], start = true, broker: brokerCfg = {}, ...testOpts } = opts;
   return test(name, { timeout: 120000, ...testOpts }, async (t) => {
     const broker = brokerRef.broker;
     assert.ok(broker, 'the private broker did not start (see the before hook)');
     if (broker.appStopped) await broker.startApp(); // a previous test left it stopped
     const fleets = hostIds.map((h) => new HostFleet(h, broker, `${name} [${h}]`));
+    for (const f of fleets) f.brokerConfig = { ...brokerCfg };
     const world = { broker, hosts: fleets };
     for (const f of fleets) world[f.hostId] = f;
     let failure = null;

@@ -1,12 +1,17 @@
 // durability.test.mjs — messages held for an entity survive kill -9 of
 // fleetd; after a restart on the same state dir the entity drains each of
-// them exactly once, in order.
+// them exactly once, in order. Run at both store.synchronous levels, each
+// checked to be the one fleetctl status reports.
 
 import assert from 'node:assert/strict';
 import { fleetTest, callTool, entity, selfGid, waitFor } from './harness.mjs';
 
-fleetTest('held messages survive kill -9 and are drained exactly once', async (f) => {
-  await f.startFleetd();
+async function survivesKill9(f, sync) {
+  const start = () => f.startFleetd(sync ? { config: { store: { synchronous: sync } } } : {});
+  await start();
+  const st = await f.fleetctl(['status', '--json']);
+  assert.equal(st.code, 0, st.stderr);
+  assert.equal(JSON.parse(st.stdout).store.synchronous, sync ?? 'normal');
 
   // alice registers once and leaves, so she exists, offline.
   const alice = await f.mcpClient('alice', { role: 'lead' });
@@ -33,7 +38,7 @@ fleetTest('held messages survive kill -9 and are drained exactly once', async (f
   await f.kill9();
   await f.closeClient(bob);
 
-  await f.startFleetd();
+  await start();
   const alice2 = await f.mcpClient('alice', { role: 'lead' });
   const list = await callTool(alice2, 'fleet_list', {});
   assert.equal(selfGid(list), aliceGid, 'alice resumes the same gid after the restart');
@@ -58,8 +63,11 @@ fleetTest('held messages survive kill -9 and are drained exactly once', async (f
   // Still exactly once after a clean restart.
   await f.closeClient(alice2);
   await f.stopFleetd();
-  await f.startFleetd();
+  await start();
   const alice3 = await f.mcpClient('alice', { role: 'lead' });
   const third = await callTool(alice3, 'fleet_poll', {});
   assert.deepEqual(third.messages, [], 'drained messages stay drained across a restart');
-});
+}
+
+fleetTest('held messages survive kill -9 and are drained exactly once', (f) => survivesKill9(f));
+fleetTest('with store.synchronous full, too', (f) => survivesKill9(f, 'full'));

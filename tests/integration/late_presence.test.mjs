@@ -3,7 +3,8 @@
 // travels fleet.roster while the agent's first message travels fleet.msg, so
 // the message can arrive first. The receiving gateway parks it (unacked) until
 // the beat comes, then delivers it; a sender that is never announced is
-// dead-lettered as misattributed once a presence interval has passed.
+// dead-lettered as misattributed once a presence interval has passed. The
+// messages are sealed to hostB, as a gateway publishes them.
 
 import assert from 'node:assert/strict';
 import { callTool, selfGid } from './harness.mjs';
@@ -14,6 +15,7 @@ import {
   headersFor,
   presenceBeat,
   readIdentity,
+  sealBody,
   sendEnvelope,
   signEnvelope,
   uuid,
@@ -24,6 +26,14 @@ const brokerRef = useBroker();
 
 hostsTest('a message that arrives before its sender\'s presence waits for it', brokerRef, async ({ hostA, hostB, broker }) => {
   const keyA = readIdentity(hostA.stateDir);
+  const pkB = readIdentity(hostB.stateDir).publicKey;
+  // What hostA's gateway would publish: the body sealed to hostB, signed
+  // over the sealed bytes.
+  const sealedTo = async (env, body) => {
+    env.sealedTo = 'hostB';
+    const wire = await sealBody(body, pkB, keyA.json.secretKey);
+    return { headers: headersFor(env, signEnvelope(env, wire, keyA.privateKey)), wire };
+  };
   const bob = await hostB.mcpClient('bob');
   const bobGid = selfGid(await callTool(bob, 'fleet_list', {}));
   const alice = await hostA.mcpClient('alice');
@@ -34,7 +44,8 @@ hostsTest('a message that arrives before its sender\'s presence waits for it', b
     const newGid = uuid();
     const env = sendEnvelope({ from: newGid, to: bobGid, host: 'hostA', fromName: 'newcomer' });
     const body = 'sent before my presence arrived';
-    await mq.publish('fleet.msg', bobGid, headersFor(env, signEnvelope(env, body, keyA.privateKey)), body);
+    const sealed = await sealedTo(env, body);
+    await mq.publish('fleet.msg', bobGid, sealed.headers, sealed.wire);
     const early = await callTool(bob, 'fleet_poll', { wait_s: 0.3 });
     assert.deepEqual(early.messages, [], `not delivered before the sender is known: ${JSON.stringify(early)}`);
 
@@ -50,9 +61,10 @@ hostsTest('a message that arrives before its sender\'s presence waits for it', b
     const ghost = sendEnvelope({ from: uuid(), to: bobGid, host: 'hostA', fromName: 'ghost' });
     const gbody = 'nobody announced me';
     const t0 = Date.now();
-    await mq.publish('fleet.msg', bobGid, headersFor(ghost, signEnvelope(ghost, gbody, keyA.privateKey)), gbody);
+    const gsealed = await sealedTo(ghost, gbody);
+    await mq.publish('fleet.msg', bobGid, gsealed.headers, gsealed.wire);
     const dl = await mq.takeFromDlq(ghost.msgId, { timeout: FAST_PRESENCE_MS + 10000 });
-    assert.equal(dl.content.toString('utf8'), gbody);
+    assert.ok(dl.content.equals(gsealed.wire), 'the dead letter is the sealed body as published');
     assert.ok(Date.now() - t0 >= FAST_PRESENCE_MS, 'it waited about a presence interval first');
     await waitCounter(hostB, 'verify_misattributed', 1);
     const none = await callTool(bob, 'fleet_poll', { wait_s: 0 });

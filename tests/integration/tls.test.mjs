@@ -19,27 +19,10 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import path from 'node:path';
 import { callTool, waitFor, selfGid } from './harness.mjs';
 import { Broker, HostFleet, RABBITMQ_SH, portFree, runDetached, waitStatus } from './broker-harness.mjs';
-import { amqpClient, pinAll, status } from './trust-helpers.mjs';
+import { amqpClient, applyGatewayPermissions, gatewayPermissions, pinAll, status } from './trust-helpers.mjs';
 
 const GW_USER = 'gw-b';
 const GW_PASS = 'gw-b-test-password';
-
-/**
- * The permissions of a per-gateway broker user for host HOST (see
- * docs/operations.md, "Per-gateway broker users"): configure, write, read.
- */
-export function gatewayPermissions(host) {
-  const h = host.replace(/[.]/g, '\\.');
-  const inbox = 'agent\\.[0-9a-f-]{36}\\.inbox\\.v2';
-  return {
-    configure: `^(fleet\\.(msg|roster|control|claims|dlx|dlq)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
-    write: `^(fleet\\.(msg|roster|control|claims|dlx|dlq)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
-    read: `^(fleet\\.(msg|roster|control|claims|dlx)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
-    // Topic permissions on fleet.roster: publish presence only under its own
-    // host; bind only the roster.# key every gateway uses.
-    rosterTopic: { exchange: 'fleet.roster', write: `^roster\\.${h}\\.`, read: '^roster\\.#$' },
-  };
-}
 
 // ---- certificates -------------------------------------------------------------
 
@@ -186,10 +169,7 @@ test('acceptance 5: a gateway on amqps:// with its own login exchanges messages 
   const broker = ref.broker;
   assert.ok(broker, 'the private broker did not start (see the before hook)');
   const perms = gatewayPermissions('hostB');
-  await broker.ctl(['add_user', GW_USER, GW_PASS]);
-  await broker.ctl(['set_permissions', '-p', '/', GW_USER, perms.configure, perms.write, perms.read]);
-  const rt = perms.rosterTopic;
-  await broker.ctl(['set_topic_permissions', '-p', '/', GW_USER, rt.exchange, rt.write, rt.read]);
+  await applyGatewayPermissions(broker, GW_USER, GW_PASS, 'hostB');
   t.diagnostic(`gw-b permissions: configure ${perms.configure} write ${perms.write} read ${perms.read}`);
 
   const tlsUri = `amqps://${GW_USER}:${GW_PASS}@localhost:${ref.tlsPort}/`;

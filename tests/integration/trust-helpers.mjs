@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import amqp from 'amqplib';
+import sodium from 'libsodium-wrappers';
 import { waitFor } from './harness.mjs';
 
 // The signed header subset, in the order docs/wire-format.md gives.
@@ -17,13 +18,18 @@ export const FIELD_ORDER = [
   'fromName', 'host', 'ts', 'expiresAt',
 ];
 
+// Signed too, but written after FIELD_ORDER only when present.
+export const WHEN_PRESENT = ['sealedTo'];
+
 /** The canonical byte string for envelope (name -> value) and body (string or Buffer). */
 export function canonical(envelope, body) {
   const parts = [Buffer.from('fleet-envelope/1\n', 'ascii')];
-  for (const name of FIELD_ORDER) {
-    const value = Buffer.from(envelope[name] ?? '', 'utf8');
+  const line = (name, v) => {
+    const value = Buffer.from(v, 'utf8');
     parts.push(Buffer.from(`${name}:${value.length}:`, 'ascii'), value, Buffer.from('\n', 'ascii'));
-  }
+  };
+  for (const name of FIELD_ORDER) line(name, envelope[name] ?? '');
+  for (const name of WHEN_PRESENT) if (envelope[name]) line(name, envelope[name]);
   const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
   parts.push(Buffer.from(`body:${b.length}:`, 'ascii'), b);
   return Buffer.concat(parts);
@@ -59,6 +65,21 @@ export function readIdentity(stateDir) {
   assert.equal(sk.length, 64, `${file}: secretKey is 64 bytes (libsodium form)`);
   const privateKey = privateKeyFromSeed(sk.subarray(0, 32));
   return { json, privateKey, publicKey: publicKeyB64(privateKey) };
+}
+
+/**
+ * Seals body (string or Buffer) from the gateway whose libsodium secret key
+ * (64 bytes, base64: node-identity.json's secretKey) is senderSkB64 to the
+ * one whose Ed25519 public key is recipientPkB64, as docs/wire-format.md
+ * says: NONCE || crypto_box_easy(body) with both keys converted to X25519.
+ */
+export async function sealBody(body, recipientPkB64, senderSkB64) {
+  await sodium.ready;
+  const rx = sodium.crypto_sign_ed25519_pk_to_curve25519(Buffer.from(recipientPkB64, 'base64'));
+  const sx = sodium.crypto_sign_ed25519_sk_to_curve25519(Buffer.from(senderSkB64, 'base64'));
+  const nonce = sodium.randombytes_buf(sodium.crypto_box_NONCEBYTES);
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  return Buffer.concat([Buffer.from(nonce), Buffer.from(sodium.crypto_box_easy(b, nonce, rx, sx))]);
 }
 
 /** The `sig` for envelope and body under privateKey (standard padded base64). */
@@ -284,4 +305,43 @@ export async function waitCounter(host, name, min, { timeout = 10000 } = {}) {
     e.message += `\nlast counters: ${JSON.stringify(last)}`;
     throw e;
   }
+}
+
+/**
+ * The permissions of a per-gateway broker user for host HOST, exactly as
+ * docs/operations.md ("Per-gateway broker users") gives them: configure,
+ * write and read regexes, and topic permissions on fleet.roster and
+ * fleet.msg. opts.clear: the variant for a fleet that takes bodies in clear
+ * (broker.seal false), which also needs the shared broadcast keys.
+ */
+export function gatewayPermissions(host, { clear = false } = {}) {
+  const h = host.replace(/[.]/g, '\\.');
+  const inbox = 'agent\\.[0-9a-f-]{36}\\.inbox\\.v2';
+  const gid = '[0-9a-f-]{36}';
+  const word = '[A-Za-z0-9_-]+';
+  const shared = clear ? `|broadcast\\.${word}` : '';
+  return {
+    configure: `^(fleet\\.(msg|roster|control|claims|dlx|dlq)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
+    write: `^(fleet\\.(msg|roster|control|claims|dlx|dlq)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
+    read: `^(fleet\\.(msg|roster|control|claims|dlx)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
+    // Presence only under its own host's keys; bind only roster.#.
+    rosterTopic: { exchange: 'fleet.roster', write: `^roster\\.${h}\\.`, read: '^roster\\.#$' },
+    // Publish to a gid or to one host's broadcast key; bind only to a gid
+    // or to its own host's broadcast keys (so never '#').
+    msgTopic: {
+      exchange: 'fleet.msg',
+      write: `^(${gid}|broadcast\\.${word}\\.${word}${shared})$`,
+      read: `^(${gid}|broadcast\\.${h}\\.${word}${shared})$`,
+    },
+  };
+}
+
+/** Creates broker user `user` with gatewayPermissions(host, opts) on vhost /. */
+export async function applyGatewayPermissions(broker, user, pass, host, opts = {}) {
+  const p = gatewayPermissions(host, opts);
+  await broker.ctl(['add_user', user, pass]);
+  await broker.ctl(['set_permissions', '-p', '/', user, p.configure, p.write, p.read]);
+  for (const tp of [p.rosterTopic, p.msgTopic])
+    await broker.ctl(['set_topic_permissions', '-p', '/', user, tp.exchange, tp.write, tp.read]);
+  return p;
 }

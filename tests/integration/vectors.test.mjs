@@ -9,6 +9,13 @@
 // with the seed yields signature (Ed25519 is deterministic); signature
 // verifies under publicKey; and a canonical string with any one byte changed,
 // or the signature under another vector's key, does not verify.
+//
+// The "sealed" vectors are checked with Node's crypto for Ed25519 and an
+// independent libsodium build (the libsodium-wrappers npm package, compiled
+// to WebAssembly) for the X25519 conversion and crypto_box: the keys
+// converted from the Ed25519 pairs, the sealed bytes for the given nonce,
+// opening them back, a flipped byte or another recipient failing, and the
+// canonical form with sealedTo over the sealed bytes and its signature.
 
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -16,6 +23,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'node:test';
 import { fileURLToPath } from 'node:url';
+import sodium from 'libsodium-wrappers';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const schemaDir = path.join(here, '..', '..', 'schema');
@@ -28,15 +36,22 @@ const FIELD_ORDER = [
   'fromName', 'host', 'ts', 'expiresAt',
 ];
 
+// Fields written after those only when present (a sealed body's sealedTo).
+const WHEN_PRESENT = ['sealedTo'];
+
 // Builds the canonical byte string: a prefix line, one NAME:LEN:VALUE line
-// per field (absent = length 0), then body:LEN:BODY. Lengths count bytes.
+// per field (absent = length 0), a line for each present WHEN_PRESENT
+// field, then body:LEN:BODY. Lengths count bytes. body: a string (its UTF-8
+// bytes) or a Buffer.
 function canonical(envelope, body) {
   const parts = [Buffer.from('fleet-envelope/1\n', 'ascii')];
-  for (const name of FIELD_ORDER) {
-    const value = Buffer.from(envelope[name] ?? '', 'utf8');
+  const line = (name, v) => {
+    const value = Buffer.from(v, 'utf8');
     parts.push(Buffer.from(`${name}:${value.length}:`, 'ascii'), value, Buffer.from('\n', 'ascii'));
-  }
-  const b = Buffer.from(body, 'utf8');
+  };
+  for (const name of FIELD_ORDER) line(name, envelope[name] ?? '');
+  for (const name of WHEN_PRESENT) if (envelope[name]) line(name, envelope[name]);
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
   parts.push(Buffer.from(`body:${b.length}:`, 'ascii'), b);
   return Buffer.concat(parts);
 }
@@ -59,6 +74,7 @@ function privateKeyFromSeed(seed) {
 
 test('envelope.json lists the same canonical field order', () => {
   assert.deepEqual(envelopeDoc.canonical.fieldOrder, FIELD_ORDER);
+  assert.deepEqual(envelopeDoc.canonical.whenPresent, WHEN_PRESENT);
   assert.equal(envelopeDoc.canonical.prefix, 'fleet-envelope/1\n');
   const sig = envelopeDoc.fields.find((f) => f.name === 'sig');
   assert.equal(sig.signed, false);
@@ -125,5 +141,77 @@ for (const [i, vec] of vectorsDoc.vectors.entries()) {
     const other = vectorsDoc.vectors[(i + 1) % vectorsDoc.vectors.length];
     const otherPub = publicKeyFromRaw(Buffer.from(other.publicKey, 'base64'));
     assert.equal(crypto.verify(null, canon, otherPub, sig), false, 'another key');
+  });
+}
+
+await sodium.ready;
+
+test('the sealed vectors cover the required cases', () => {
+  const vs = vectorsDoc.sealed;
+  assert.ok(Array.isArray(vs) && vs.length >= 2, 'at least 2 sealed vectors');
+  assert.ok(vs.some((v) => v.body === ''), 'one with an empty body');
+  assert.ok(vs.some((v) => /[^\x00-\x7f]/.test(v.body)), 'one with a non-ASCII body');
+  assert.equal(envelopeDoc.sealing.nonceBytes, sodium.crypto_box_NONCEBYTES);
+  assert.equal(envelopeDoc.sealing.macBytes, sodium.crypto_box_MACBYTES);
+});
+
+/** The Ed25519 pair of a seed, derived by Node: { priv, pk (raw 32), sk (libsodium's 64: seed || pk) }. */
+function pairOf(seedHex) {
+  const seed = Buffer.from(seedHex, 'hex');
+  const priv = privateKeyFromSeed(seed);
+  const pk = Buffer.from(crypto.createPublicKey(priv).export({ format: 'jwk' }).x, 'base64url');
+  return { priv, pk, sk: Buffer.concat([seed, pk]) };
+}
+
+for (const vec of vectorsDoc.sealed ?? []) {
+  test(`sealed vector ${vec.name}`, () => {
+    const s = pairOf(vec.senderSeed);
+    const r = pairOf(vec.recipientSeed);
+    assert.equal(s.pk.toString('base64'), vec.senderPublicKey);
+    assert.equal(r.pk.toString('base64'), vec.recipientPublicKey);
+    const sx = sodium.crypto_sign_ed25519_pk_to_curve25519(s.pk);
+    const rx = sodium.crypto_sign_ed25519_pk_to_curve25519(r.pk);
+    assert.equal(Buffer.from(sx).toString('hex'), vec.senderX25519, 'sender X25519 key');
+    assert.equal(Buffer.from(rx).toString('hex'), vec.recipientX25519, 'recipient X25519 key');
+    const ssx = sodium.crypto_sign_ed25519_sk_to_curve25519(s.sk);
+    const rsx = sodium.crypto_sign_ed25519_sk_to_curve25519(r.sk);
+    // The converted secret keys belong to the converted public keys.
+    assert.equal(Buffer.from(sodium.crypto_scalarmult_base(rsx)).toString('hex'), vec.recipientX25519);
+
+    const nonce = Buffer.from(vec.nonce, 'hex');
+    const body = Buffer.from(vec.body, 'utf8');
+    const boxed = sodium.crypto_box_easy(body, nonce, rx, ssx);
+    const sealed = Buffer.concat([nonce, Buffer.from(boxed)]);
+    assert.equal(sealed.toString('hex'), vec.sealedHex, 'sealed bytes: nonce || crypto_box_easy');
+    assert.equal(sealed.length, body.length + 40);
+
+    const open = (bytes, pk, sk) => {
+      try {
+        return Buffer.from(sodium.crypto_box_open_easy(bytes.subarray(24), bytes.subarray(0, 24), pk, sk));
+      } catch {
+        return null;
+      }
+    };
+    assert.equal(open(sealed, sx, rsx)?.toString('utf8'), vec.body, 'the recipient opens it');
+    for (let at = 0; at < sealed.length; at += Math.max(1, Math.floor(sealed.length / 16))) {
+      const bad = Buffer.from(sealed);
+      bad[at] ^= 0x01;
+      assert.equal(open(bad, sx, rsx), null, `byte ${at} flipped: does not open`);
+    }
+    const other = sodium.crypto_box_keypair();
+    assert.equal(open(sealed, sx, other.privateKey), null, 'another recipient cannot open it');
+    assert.equal(open(sealed, other.publicKey, rsx), null, 'it was not sealed by another sender');
+
+    assert.ok(vec.envelope.sealedTo, 'the envelope names the host it is sealed to');
+    const canon = canonical(vec.envelope, sealed);
+    assert.equal(canon.toString('hex'), vec.canonicalHex, 'canonical bytes with sealedTo, over the sealed body');
+    assert.equal(crypto.sign(null, canon, s.priv).toString('base64'), vec.signature, 'signature');
+    const pub = publicKeyFromRaw(s.pk);
+    const sig = Buffer.from(vec.signature, 'base64');
+    assert.equal(crypto.verify(null, canon, pub, sig), true);
+    const { sealedTo, ...stripped } = vec.envelope;
+    assert.equal(crypto.verify(null, canonical(stripped, sealed), pub, sig), false, 'sealedTo stripped');
+    assert.equal(crypto.verify(null, canonical({ ...vec.envelope, sealedTo: sealedTo + 'x' }, sealed), pub, sig), false,
+      'sealedTo changed');
   });
 }

@@ -108,7 +108,7 @@ static void test_unknown_key_names_key_and_file(void **state) {
   char want[512];
   snprintf(want, sizeof want,
            "%s: unknown key \"colour\" (known: hostId, stateDir, socket, broker, nudge, "
-           "logLevel, profiles, rooms, claims)",
+           "logLevel, profiles, store, rooms, claims)",
            f->file);
   assert_string_equal(f->err, want);
 }
@@ -124,7 +124,7 @@ static void test_unknown_nested_keys(void **state) {
   fx_write(f, "{\"broker\": {\"url\": \"amqp://h/\"}}");
   assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
   assert_err_has(f, ": unknown key \"broker.url\" (known: uri, caFile, queueType, prefetch, "
-                    "heartbeatS, presenceIntervalMs, presenceTtlMs)");
+                    "heartbeatS, presenceIntervalMs, presenceTtlMs, seal, acceptUnsealed)");
 }
 
 static void test_wrong_types(void **state) {
@@ -144,6 +144,9 @@ static void test_wrong_types(void **state) {
        "key \"broker.queueType\" must be \"classic\" or \"quorum\""},
       {"{\"broker\": \"amqp://h/\"}", "key \"broker\" must be an object like {\"uri\": "},
       {"{\"nudge\": {\"enabled\": \"yes\"}}", "key \"nudge.enabled\" must be true or false"},
+      {"{\"broker\": {\"seal\": 0}}", "key \"broker.seal\" must be true or false"},
+      {"{\"broker\": {\"acceptUnsealed\": \"no\"}}",
+       "key \"broker.acceptUnsealed\" must be true or false"},
       {"{\"nudge\": {\"backoffMs\": 0}}", "key \"nudge.backoffMs\" must be above 0"},
       {"{\"nudge\": {\"firstDelayMs\": 86400001}}",
        "key \"nudge.firstDelayMs\" must be a whole number from 0 to 86400000"},
@@ -373,6 +376,22 @@ static void test_defaults(void **state) {
   assert_string_equal(f->cfg.config_file, "");
   assert_int_equal(f->cfg.gw.nudge.enabled, 1);
   assert_int_equal(f->cfg.gw.nudge.backoff_ms, 30000);
+  /* Sealing is on, and bodies in clear are refused, unless said otherwise. */
+  assert_int_equal(f->cfg.gw.broker_no_seal, 0);
+  assert_int_equal(f->cfg.gw.broker_accept_unsealed, 0);
+}
+
+static void test_seal_keys(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--host-id", "box", "--config", f->file};
+  fx_write(f, "{\"broker\": {\"uri\": \"amqp://h/\", \"seal\": false, \"acceptUnsealed\": true}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.broker_no_seal, 1);
+  assert_int_equal(f->cfg.gw.broker_accept_unsealed, 1);
+  fx_write(f, "{\"broker\": {\"uri\": \"amqp://h/\", \"seal\": true}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.broker_no_seal, 0);
+  assert_int_equal(f->cfg.gw.broker_accept_unsealed, 0);
 }
 
 static void test_log_level_not_in_list(void **state) {
@@ -394,6 +413,45 @@ static void test_log_level_not_in_list(void **state) {
   assert_int_equal(fx_load(f, ARGC(argv2), argv2), FL_ECONFIG);
   assert_string_equal(f->err, "log level 'verbose' is not one of debug, info, warn, error (set by "
                               "--log-level)");
+}
+
+static void test_store_synchronous(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--config", f->file};
+  fx_write(f, "{}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.store_sync_full, 0); /* normal by default */
+  fx_write(f, "{\"store\": {\"synchronous\": \"full\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.store_sync_full, 1);
+  fx_write(f, "{\"store\": {\"synchronous\": \"normal\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.store_sync_full, 0);
+  fx_write(f, "{\"store\": {\"synchronous\": \"off\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"store.synchronous\" must be \"normal\"");
+  assert_err_has(f, f->file);
+  fx_write(f, "{\"store\": {\"sync\": \"full\"}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "unknown key \"store.sync\" (known: synchronous)");
+  fx_write(f, "{\"store\": true}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"store\" must be an object");
+}
+
+static void test_broker_uri_list(void **state) {
+  fx *f = *state;
+  char *argv[] = {"fleetd", "--config", f->file};
+  fx_write(f, "{\"broker\": {\"uri\": [\"amqp://a:1/\", \"amqp://b:2/\", \"amqp://c:3/\"]}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_string_equal(f->cfg.gw.broker_uri, "amqp://a:1/,amqp://b:2/,amqp://c:3/");
+  fx_write(f, "{\"broker\": {\"uri\": []}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"broker.uri\" must list 1 to 8 URIs, not 0");
+  fx_write(f, "{\"broker\": {\"uri\": [\"amqp://a/\", 7]}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"broker.uri\" item 2 must be a URI string");
+  assert_err_has(f, f->file);
 }
 
 static void test_usage_errors(void **state) {
@@ -599,7 +657,10 @@ int main(void) {
       T(test_bad_host_id_from_host_name),
       T(test_flag_beats_env_beats_file),
       T(test_defaults),
+      T(test_seal_keys),
       T(test_log_level_not_in_list),
+      T(test_store_synchronous),
+      T(test_broker_uri_list),
       T(test_usage_errors),
       T(test_parse_in_memory),
       T(test_profiles_round_trip),

@@ -81,7 +81,7 @@ static void test_table_matches_schema(void **state) {
                f->size - 1);
     json_t *sig = json_object_get(jf, "signed");
     assert_true(json_is_boolean(sig));
-    if (json_is_true(sig) != f->is_signed)
+    if (json_is_true(sig) != (f->is_signed != 0))
       fail_msg("field %s: schema signed %d, table %d", name, json_is_true(sig), f->is_signed);
     const char *presence = json_string_value(json_object_get(jf, "presence"));
     assert_non_null(presence);
@@ -97,7 +97,7 @@ static void test_table_matches_schema(void **state) {
   json_t *order = json_object_get(json_object_get(schema, "canonical"), "fieldOrder");
   size_t n = 0;
   for (size_t k = 0; k < FL_ENVELOPE_NFIELDS; k++) {
-    if (!fl_envelope_fields[k].is_signed)
+    if (fl_envelope_fields[k].is_signed != FL_SIGNED_ALWAYS)
       continue;
     const char *want = json_string_value(json_array_get(order, n));
     if (!want || strcmp(want, fl_envelope_fields[k].key) != 0)
@@ -106,6 +106,18 @@ static void test_table_matches_schema(void **state) {
     n++;
   }
   assert_int_equal(n, json_array_size(order));
+  /* The rows signed only when present are canonical.whenPresent, in order. */
+  json_t *present = json_object_get(json_object_get(schema, "canonical"), "whenPresent");
+  n = 0;
+  for (size_t k = 0; k < FL_ENVELOPE_NFIELDS; k++) {
+    if (fl_envelope_fields[k].is_signed != FL_SIGNED_IF_PRESENT)
+      continue;
+    const char *want = json_string_value(json_array_get(present, n++));
+    if (!want || strcmp(want, fl_envelope_fields[k].key) != 0)
+      fail_msg("field %s is signed when present; canonical.whenPresent says %s",
+               fl_envelope_fields[k].key, want ? want : "(nothing)");
+  }
+  assert_int_equal(n, json_array_size(present));
   assert_string_equal(
       json_string_value(json_object_get(json_object_get(schema, "canonical"), "prefix")),
       FL_SIGN_CANON_PREFIX);

@@ -21,6 +21,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "mcp/jsonrpc.h"
 
 static int setup(void **state) {
@@ -653,10 +654,44 @@ static void test_build_oom(void **state) {
   json_decref(id);
 }
 
+/* Nesting past FL_MAX_JSON_DEPTH is refused before parsing; brackets inside
+ * strings do not count, and the limit itself is fine. */
+static void test_parse_depth_limit(void **state) {
+  (void)state;
+  char buf[512];
+  fl_rpc r;
+  json_t *eid;
+  const char *emsg;
+  /* params {"a": [[...]]}: 2 levels (message, params) + n arrays. */
+  for (int n = 60; n <= 64; n++) {
+    int k = snprintf(buf, sizeof buf,
+                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":");
+    for (int i = 0; i < n; i++)
+      buf[k++] = '[';
+    for (int i = 0; i < n; i++)
+      buf[k++] = ']';
+    k += snprintf(buf + k, sizeof buf - (size_t)k, "}}");
+    int rc = fl_rpc_parse(buf, (size_t)k, &r, &eid, &emsg);
+    if (n + 2 <= FL_MAX_JSON_DEPTH) {
+      assert_int_equal(rc, 0);
+      fl_rpc_free(&r);
+    } else {
+      assert_int_equal(rc, FL_RPC_PARSE_ERROR);
+      assert_non_null(strstr(emsg, "too deep"));
+      json_decref(eid);
+    }
+  }
+  const char *in_string = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                          "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"{{\"}";
+  assert_int_equal(fl_rpc_parse(in_string, strlen(in_string), &r, &eid, &emsg), 0);
+  fl_rpc_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linebuf_partial_feeds),
       cmocka_unit_test(test_linebuf_crlf),
+      cmocka_unit_test(test_parse_depth_limit),
       cmocka_unit_test(test_linebuf_empty_lines_skipped),
       cmocka_unit_test(test_linebuf_many_lines_one_feed),
       cmocka_unit_test(test_linebuf_oversize_single_feed),

@@ -91,6 +91,26 @@ static void test_parse(void **state) {
   assert_null(fl_topology_broadcast_key_group(GID));
   assert_null(fl_topology_broadcast_key_group("broadcast"));
   assert_null(fl_topology_broadcast_key_group(NULL));
+
+  /* One host's broadcast keys: built, and read back only for that host. */
+  assert_int_equal(fl_topology_host_broadcast_key(b, sizeof b, "alpha", "testers"), 0);
+  assert_string_equal(b, "broadcast.alpha.testers");
+  assert_string_equal(fl_topology_host_broadcast_key_group(b, "alpha"), "testers");
+  assert_null(fl_topology_host_broadcast_key_group(b, "alph"));
+  assert_null(fl_topology_host_broadcast_key_group(b, "beta"));
+  assert_int_equal(fl_topology_host_broadcast_key(b, sizeof b, "alpha", NULL), 0);
+  assert_string_equal(b, "broadcast.alpha.all");
+  assert_string_equal(fl_topology_host_broadcast_key_group(b, "alpha"), "all");
+  assert_null(fl_topology_host_broadcast_key_group("broadcast.alpha", "alpha"));
+  assert_null(fl_topology_host_broadcast_key_group("broadcast.alpha.", "alpha"));
+  assert_null(fl_topology_host_broadcast_key_group(FL_KEY_BROADCAST_ALL, "all"));
+  assert_null(fl_topology_host_broadcast_key_group(NULL, "alpha"));
+  assert_null(fl_topology_host_broadcast_key_group(b, NULL));
+  /* Parts that would add or split a routing-key word are refused. */
+  assert_int_equal(fl_topology_host_broadcast_key(b, sizeof b, "al.pha", "x"), FL_EINVAL);
+  assert_int_equal(fl_topology_host_broadcast_key(b, sizeof b, "alpha", "#"), FL_EINVAL);
+  assert_int_equal(fl_topology_host_broadcast_key(b, sizeof b, NULL, "x"), FL_EINVAL);
+  assert_int_equal(fl_topology_host_broadcast_key(b, 8, "alpha", "x"), FL_ETOOBIG);
 }
 
 int main(void) {

@@ -486,11 +486,18 @@ static void test_peers_alloc_failure(void **state) {
  * one field table (envelope.h). */
 static const fl_envelope_field *fields[FL_ENVELOPE_NFIELDS];
 static size_t nfields;
+/* The first nalways of them are written always; the rest (sealedTo) only
+ * when present, after them. */
+static size_t nalways;
 
 static void signed_fields(void) {
   nfields = 0;
   for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++)
-    if (fl_envelope_fields[i].is_signed)
+    if (fl_envelope_fields[i].is_signed == FL_SIGNED_ALWAYS)
+      fields[nfields++] = &fl_envelope_fields[i];
+  nalways = nfields;
+  for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++)
+    if (fl_envelope_fields[i].is_signed == FL_SIGNED_IF_PRESENT)
       fields[nfields++] = &fl_envelope_fields[i];
 }
 
@@ -646,7 +653,9 @@ static void test_schema_matches_signer(void **state) {
   json_t *canon = json_object_get(root, "canonical");
   assert_string_equal(json_string_value(json_object_get(canon, "prefix")), FL_SIGN_CANON_PREFIX);
   json_t *order = json_object_get(canon, "fieldOrder");
-  assert_int_equal(json_array_size(order), nfields);
+  assert_int_equal(json_array_size(order), nalways);
+  json_t *present = json_object_get(canon, "whenPresent");
+  assert_int_equal(json_array_size(present), nfields - nalways);
 
   fl_envelope env;
   memset(&env, 0, sizeof env);
@@ -657,7 +666,8 @@ static void test_schema_matches_signer(void **state) {
   assert_int_equal(fl_sign_canonical(&env, "", 0, &c, &n), 0);
   const char *line = (const char *)c + strlen(FL_SIGN_CANON_PREFIX);
   for (size_t k = 0; k < nfields; k++) {
-    const char *name = json_string_value(json_array_get(order, k));
+    const char *name = json_string_value(k < nalways ? json_array_get(order, k)
+                                                     : json_array_get(present, k - nalways));
     assert_non_null(name);
     char want[64];
     snprintf(want, sizeof want, "%s:1:%c\n", name, (char)('a' + k));
@@ -665,6 +675,15 @@ static void test_schema_matches_signer(void **state) {
       fail_msg("canonical field %zu: want %s", k, want);
     line += strlen(want);
   }
+  assert_memory_equal(line, "body:0:", 7);
+  fl_free(c);
+  /* A field written only when present leaves no line when absent. */
+  for (size_t k = nalways; k < nfields; k++)
+    field_of(&env, k)[0] = '\0';
+  assert_int_equal(fl_sign_canonical(&env, "", 0, &c, &n), 0);
+  line = (const char *)c + strlen(FL_SIGN_CANON_PREFIX);
+  for (size_t k = 0; k < nalways; k++)
+    line += strlen(fields[k]->key) + strlen(":1:a\n");
   assert_memory_equal(line, "body:0:", 7);
   fl_free(c);
 
@@ -724,7 +743,7 @@ static void test_canonical_shape(void **state) {
   /* Arguments. */
   assert_int_equal(fl_sign_canonical(&env, NULL, 1, &c, &n), FL_EINVAL);
   assert_int_equal(fl_sign_canonical(NULL, "", 0, &c, &n), FL_EINVAL);
-  assert_int_equal(fl_sign_canonical(&env, "", FL_MAX_CONTENT + 1, &c, &n), FL_ETOOBIG);
+  assert_int_equal(fl_sign_canonical(&env, "", FL_MAX_WIRE_BODY + 1, &c, &n), FL_ETOOBIG);
   memset(env.kind, 'K', sizeof env.kind); /* no NUL in the slot */
   assert_int_equal(fl_sign_canonical(&env, "", 0, &c, &n), FL_EINVAL);
   unsigned char sk[64], pk[32];
