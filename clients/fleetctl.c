@@ -100,13 +100,14 @@ static const ctl_cmd fl_ctl_cmds[] = {
      "fetch messages held for you: at most N (up to " FL_CTL_STR(
          FL_MAX_POLL) "),\nonly WHO's with --from; waits up to S seconds\nfor the first one",
      CTL_TAKES_WAIT | CTL_TAKES_POLL | CTL_AS_OPERATOR},
-    {"spawn", 1, 1, cmd_spawn, "spawn PROFILE [--name N] [--brief TEXT] [--wait S]",
-     "start an agent from one of this host's spawn\nprofiles in a tmux window; waits up to S "
-     "seconds\nfor it to register (--host: another host, not\nbuilt yet)",
+    {"spawn", 1, 1, cmd_spawn, "spawn PROFILE [--host H] [--name N] [--brief TEXT] [--wait S]",
+     "start an agent from a spawn profile of this host\n(or of host H) in a tmux window; waits up "
+     "to S\nseconds for it to register",
      CTL_TAKES_WAIT | CTL_TAKES_SPAWN | CTL_AS_OPERATOR},
     {"stop", 1, 1, cmd_stop, "stop NAME|GID",
-     "stop an agent you spawned (a lead or orchestrator\nmay stop any): its pane closes and it "
-     "leaves\nthe roster",
+     "stop an agent you spawned (a lead or orchestrator\nmay stop any), on this host or another: "
+     "its "
+     "pane\ncloses and it leaves every roster",
      CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},
@@ -454,6 +455,12 @@ static int print_sent(ctl *c, json_t *sc) {
         json_is_string(reply) ? json_string_value(reply) : str_of(reply, "content", NULL);
     if (text)
       printf("%s%s", text, *text && text[strlen(text) - 1] == '\n' ? "" : "\n");
+  } else if (status && strcmp(status, "injected") == 0) {
+    printf("typed into the agent's terminal\n");
+  } else if (status && strcmp(status, "failed") == 0) {
+    const char *why = str_of(sc, "reason", NULL);
+    fprintf(stderr, "fleetctl: not typed in: %s\n", why ? why : "no reason given");
+    return FL_EXIT_FAIL;
   } else if (status && strcmp(status, "pending") == 0) {
     if (o->wait_s >= 0)
       printf("no reply within %lds; it will be held for `fleetctl poll`\n", o->wait_s);

@@ -43,6 +43,13 @@
 /* Bounded waits: MCP clients time out long calls (commonly at 60 s), so a
  * waiting tool call never outlives 55 s; the default leaves margin too. */
 #define FL_MAX_WAIT_S 55
+
+/* The forward path: a sender waits for word that its brief was typed until
+ * the brief's typing deadline plus this margin. It covers one delivery (a
+ * look, the typing and its checks take well under a second; each check is
+ * bounded at 3 s) and the receipt's trip back; hosts' clocks must agree
+ * far better than this (NTP). */
+#define FL_INJECT_MARGIN_MS 10000
 #define FL_DEFAULT_WAIT_S 30
 
 /* Claude Code channel pushes (FLEET_CHANNEL=1): the msgIds one session
@@ -177,6 +184,11 @@
  * until its readyTimeoutS; past this, fleet_spawn fails with FL_EFULL
  * instead of opening windows without bound. */
 #define FL_MAX_SPAWNS_PENDING 64
+
+/* How long a host remembers a spawn it ran (its spawnId, spawner and
+ * outcome): a SPAWN repeated within this is answered from the record and
+ * starts nothing new. 30 days. */
+#define FL_SPAWN_RECORD_KEEP_MS (30LL * 24 * 3600 * 1000)
 
 /* One log line, and how many traced lines fleetd remembers for
  * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */

@@ -324,13 +324,13 @@ int fl_broker_add_inbox(fl_broker *b, const char *gid, const char *const *groups
   return 0;
 }
 
-int fl_broker_remove_inbox(fl_broker *b, const char *gid) {
+static int remove_inbox(fl_broker *b, const char *gid, enum item_type type) {
   if (!b || b->stopped || !fl_name_valid(gid, FL_ID_LEN - 1))
     return FL_EINVAL;
   struct item *it = fl_calloc(1, sizeof(*it));
   if (!it)
     return FL_ENOMEM;
-  it->type = CMD_REMOVE_INBOX;
+  it->type = type;
   fl_broker_copy(it->gid, sizeof(it->gid), gid);
   int rc = send_cmd(b, it);
   if (rc != 0) {
@@ -341,6 +341,14 @@ int fl_broker_remove_inbox(fl_broker *b, const char *gid) {
   if (loop_inbox_find(b, gid, &idx) == 0)
     b->loop_inboxes[idx] = b->loop_inboxes[--b->ninboxes_loop];
   return 0;
+}
+
+int fl_broker_remove_inbox(fl_broker *b, const char *gid) {
+  return remove_inbox(b, gid, CMD_REMOVE_INBOX);
+}
+
+int fl_broker_delete_inbox(fl_broker *b, const char *gid) {
+  return remove_inbox(b, gid, CMD_DELETE_INBOX);
 }
 
 static int settle(fl_broker *b, uint64_t tag, enum item_type type, int requeue) {

@@ -135,6 +135,12 @@ int fl_broker_add_inbox(fl_broker *b, const char *gid, const char *const *groups
  * for them are ignored. Returns 0, FL_EINVAL, FL_EFULL or FL_ENOMEM. */
 int fl_broker_remove_inbox(fl_broker *b, const char *gid);
 
+/* As fl_broker_remove_inbox, then deletes the queue agent.<gid>.inbox.v2
+ * on the broker (its bindings and waiting messages go with it): for an
+ * entity that left for good. While the link is down the queue is left to
+ * its x-expires. Returns as fl_broker_remove_inbox. */
+int fl_broker_delete_inbox(fl_broker *b, const char *gid);
+
 /* Settles a delivery. tag is from fl_broker_delivery; a tag from before a
  * reconnect (or of a removed inbox) is dropped silently: the broker has
  * already put that message back. reject with requeue = 0 dead-letters an

@@ -463,6 +463,10 @@ static void serve_commands(fl_broker *b) {
       if (fl_broker_inbox_remove(b, it) < 0)
         link_lost(b, "the connection failed while closing an inbox channel");
       break;
+    case CMD_DELETE_INBOX:
+      if (fl_broker_inbox_delete(b, it) < 0)
+        link_lost(b, "the connection failed while deleting an inbox queue");
+      break;
     default:
       break;
     }

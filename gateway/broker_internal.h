@@ -53,6 +53,7 @@ enum item_type {
   CMD_REJECT,
   CMD_ADD_INBOX,
   CMD_REMOVE_INBOX,
+  CMD_DELETE_INBOX, /* remove, then delete the queue itself */
   EV_STATE,
   EV_DELIVERY,
   EV_INBOX,
@@ -294,6 +295,10 @@ int fl_broker_inbox_close(fl_broker *b, struct inbox *ib);
  * connection is gone (add: b->err says why). */
 int fl_broker_inbox_add(fl_broker *b, struct item *it);
 int fl_broker_inbox_remove(fl_broker *b, struct item *it);
+/* Removes it->gid's inbox (as fl_broker_inbox_remove), then deletes its
+ * queue on the broker, bindings and messages with it. 0, or < 0 when the
+ * connection was lost. */
+int fl_broker_inbox_delete(fl_broker *b, struct item *it);
 
 /* Sets up again every inbox that is not consumed. Returns 0 or FL_EBROKER
  * (the connection is gone, b->err says why). */

@@ -328,6 +328,31 @@ int fl_broker_inbox_remove(fl_broker *b, struct item *it) {
   return rc;
 }
 
+int fl_broker_inbox_delete(fl_broker *b, struct item *it) {
+  char why[FL_BROKER_WHY_LEN], q[FL_BROKER_SHORTSTR];
+  int rc = fl_broker_inbox_remove(b, it);
+  if (rc < 0)
+    return rc;
+  if (fl_topology_inbox_queue(q, sizeof(q), it->gid) != 0)
+    return 0;
+  if (!b->conn) {
+    /* Down: the queue's x-expires collects it. */
+    fl_warn(NULL, "broker: link down, queue %s is left for its x-expires to collect", q);
+    return 0;
+  }
+  amqp_queue_delete(b->conn, FL_BROKER_CH_SYSTEM, amqp_cstring_bytes(q), 0, 0);
+  rc = fl_broker_rpc_result(b, FL_BROKER_CH_SYSTEM, "delete queue", why, sizeof(why));
+  if (rc == FL_EREFUSED) {
+    /* The channel was closed by the refusal: reopening it is the
+     * reconnect's business, so report it as a lost link. */
+    fl_broker_copy(b->err, sizeof(b->err), why);
+    return FL_EBROKER;
+  }
+  if (rc == 0)
+    fl_info(NULL, "broker: deleted queue %s", q);
+  return rc < 0 ? rc : 0;
+}
+
 int fl_broker_inbox_retry(fl_broker *b) {
   for (size_t i = 0; i < b->ninboxes && b->conn; i++) {
     struct inbox *ib = b->inboxes[i];

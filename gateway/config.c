@@ -37,7 +37,7 @@ static const char fl_usage[] =
  * its message. */
 static const char *const fl_top_keys[] = {"hostId", "stateDir", "socket",   "broker",
                                           "nudge",  "logLevel", "profiles", "store",
-                                          "rooms",  "claims",   NULL};
+                                          "inject", "rooms",    "claims",   NULL};
 static const char *const fl_broker_keys[] = {
     "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
     "presenceTtlMs", "seal",   "acceptUnsealed", NULL};
@@ -302,6 +302,35 @@ static int fl_apply_nudge(fl_config *cfg, json_t *nudge, const char *file, char 
   return 0;
 }
 
+/* inject.timeoutS (1 s to a day) and inject.onDraft ("wait" or "fail"). */
+static int fl_apply_inject(fl_config *cfg, json_t *inject, const char *file, char *err,
+                           size_t errlen) {
+  static const char *const keys[] = {"timeoutS", "onDraft", NULL};
+  if (!json_is_object(inject)) {
+    fl_errf(err, errlen, "%s: key \"inject\" must be an object like {\"timeoutS\": 120}", file);
+    return FL_ECONFIG;
+  }
+  if (fl_config_known_keys(inject, "inject", keys, file, err, errlen))
+    return FL_ECONFIG;
+  json_t *t = json_object_get(inject, "timeoutS");
+  if (t && (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)) {
+    fl_errf(err, errlen,
+            "%s: key \"inject.timeoutS\" must be a whole number of seconds from 1 to 86400", file);
+    return FL_ECONFIG;
+  }
+  if (t)
+    cfg->gw.inject.timeout_s = (unsigned)json_integer_value(t);
+  json_t *d = json_object_get(inject, "onDraft");
+  const char *dv = json_string_value(d);
+  if (d && (!dv || (strcmp(dv, "wait") != 0 && strcmp(dv, "fail") != 0))) {
+    fl_errf(err, errlen, "%s: key \"inject.onDraft\" must be \"wait\" or \"fail\"", file);
+    return FL_ECONFIG;
+  }
+  if (dv)
+    cfg->gw.inject.on_draft_fail = strcmp(dv, "fail") == 0;
+  return 0;
+}
+
 /* ---- spawn profiles ----------------------------------------------------------- */
 
 /* Applies a loaded file (borrowed) onto cfg. */
@@ -330,6 +359,9 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
     return FL_ECONFIG;
   json_t *store = json_object_get(root, "store");
   if (store && fl_apply_store(cfg, store, file, err, errlen))
+    return FL_ECONFIG;
+  json_t *inject = json_object_get(root, "inject");
+  if (inject && fl_apply_inject(cfg, inject, file, err, errlen))
     return FL_ECONFIG;
   json_t *profiles = json_object_get(root, "profiles");
   if (profiles && fl_config_apply_profiles(cfg, profiles, file, err, errlen))
@@ -434,6 +466,8 @@ void fl_config_defaults(fl_config *cfg) {
    * still for half a second (its spinner moves while it works). */
   snprintf(cfg->gw.nudge.prompt, sizeof cfg->gw.nudge.prompt, "%s", FL_NUDGE_PROMPT_DEFAULT);
   cfg->gw.nudge.quiet_ms = 500;
+  /* Two minutes for a busy worker to come back to its prompt. */
+  cfg->gw.inject.timeout_s = 120;
   /* The host id defaults to the machine's short host name. */
   char host[128] = "localhost";
   gethostname(host, sizeof host - 1);

@@ -60,6 +60,8 @@ typedef struct fl_envelope {
   X(SPAWN)                                                                                         \
   X(STOP)                                                                                          \
   X(CLAIM)                                                                                         \
+  X(SPAWNED)                                                                                       \
+  X(STOPPED)                                                                                       \
   X(ROOM)
 
 #define FL_KIND_ENUM_(name) FL_KIND_##name,

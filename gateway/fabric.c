@@ -30,6 +30,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/claims.h"
+#include "gateway/control.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inbound.h"
 #include "gateway/presence.h"
@@ -73,6 +74,7 @@ typedef struct fl_fabric {
   size_t nacks_later, acks_later_cap;
   fl_presence *presence;
   fl_inbound *inbound;
+  fl_control *control;
   /* Inbox consumers as reported since the link last came up (at most
    * FL_BROKER_MAX_INBOXES). */
   fl_consumer *consumers;
@@ -91,6 +93,8 @@ typedef struct fl_pub {
   size_t npending;
   int status;
   char why[256];
+  int control; /* a control-plane publish: its outcome goes to control.c */
+  char control_id[FL_ID_LEN];
 } fl_pub;
 
 /* One copy of a publish: its routing key and the host it is sealed to. */
@@ -246,10 +250,10 @@ static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
     fl_claims_receive(f->gw, d->env->host, d->body, d->len);
     break;
   case FL_BROKER_CONTROL:
-    fl_warn(d->env->trace_id,
-            "control message %s (%s) ignored: spawn and stop are not served "
-            "by this fleetd",
-            d->env->msg_id, d->env->kind);
+    if (fl_control_receive(f->control, d)) {
+      fl_broker_reject(f->broker, d->tag, 0);
+      return;
+    }
     break;
   }
   fl_ack(f, d->tag);
@@ -357,6 +361,13 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
     fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
   else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
+  if (pub->control) {
+    if (status && status != FL_ECANCELLED)
+      fl_warn(NULL, "control message not delivered: %s", why ? why : fl_strerror(status));
+    fl_control_published(f->control, pub->control_id, status, why);
+    fl_free(pub);
+    return;
+  }
   if (status && !pub->status) {
     pub->status = status;
     fl_copy(pub->why, sizeof pub->why, why);
@@ -423,6 +434,31 @@ static void fl_confirm_timeout(fl_wait *w) {
 
 static const fl_wait_ops fl_confirm_ops = {.timeout = fl_confirm_timeout,
                                            .forget = fl_confirm_forget};
+
+static int fl_control_emit(void *ctx, const char *host, fl_envelope *env, const char *body,
+                           size_t len, const char *req_id) {
+  fl_fabric *f = ctx;
+  if (!f->up)
+    return FL_EBROKER;
+  fl_pub *pub = fl_calloc(1, sizeof *pub);
+  if (!pub)
+    return FL_ENOMEM;
+  pub->f = f;
+  pub->control = 1;
+  fl_copy(pub->control_id, sizeof pub->control_id, req_id);
+  /* Sealed to the host it is for, like every body that crosses the broker. */
+  char why[256];
+  int rc = fl_wire_publish(f->gw, f->broker, FL_EX_CONTROL, host, 1, env, body, len, host, pub, why,
+                           sizeof why);
+  if (rc) {
+    fl_free(pub);
+    fl_gw_count(f->gw, FL_C_REMOTE_PUBLISH_FAILED);
+    fl_warn(NULL, "control message to %s not sent: %s", host, why);
+  }
+  return rc;
+}
+
+static const fl_control_ops fl_control_emit_ops = {.emit = fl_control_emit};
 
 /* A broadcast that reaches no other host: nothing is published, and the
  * call completes on the loop's next turn with its result. */
@@ -619,9 +655,33 @@ static void fl_fabric_entity_changed(void *ctx, fl_entity *e) {
 
 static void fl_fabric_remove_inbox(void *ctx, const char *gid) {
   fl_fabric *f = ctx;
-  int rc = fl_broker_remove_inbox(f->broker, gid);
+  int rc = fl_broker_delete_inbox(f->broker, gid);
   if (rc)
     fl_error(NULL, "cannot delete the inbox of %s: %s", gid, fl_strerror(rc));
+  /* It left for good: other hosts drop it now, not after the TTL. */
+  fl_entity *e = fl_entity_by_gid(f->gw, gid);
+  if (e)
+    fl_presence_gone(f->presence, e);
+}
+
+static int fl_fabric_spawn_remote(void *ctx, fl_client *c, const char *host, const char *profile,
+                                  const char *name, const char *brief, double wait_s, fl_gw_cb cb,
+                                  void *cb_ctx, fl_wait **wait, char *err, size_t errlen) {
+  fl_fabric *f = ctx;
+  return fl_control_spawn(f->control, c, host, profile, name, brief, wait_s, cb, cb_ctx, wait, err,
+                          errlen);
+}
+
+static int fl_fabric_stop_remote(void *ctx, fl_client *c, fl_entity *e, fl_gw_cb cb, void *cb_ctx,
+                                 fl_wait **wait, char *err, size_t errlen) {
+  fl_fabric *f = ctx;
+  return fl_control_stop(f->control, c, e, cb, cb_ctx, wait, err, errlen);
+}
+
+static void fl_fabric_spawn_answer(void *ctx, const fl_spawn_origin *o, const json_t *result,
+                                   const char *err) {
+  fl_fabric *f = ctx;
+  fl_control_answer_spawn(f->control, o, result, err);
 }
 
 static const char *fl_fabric_status(void *ctx, const fl_entity *e) {
@@ -690,6 +750,7 @@ static void fl_fabric_free(void *ctx) {
   fl_free(f->acks_later);
   fl_free(f->consumers);
   fl_unacked_clear(f);
+  fl_control_free(&f->control);
   fl_presence_free(&f->presence);
   fl_inbound_free(&f->inbound);
   fl_broker_free(&f->broker);
@@ -719,8 +780,32 @@ static int fl_fabric_publish_claim(void *ctx, const char *msg_id, const char *it
   return rc;
 }
 
+/* A receipt of the forward path: published to the sender's inbox, signed
+ * like any message, without a waiter (a lost one shows as the sender's
+ * timeout, and the forward path retries one that could not be handed on). */
+static int fl_fabric_receipt(void *ctx, const fl_msg *m) {
+  fl_fabric *f = ctx;
+  if (!f->up)
+    return FL_EBROKER;
+  /* Sealed to the host of the brief's sender, like every body. */
+  fl_entity *dst = fl_entity_by_gid(f->gw, m->to_gid);
+  if (!dst || !dst->remote)
+    return FL_ENOTFOUND;
+  fl_envelope env;
+  fl_env_from_msg(f->gw, m, &env);
+  char why[256];
+  int rc = fl_wire_publish(f->gw, f->broker, FL_EX_MSG, m->to_gid, 1, &env, m->content,
+                           m->content_len, fl_entity_host(dst), NULL, why, sizeof why);
+  if (rc)
+    fl_debug(m->trace_id, "receipt for %s not sent: %s", m->in_reply_to, why);
+  if (rc == 0)
+    fl_gw_count(f->gw, FL_C_REMOTE_PUBLISHED);
+  return rc;
+}
+
 static const fl_remote_ops fl_fabric_ops = {
     .publish_claim = fl_fabric_publish_claim,
+    .receipt = fl_fabric_receipt,
     .publish = fl_fabric_publish,
     .broadcast = fl_fabric_broadcast,
     .entity_changed = fl_fabric_entity_changed,
@@ -731,6 +816,9 @@ static const fl_remote_ops fl_fabric_ops = {
     .describe = fl_fabric_describe,
     .unpinned_claim = fl_fabric_unpinned_claim,
     .remove_inbox = fl_fabric_remove_inbox,
+    .spawn_remote = fl_fabric_spawn_remote,
+    .stop_remote = fl_fabric_stop_remote,
+    .spawn_answer = fl_fabric_spawn_answer,
     .stop = fl_fabric_stop,
     .free = fl_fabric_free,
 };
@@ -743,7 +831,8 @@ static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
   fl_fabric *f = fl_calloc(1, sizeof *f);
   int rc = FL_ENOMEM;
   if (!f || (rc = fl_inbound_new(gw, &fl_inbound_settle, f, &f->inbound)) ||
-      (rc = fl_presence_new(gw, f->inbound, interval, ttl, &f->presence))) {
+      (rc = fl_presence_new(gw, f->inbound, interval, ttl, &f->presence)) ||
+      (rc = fl_control_new(gw, &fl_control_emit_ops, f, f->presence, &f->control))) {
     fl_errf(err, errlen, "cannot start the broker link: %s", fl_strerror(rc));
     goto fail;
   }
@@ -787,6 +876,7 @@ static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
 
 fail:
   if (f) {
+    fl_control_free(&f->control);
     fl_presence_free(&f->presence);
     fl_inbound_free(&f->inbound);
     fl_free(f);

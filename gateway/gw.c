@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/claims.h"
+#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
 #include "gateway/room.h"
@@ -103,6 +104,11 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
   gw->sweep.data = gw;
   uv_timer_start(&gw->sweep, fl_sweep_cb, FL_SWEEP_MS, FL_SWEEP_MS);
   uv_unref((uv_handle_t *)&gw->sweep);
+  if ((rc = fl_forward_start(gw))) {
+    fl_errf(err, errlen, "cannot start the forward path: %s", fl_strerror(rc));
+    uv_close((uv_handle_t *)&gw->sweep, NULL);
+    goto fail;
+  }
   if ((rc = fl_remote_start(gw, err, errlen))) {
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
@@ -120,6 +126,9 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
   return 0;
 
 fail:
+  fl_forward_stop(gw);
+  uv_run(loop, UV_RUN_NOWAIT);
+  fl_forward_free(gw);
   fl_store_close(&gw->store);
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);
@@ -188,6 +197,7 @@ void fl_gw_shutdown(fl_gw *gw) {
     }
   }
   fl_spawn_shutdown(gw);
+  fl_forward_stop(gw);
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
   fl_rooms_stop(gw);
@@ -200,6 +210,7 @@ void fl_gw_free(fl_gw **gwp) {
   fl_gw *gw = *gwp;
   fl_rooms_free(gw);
   fl_remote_free(gw);
+  fl_forward_free(gw);
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);
   fl_roster_free(gw);

@@ -62,6 +62,12 @@ typedef struct fl_profile {
   char launch[FL_MAX_PROFILE_LAUNCH];
 } fl_profile;
 
+/* The forward path's bounds (config "inject"). */
+typedef struct fl_inject_config {
+  unsigned timeout_s; /* a brief not typed within this is withdrawn and reported failed */
+  int on_draft_fail;  /* 1: a brief meeting a draft in the input line fails; 0: it waits */
+} fl_inject_config;
+
 typedef struct fl_gw_config {
   char host_id[128];
   char state_dir[1024];
@@ -77,6 +83,7 @@ typedef struct fl_gw_config {
   int broker_no_seal;            /* broker.seal: false — bodies cross the broker in clear */
   int broker_accept_unsealed;    /* broker.acceptUnsealed: take a peer's body in clear */
   fl_nudge_config nudge;
+  fl_inject_config inject;
   fl_profile profiles[FL_MAX_PROFILES]; /* sorted by name */
   size_t nprofiles;
   /* Room federation (config "rooms"); rooms_on 0 = off (room tools read
@@ -181,20 +188,22 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
 int fl_gw_each_held(fl_gw *gw, fl_client *c, size_t max, fl_gw_held_cb cb, void *ctx);
 
 /* Starts an agent from spawn profile `profile` on this host (host NULL or
- * this host's id; another host is not built yet): name NULL = <profile>-<n>.
+ * this host's id), or asks host's gateway to (through the broker's control
+ * plane, remote.h): name NULL = <profile>-<n>.
  * Waits up to wait_s seconds (< 0 = the profile's readyTimeoutS, capped at
- * FL_MAX_WAIT_S) for it to register; the result is {gid, name, host,
- * profile, status: ready | pending}. brief (may be NULL) is held for the
- * agent as a message from c once it is ready. Needs a named session. */
+ * FL_MAX_WAIT_S; for another host FL_MAX_WAIT_S) for it to register; the result is {gid, name,
+ * host, profile, status: ready | pending}. brief (may be NULL) is held for the agent as a message
+ * from c once it is ready. Needs a named session. */
 int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, const char *name,
                 const char *brief, double wait_s, fl_gw_cb cb, void *ctx, json_t **result,
                 fl_wait **wait, char *err, size_t errlen);
-/* Stops agent `to` of this host: closes its terminal, takes it out of the
- * roster and the store, and stops consuming its inbox on the broker (the
- * broker collects the queue by its x-expires). Only its
- * spawner or a lead or orchestrator may. Result {gid, name, host, status:
- * stopped}. */
-int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, json_t **result, char *err, size_t errlen);
+/* Stops agent `to`: closes its terminal, takes it out of the roster and the
+ * store, deletes its inbox on the broker and tells other hosts it is gone.
+ * An agent of another host is stopped by its gateway (a STOP through the
+ * control plane; then *wait is set and cb answers). Only its spawner or a
+ * lead or orchestrator may. Result {gid, name, host, status: stopped}. */
+int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, fl_gw_cb cb, void *ctx, json_t **result,
+               fl_wait **wait, char *err, size_t errlen);
 /* Node identity and pinned peers (fleetctl identity / peer). */
 json_t *fl_gw_identity(fl_gw *gw);
 json_t *fl_gw_peers(fl_gw *gw);

@@ -62,7 +62,17 @@
   X(ROOM_CAPPED, "room_capped")                                                                    \
   X(ROOM_SERVED, "room_served")                                                                    \
   X(ROOM_PULLS_FAILED, "room_pulls_failed")                                                        \
-  X(ROOM_PULLS_REFUSED, "room_pulls_refused")
+  X(ROOM_PULLS_REFUSED, "room_pulls_refused")                                                      \
+  X(CONTROL_RECEIVED, "control_received")                                                          \
+  X(CONTROL_REFUSED, "control_refused")                                                            \
+  X(SPAWNS_FOR_HOSTS, "spawns_for_hosts")                                                          \
+  X(SPAWN_DUPLICATES, "spawn_duplicates")                                                          \
+  X(STOPS_FOR_HOSTS, "stops_for_hosts")                                                            \
+  X(BRIEFS_INJECTED, "briefs_injected")                                                            \
+  X(INJECT_FAILURES, "inject_failures")                                                            \
+  X(INJECT_DRAFTS_DEFERRED, "inject_drafts_deferred")                                              \
+  X(INJECT_BUSY_DEFERRED, "inject_busy_deferred")                                                  \
+  X(BRIEFS_DUPLICATE, "briefs_duplicate")
 
 #define FL_COUNTER_ENUM(name, text) FL_C_##name,
 enum fl_counter { FL_COUNTERS(FL_COUNTER_ENUM) FL_C_COUNT };
@@ -106,6 +116,8 @@ struct fl_gw {
   struct fl_spawn *spawns;
   /* Room federation (room.h), NULL when rooms are off. */
   struct fl_rooms *rooms;
+  /* The forward path's queues and timers (forward.c). */
+  struct fl_forward *forward;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

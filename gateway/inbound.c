@@ -14,7 +14,9 @@
  * passes is committed to the hold store (fl_router_accept: dedup by msgId) and
  * woken like a local message; its broker ack waits until the client drained
  * it, so a crash before the drain gets a redelivery, which the store's
- * seen-set dedups. */
+ * seen-set dedups. A brief for a worker with a terminal takes the forward
+ * path instead (forward.h): recorded, acknowledged, then typed; and the
+ * word of a brief this host sent (INJECTED, FAILED) ends its sender's wait. */
 #include "gateway/inbound.h"
 
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
@@ -181,6 +184,19 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
   m.content_len = d->len;
 
   char err[256];
+  if (fl_envelope_is_kind(m.kind, FL_KIND_SEND) && fl_forward_injects(gw, to)) {
+    /* A brief for a worker with a terminal: recorded, then acknowledged
+     * (after the burst's commit), then typed: at most once. */
+    int frc = fl_forward_take(gw, to, &m, env->host, err, sizeof err);
+    if (frc == 0 || (frc == FL_EDUP && d->redelivered))
+      in->ops->ack(in->ctx, d->tag);
+    else if (frc == FL_EDUP)
+      fl_inbound_dead_letter(in, d, FL_C_VERIFY_DUPLICATE, "already seen (duplicate brief msgId)");
+    else
+      in->ops->reject(in->ctx, d->tag, 1); /* not recorded: let the broker keep it */
+    fl_free(content);
+    return;
+  }
   int rc = fl_router_accept(gw, to, &m, err, sizeof err);
   if (rc == 0) {
     /* Remember the tag first: waking may drain it, which acks. */
@@ -259,10 +275,18 @@ static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
   fl_gw *gw = in->gw;
   const fl_envelope *env = d->env;
   int broadcast = fl_envelope_is_kind(env->kind, FL_KIND_BROADCAST);
-  if (!broadcast && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
+  int receipt = fl_envelope_is_kind(env->kind, FL_KIND_INJECTED) ||
+                fl_envelope_is_kind(env->kind, FL_KIND_FAILED);
+  if (!broadcast && !receipt && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
       !fl_envelope_is_kind(env->kind, FL_KIND_REPLY)) {
+    fl_inbound_dead_letter(
+        in, d, FL_C_VERIFY_MALFORMED,
+        "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST, INJECTED, FAILED)");
+    return;
+  }
+  if (receipt && !fl_is_uuid(env->in_reply_to)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
-                           "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST)");
+                           "an INJECTED or FAILED must name its brief in inReplyTo");
     return;
   }
   if (!fl_is_uuid(env->msg_id) || !fl_is_uuid(env->from)) {
@@ -301,5 +325,17 @@ static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
     return;
   }
   fl_gw_count(gw, FL_C_REMOTE_RECEIVED);
+  if (receipt) {
+    /* Word of a brief this host sent: it ends the sender's wait; nothing
+     * is held. */
+    char said[256];
+    size_t n = pd->len < sizeof said - 1 ? pd->len : sizeof said - 1;
+    memcpy(said, pd->body ? pd->body : "", n);
+    said[n] = '\0';
+    fl_forward_receipt(gw, to, fl_envelope_is_kind(env->kind, FL_KIND_INJECTED), env->in_reply_to,
+                       said);
+    in->ops->ack(in->ctx, d->tag);
+    return;
+  }
   fl_inbound_take(in, pd, to, expires, now);
 }

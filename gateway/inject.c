@@ -8,6 +8,8 @@
 
 static const fl_inject_type *const fl_inject_types[] = {
     &fl_inject_tmux,
+    &fl_inject_exec,
+    &fl_inject_none,
 };
 
 const fl_inject_type *fl_inject_lookup(const char *name) {

@@ -4,9 +4,10 @@
  * In the manner of redis's ConnectionType (src/connection.h): each way of
  * reaching a terminal is one const fl_inject_type, found by name with
  * fl_inject_lookup, and callers go through its function pointers only. The
- * first backend is "tmux" (inject_tmux.c: send-keys into a pane). More
- * (an exec command given the message on stdin, "none" for hold-for-pull)
- * are new rows in inject.c's table; nothing else changes.
+ * backends are "tmux" (inject_tmux.c: keys typed into a pane), "exec"
+ * (inject_exec.c: a command run per message, given it on stdin) and "none"
+ * (inject_none.c: nothing is typed; messages are held for a pull). Another
+ * is a new row in inject.c's table; nothing else changes.
  *
  * Threading: loop thread only. No operation blocks: typing runs as a child
  * process; if an operation that takes a callback fails, the callback never
@@ -26,6 +27,14 @@ typedef struct fl_inject_target {
    * must stay unchanged to count as idle (0 = no quiet test). */
   const char *prompt;
   unsigned quiet_ms;
+  /* exec: the command run for each message, NULL-terminated; cwd and env
+   * (NAME=VALUE, NULL-terminated) may be NULL. */
+  const char *const *argv;
+  const char *cwd;
+  const char *const *env;
+  /* Test-only: deliver pauses this long between the text and its Enter
+   * (0 = none), so a test can stop fleetd while a brief is being typed. */
+  unsigned pause_ms;
 } fl_inject_target;
 
 /* What a backend can tell of a target. */
@@ -46,6 +55,15 @@ const char *fl_inject_state_name(enum fl_inject_state state);
 /* A started operation finished: status 0, or a negative code when the
  * backend says the keys did not go in. */
 typedef void (*fl_inject_done_cb)(void *ctx, int status);
+
+/* A delivery finished. status 0: the text went in whole and was submitted.
+ * FL_INJECT_NOT_TYPED: nothing was typed, because the target was not idle
+ * when deliver looked (seen says how it was: busy, draft, gone); the caller
+ * may try again later. Any other (negative) code: delivery failed, maybe
+ * after keys went in; why (borrowed for the call) says what happened. */
+#define FL_INJECT_NOT_TYPED 1
+typedef void (*fl_inject_delivered_cb)(void *ctx, int status, enum fl_inject_state seen,
+                                       const char *why);
 
 /* What to open a new terminal for (fl_inject_type.open); every string is
  * borrowed for the call. */
@@ -68,10 +86,13 @@ typedef struct fl_inject_type {
    * state. 0 and done runs later, or a negative code (FL_EINVAL: t or its
    * prompt is not usable). */
   int (*status)(uv_loop_t *loop, const fl_inject_target *t, fl_inject_status_cb done, void *ctx);
-  /* Types text into the target as one input (literally, then Enter). 0 and
-   * done runs later, or a negative code. */
-  int (*deliver)(uv_loop_t *loop, const fl_inject_target *t, const char *text,
-                 fl_inject_done_cb done, void *ctx);
+  /* Delivers text to the target as one input and checks it landed (tmux:
+   * typed literally, seen on the screen, one Enter, seen submitted; exec:
+   * the command exited 0). 0 and done runs later, or a negative code
+   * (FL_EINVAL: t is not usable by this backend). NULL = the backend never
+   * delivers (messages for its targets are held for a pull). */
+  int (*deliver)(uv_loop_t *loop, const fl_inject_target *t, const char *text, size_t len,
+                 fl_inject_delivered_cb done, void *ctx);
   /* Types the nudge line (a reminder to poll) into the target; as deliver. */
   int (*nudge)(uv_loop_t *loop, const fl_inject_target *t, const char *line, fl_inject_done_cb done,
                void *ctx);
@@ -84,10 +105,12 @@ typedef struct fl_inject_type {
   int (*close)(uv_loop_t *loop, const fl_inject_target *t, fl_inject_done_cb done, void *ctx);
 } fl_inject_type;
 
-/* The backend called name ("tmux"), or NULL. */
+/* The backend called name ("tmux", "exec", "none"), or NULL. */
 const fl_inject_type *fl_inject_lookup(const char *name);
 
 /* The backends inject.c lists; each lives in its own inject_<name>.c. */
 extern const fl_inject_type fl_inject_tmux;
+extern const fl_inject_type fl_inject_exec;
+extern const fl_inject_type fl_inject_none;
 
 #endif

@@ -26,6 +26,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "gateway/inject.h"
+#include "gateway/inject_tmux.h"
 
 /* One send-keys in flight: the process handle and who to tell. */
 typedef struct fl_tmux_run {
@@ -52,10 +53,8 @@ static void fl_tmux_exit_cb(uv_process_t *p, int64_t status, int sig) {
   uv_close((uv_handle_t *)p, fl_tmux_close_cb);
 }
 
-static int fl_tmux_run_args(uv_loop_t *loop, char **args, const char *what,
-                            const fl_inject_target *t, fl_inject_done_cb done, void *ctx);
-
-/* Types text literally into t's pane, then Enter. */
+/* Types text literally into t's pane, then Enter, in one tmux command: the
+ * nudge line (a short reminder, no check that it landed). */
 static int fl_tmux_type(uv_loop_t *loop, const fl_inject_target *t, const char *text,
                         fl_inject_done_cb done, void *ctx) {
   if (!t || !t->pane || !t->pane[0] || !text)
@@ -102,8 +101,8 @@ static int fl_tmux_close(uv_loop_t *loop, const fl_inject_target *t, fl_inject_d
 
 /* Runs one tmux command (args, NULL-terminated) with no stdio about t;
  * done gets its outcome. */
-static int fl_tmux_run_args(uv_loop_t *loop, char **args, const char *what,
-                            const fl_inject_target *t, fl_inject_done_cb done, void *ctx) {
+int fl_tmux_run_args(uv_loop_t *loop, char **args, const char *what, const fl_inject_target *t,
+                     fl_inject_done_cb done, void *ctx) {
   fl_tmux_run *run = fl_calloc(1, sizeof *run);
   if (!run)
     return FL_ENOMEM;
@@ -139,8 +138,10 @@ typedef struct fl_tmux_probe {
   regex_t re;
   int have_re;
   unsigned quiet_ms;
-  int round;           /* captures started: 1, then 2 */
-  uint64_t first_hash; /* of round 1's capture */
+  int round;                /* captures started: 1, then 2 */
+  uint64_t first_hash;      /* of round 1's capture */
+  uint64_t last_hash;       /* of the latest capture */
+  fl_tmux_looked_cb looked; /* instead of done: a look that wants the hash too */
   char pane[FL_MAX_PANE + 1];
   char socket[FL_MAX_PATH + 1];
 } fl_tmux_probe;
@@ -169,7 +170,9 @@ static void fl_tmux_probe_closed(uv_handle_t *h) {
 
 /* The look is over: tell the caller, then let the probe go. */
 static void fl_tmux_probe_finish(fl_tmux_probe *p, enum fl_inject_state st) {
-  if (p->done)
+  if (p->looked)
+    p->looked(p->ctx, st, p->last_hash);
+  else if (p->done)
     p->done(p->ctx, st);
   uv_close((uv_handle_t *)&p->timer, fl_tmux_probe_closed);
 }
@@ -248,6 +251,7 @@ static void fl_tmux_capture_done(fl_tmux_capture *c) {
   }
   enum fl_inject_state st = fl_tmux_read(p, c->buf, c->len);
   uint64_t h = fl_tmux_hash(c->buf, c->len);
+  p->last_hash = h;
   if (st != FL_INJECT_READY || p->quiet_ms == 0) {
     fl_tmux_probe_finish(p, st);
   } else if (p->round == 1) {
@@ -367,8 +371,9 @@ static int fl_tmux_capture_start(fl_tmux_probe *p) {
   return 0;
 }
 
-static int fl_tmux_status(uv_loop_t *loop, const fl_inject_target *t, fl_inject_status_cb done,
-                          void *ctx) {
+/* Starts a look at t's pane: done (or looked, when set) runs once. */
+static int fl_tmux_probe_start(uv_loop_t *loop, const fl_inject_target *t, unsigned quiet_ms,
+                               fl_inject_status_cb done, fl_tmux_looked_cb looked, void *ctx) {
   if (!t || !t->pane || !t->pane[0] || strlen(t->pane) > FL_MAX_PANE ||
       (t->socket && strlen(t->socket) > FL_MAX_PATH))
     return FL_EINVAL;
@@ -384,8 +389,9 @@ static int fl_tmux_status(uv_loop_t *loop, const fl_inject_target *t, fl_inject_
   }
   p->loop = loop;
   p->done = done;
+  p->looked = looked;
   p->ctx = ctx;
-  p->quiet_ms = t->quiet_ms;
+  p->quiet_ms = quiet_ms;
   snprintf(p->pane, sizeof p->pane, "%s", t->pane);
   snprintf(p->socket, sizeof p->socket, "%s", t->socket ? t->socket : "");
   uv_timer_init(loop, &p->timer);
@@ -393,10 +399,20 @@ static int fl_tmux_status(uv_loop_t *loop, const fl_inject_target *t, fl_inject_
   int rc = fl_tmux_capture_start(p);
   if (rc) {
     p->done = NULL; /* done never runs when the start fails */
+    p->looked = NULL;
     fl_tmux_probe_finish(p, FL_INJECT_UNKNOWN);
     return rc;
   }
   return 0;
+}
+
+static int fl_tmux_status(uv_loop_t *loop, const fl_inject_target *t, fl_inject_status_cb done,
+                          void *ctx) {
+  return fl_tmux_probe_start(loop, t, t ? t->quiet_ms : 0, done, NULL, ctx);
+}
+
+int fl_tmux_look(uv_loop_t *loop, const fl_inject_target *t, fl_tmux_looked_cb looked, void *ctx) {
+  return fl_tmux_probe_start(loop, t, 0, NULL, looked, ctx);
 }
 
 /* ---- opening a window ---- */
@@ -553,7 +569,7 @@ fail:
 const fl_inject_type fl_inject_tmux = {
     .name = "tmux",
     .status = fl_tmux_status,
-    .deliver = fl_tmux_type,
+    .deliver = fl_tmux_deliver,
     .nudge = fl_tmux_type,
     .open = fl_tmux_window_open,
     .close = fl_tmux_close,

@@ -17,11 +17,14 @@
  * drains or its session ends. At most one line is pending: reminders that
  * come due meanwhile join it rather than queue more. A deferral is counted
  * (nudges_deferred) and logged once per pending line, not per look. The MCP
- * notification is not typed and does not wait. */
+ * notification is not typed and does not wait. While a brief is being typed
+ * into the same pane (forward.h), the line waits too, and the forward path
+ * waits for a line being typed: one typist at a time. */
 #include "gateway/nudge.h"
 
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inject.h"
 
@@ -57,6 +60,7 @@ void fl_nudge_stop(fl_entity *e) {
 /* The line typed into the terminal has gone in, or not. */
 static void fl_nudge_typed(void *ctx, int status) {
   fl_entity *e = ctx; /* entities live as long as the gateway */
+  e->nudge.typing = 0;
   if (status)
     fl_gw_count(e->gw, FL_C_NUDGE_FAILURES);
 }
@@ -66,6 +70,7 @@ static void fl_nudge_type(fl_entity *e) {
   fl_gw *gw = e->gw;
   fl_inject_target t = {.pane = e->pane, .socket = e->tmux_socket, .label = e->name};
   int rc = e->inject->nudge(gw->loop, &t, gw->cfg.nudge.text, fl_nudge_typed, e);
+  e->nudge.typing = rc == 0;
   if (rc) {
     fl_gw_count(gw, FL_C_NUDGE_FAILURES);
     fl_warn(NULL, "nudge: cannot run %s for '%s': %s", e->inject->name, e->name, fl_strerror(rc));
@@ -84,6 +89,8 @@ static void fl_nudge_seen(void *ctx, enum fl_inject_state st) {
   e->nudge.checking = 0;
   if (!e->nudge.pending || !e->client || gw->shutting_down)
     return; /* drained, gone offline or shutting down meanwhile */
+  if (st == FL_INJECT_READY && fl_forward_busy(e))
+    st = FL_INJECT_BUSY; /* a brief is being typed there: one typist at a time */
   if (st == FL_INJECT_READY) {
     if (e->nudge.deferred)
       fl_info(NULL, "nudge: the pane %s of '%s' is idle again: typing the nudge line", e->pane,

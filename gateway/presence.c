@@ -31,6 +31,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/config.h"
+#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/refusals.h"
 #include "gateway/sign.h"
@@ -109,6 +110,9 @@ int fl_presence_parse(const char *body, size_t len, fl_beat *out) {
       fl_copy(out->groups[out->ngroups++], FL_MAX_GROUP_NAME + 1, gn);
   }
   out->online = strcmp(status, "online") == 0;
+  out->gone = strcmp(status, "gone") == 0;
+  const char *delivery = json_string_value(json_object_get(o, "delivery"));
+  out->inject = delivery && strcmp(delivery, "inject") == 0;
   json_decref(o);
   return 0;
 }
@@ -288,14 +292,42 @@ void fl_presence_entity(fl_presence *p, fl_entity *e) {
   json_t *groups = json_array();
   for (size_t i = 0; i < e->ngroups; i++)
     json_array_append_new(groups, json_string(e->groups[i]));
-  json_t *body = json_pack("{s:s, s:s, s:o, s:s}", "name", e->name, "role", e->role, "groups",
-                           groups, "status", e->client ? "online" : "offline");
+  json_t *body =
+      json_pack("{s:s, s:s, s:o, s:s, s:s}", "name", e->name, "role", e->role, "groups", groups,
+                "status", e->client ? "online" : "offline", "delivery", fl_forward_delivery(gw, e));
   char key[256];
   if (fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, e->gid) != 0) {
     json_decref(body);
     return;
   }
   fl_presence_send(p, key, e->gid, e->name, body);
+}
+
+void fl_presence_gone(fl_presence *p, const fl_entity *e) {
+  if (!p->up || !p->broker || e->remote)
+    return;
+  char key[256];
+  if (fl_topology_roster_key(key, sizeof key, p->gw->cfg.host_id, e->gid) != 0)
+    return;
+  fl_presence_send(p, key, e->gid, e->name,
+                   json_pack("{s:s, s:s, s:[], s:s}", "name", e->name, "role", e->role, "groups",
+                             "status", "gone"));
+}
+
+void fl_presence_forget(fl_presence *p, const char *host, const char *gid, long long beat_ts_ms) {
+  fl_gw *gw = p->gw;
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  if (!e || !e->remote || strcmp(e->host, host) != 0)
+    return;
+  if (!e->dropped)
+    fl_info(NULL, "roster: '%s' on host '%s' is gone (gid %s)", e->name, host, gid);
+  e->dropped = 1;
+  e->presence.online = 0;
+  e->presence.expires_ms = 0;
+  if (beat_ts_ms > e->presence.ts_ms)
+    e->presence.ts_ms = beat_ts_ms;
+  if (fl_store_remote_delete(gw->store, gid) != 0)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
 }
 
 static void fl_presence_all(fl_presence *p) {
@@ -478,6 +510,7 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
   for (size_t i = 0; i < b->ngroups && i < FL_MAX_GROUPS; i++)
     fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, b->groups[i]);
   e->presence.online = b->online;
+  e->delivery_inject = b->inject;
   e->presence.ts_ms = beat_ts_ms;
   e->presence.expires_ms = now + p->ttl_ms;
   e->last_seen_ms = now;
@@ -571,6 +604,10 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
             "presence from host '%s' for %s is expired or older than one already "
             "taken: ignored",
             env->host, gid);
+    return;
+  }
+  if (b.gone) {
+    fl_presence_forget(p, env->host, gid, beat_ts);
     return;
   }
   fl_presence_take(p, env->host, gid, &b, beat_ts);

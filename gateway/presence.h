@@ -38,6 +38,8 @@ typedef struct fl_beat {
   char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
   size_t ngroups;
   int online; /* status was "online" */
+  int gone;   /* status was "gone": it left for good (fleet_stop) */
+  int inject; /* "delivery": "inject": its messages are typed into a terminal */
 } fl_beat;
 
 /* A spawn profile as another host announces it: what it is, never what it
@@ -92,6 +94,13 @@ void fl_presence_start(fl_presence *p, fl_broker *b);
 void fl_presence_link(fl_presence *p, int up);
 /* Announces one local entity now (no-op for a remote one or a down link). */
 void fl_presence_entity(fl_presence *p, fl_entity *e);
+/* Announces that local entity e left for good (status "gone"), so other
+ * hosts drop it at once instead of after the TTL. No-op while down. */
+void fl_presence_gone(fl_presence *p, const fl_entity *e);
+/* Drops remote entity gid of host from the roster and the store's memory
+ * now (its host said it is gone); beat_ts_ms is the stamp of what said so
+ * (older beats of it are replays). No-op for a gid of another host. */
+void fl_presence_forget(fl_presence *p, const char *host, const char *gid, long long beat_ts_ms);
 /* A beat from fleet.roster (lent for the call); the caller acks it. */
 void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d);
 /* Takes a beat that passed the checks: upserts the remote entity gid of

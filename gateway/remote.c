@@ -108,6 +108,35 @@ void fl_remote_remove_inbox(fl_gw *gw, const char *gid) {
     gw->remote->remove_inbox(gw->remote_ctx, gid);
 }
 
+int fl_remote_spawn(fl_gw *gw, fl_client *c, const char *host, const char *profile,
+                    const char *name, const char *brief, double wait_s, fl_gw_cb cb, void *ctx,
+                    fl_wait **wait, char *err, size_t errlen) {
+  *wait = NULL;
+  if (!gw->remote || !gw->remote->spawn_remote) {
+    fl_errf(err, errlen,
+            "unknown host '%.80s': no broker is configured, so this host ('%s') is the only one "
+            "to spawn on",
+            host, gw->cfg.host_id);
+    return FL_EBROKER;
+  }
+  return gw->remote->spawn_remote(gw->remote_ctx, c, host, profile, name, brief, wait_s, cb, ctx,
+                                  wait, err, errlen);
+}
+
+int fl_remote_stop_agent(fl_gw *gw, fl_client *c, fl_entity *e, fl_gw_cb cb, void *ctx,
+                         fl_wait **wait, char *err, size_t errlen) {
+  *wait = NULL;
+  if (!gw->remote || !gw->remote->stop_remote)
+    return fl_no_remote(NULL, err, errlen);
+  return gw->remote->stop_remote(gw->remote_ctx, c, e, cb, ctx, wait, err, errlen);
+}
+
+void fl_remote_spawn_answer(fl_gw *gw, const struct fl_spawn_origin *o, const json_t *result,
+                            const char *err) {
+  if (gw->remote && gw->remote->spawn_answer)
+    gw->remote->spawn_answer(gw->remote_ctx, o, result, err);
+}
+
 void fl_remote_stop(fl_gw *gw) {
   if (gw->remote)
     gw->remote->stop(gw->remote_ctx);
@@ -124,4 +153,10 @@ int fl_remote_publish_claim(fl_gw *gw, const char *msg_id, const char *item, siz
   if (!gw->remote || !gw->remote->publish_claim)
     return 0;
   return gw->remote->publish_claim(gw->remote_ctx, msg_id, item, len);
+}
+
+int fl_remote_receipt(fl_gw *gw, const fl_msg *m) {
+  if (!gw->remote || !gw->remote->receipt)
+    return FL_EBROKER;
+  return gw->remote->receipt(gw->remote_ctx, m);
 }

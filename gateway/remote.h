@@ -22,6 +22,7 @@
 #include "gateway/store.h"
 
 typedef struct fl_entity fl_entity;
+struct fl_spawn_origin; /* spawn.h */
 
 /* What a cross-host backend does for the core. ctx is the backend's own
  * state, given to fl_gw_set_remote. Every member must be set, but hosts. */
@@ -62,6 +63,26 @@ typedef struct fl_remote_ops {
   /* Hands a signed claim (a room item of #claims, len bytes) to every other
    * gateway (fleet.claims). Optional: unset reads as no broker. */
   int (*publish_claim)(void *ctx, const char *msg_id, const char *item, size_t len);
+  /* The control plane (each optional: unset reads as "no broker").
+   * spawn_remote asks host's gateway to spawn from its profile (arguments
+   * as fl_gw_spawn): *wait is set and completes with {gid, name, host,
+   * profile, status} or the error that host gave. stop_remote asks the
+   * gateway of remote entity e to stop it; *wait completes with {gid, name,
+   * host, status: stopped} or the refusal. */
+  int (*spawn_remote)(void *ctx, fl_client *c, const char *host, const char *profile,
+                      const char *name, const char *brief, double wait_s, fl_gw_cb cb, void *cb_ctx,
+                      fl_wait **wait, char *err, size_t errlen);
+  int (*stop_remote)(void *ctx, fl_client *c, fl_entity *e, fl_gw_cb cb, void *cb_ctx,
+                     fl_wait **wait, char *err, size_t errlen);
+  /* A spawn another host asked for has news: result (borrowed; status
+   * pending or ready) or err. Goes back to o->host. */
+  void (*spawn_answer)(void *ctx, const struct fl_spawn_origin *o, const json_t *result,
+                       const char *err);
+  /* Hands a receipt of the forward path (m->kind INJECTED or FAILED, m->to_gid
+   * the brief's sender on another host) to the link without waiting for a
+   * confirm. 0 once handed on, else a negative code (try again later).
+   * Optional: unset reads as no link. */
+  int (*receipt)(void *ctx, const fl_msg *m);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -110,6 +131,14 @@ int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hos
 void fl_remote_remove_inbox(fl_gw *gw, const char *gid);
 /* 0 when handed on (or no broker: nothing to do), else a negative code. */
 int fl_remote_publish_claim(fl_gw *gw, const char *msg_id, const char *item, size_t len);
+int fl_remote_spawn(fl_gw *gw, fl_client *c, const char *host, const char *profile,
+                    const char *name, const char *brief, double wait_s, fl_gw_cb cb, void *ctx,
+                    fl_wait **wait, char *err, size_t errlen);
+int fl_remote_stop_agent(fl_gw *gw, fl_client *c, fl_entity *e, fl_gw_cb cb, void *ctx,
+                         fl_wait **wait, char *err, size_t errlen);
+void fl_remote_spawn_answer(fl_gw *gw, const struct fl_spawn_origin *o, const json_t *result,
+                            const char *err);
+int fl_remote_receipt(fl_gw *gw, const fl_msg *m);
 void fl_remote_stop(fl_gw *gw);
 void fl_remote_free(fl_gw *gw);
 

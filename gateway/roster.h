@@ -46,10 +46,11 @@ struct fl_entity {
     int pending;  /* a nudge line waits for the pane to be idle */
     int checking; /* a status look at the pane is in flight */
     int deferred; /* the pending line was put off (counted and logged once) */
+    int typing;   /* the line is being typed (the forward path waits for it) */
   } nudge;        /* nudge.c's */
-  /* A spawned agent (spawn.c): who spawned it (a gid, "" = not spawned or
-   * not since this fleetd started) and the terminal its launch opened,
-   * which fleet_stop closes. */
+  /* A spawned agent (spawn.c): who spawned it (a gid, "" = not spawned; read
+   * back from the store's spawn record when it attaches after a restart)
+   * and the terminal its launch opened, which fleet_stop closes. */
   struct {
     char by[FL_ID_LEN];
     char profile[FL_MAX_NAME + 1];
@@ -67,6 +68,9 @@ struct fl_entity {
    * store's memory of it was loaded: hidden from list, resolve and status
    * until a verified beat brings it back (presence.c). */
   int dropped;
+  /* A remote entity's messages are typed into its terminal (its beat said
+   * "delivery": "inject"), so a brief to it waits for INJECTED. */
+  int delivery_inject;
   struct {
     int online;           /* as its last beat said */
     long long expires_ms; /* the beat's TTL runs out then */

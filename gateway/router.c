@@ -12,9 +12,10 @@
  *
  * The routing fork: a recipient on another host is handed to the cross-host
  * backend (remote.h) instead, and the sender's call waits for it to be
- * confirmed. A reply without inReplyTo answers the oldest send still waiting
- * on the replier, else the newest message the recipient sent it; a small
- * ring of recent messages lets it join that flow's trace. */
+ * confirmed. A send to a worker with a terminal leaves this path for the
+ * forward path (forward.h): typed in, at most once. A reply without inReplyTo answers the oldest
+ * send still waiting on the replier, else the newest message the recipient sent it; a small ring of
+ * recent messages lets it join that flow's trace. */
 #include "gateway/router.h"
 
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "common/log.h"
 #include "gateway/config.h"
 #include "gateway/envelope.h"
+#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/nudge.h"
 #include "gateway/remote.h"
@@ -152,6 +154,10 @@ static const fl_wait_ops fl_send_wait_ops = {.timeout = fl_send_timeout};
 static const fl_wait_ops fl_poll_wait_ops = {.timeout = fl_poll_timeout};
 
 void fl_router_expect_reply(fl_wait *w, double wait_s) {
+  if (w->forward) { /* a brief: its receipt comes first */
+    fl_forward_confirmed(w);
+    return;
+  }
   fl_wait_restart(w, FL_WAIT_SEND, &fl_send_wait_ops, wait_s);
 }
 
@@ -162,7 +168,10 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   for (fl_wait *w = c->waits; w; w = w->next) {
     /* A send still waiting for the broker's confirm can already get its
      * reply: the confirm and the reply race on separate channels. */
-    int wants_reply = w->kind == FL_WAIT_SEND || (w->kind == FL_WAIT_CONFIRM && w->wants_reply);
+    int wants_reply =
+        w->kind == FL_WAIT_SEND ||
+        (w->kind == FL_WAIT_CONFIRM && w->wants_reply && (!w->forward || w->reply_wait_s > 0)) ||
+        (w->kind == FL_WAIT_FORWARD && w->reply_wait_s > 0);
     if (!wants_reply || !fl_envelope_is_kind(m->kind, FL_KIND_REPLY) ||
         strcmp(w->peer_gid, m->from_gid) != 0 ||
         (m->in_reply_to[0] && strcmp(m->in_reply_to, w->msg_id) != 0))
@@ -290,6 +299,13 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   fl_msg m;
   fl_msg_init(&m, FL_KIND_SEND, c->entity, dst, content);
   fl_uuid(m.trace_id);
+  if (fl_forward_injects(gw, dst)) {
+    /* A worker with a terminal: the brief is typed in (forward.c). */
+    rc = fl_forward_send(gw, c, dst, &m, wait_s, cb, ctx, wait, err, errlen);
+    if (rc == 0)
+      fl_trace_remember(gw, &m);
+    return rc;
+  }
   if (dst->remote) {
     /* Routing fork: another host's entity goes through the broker. */
     json_t *sent = fl_sent_result(&m, dst, "sent");

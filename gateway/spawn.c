@@ -11,10 +11,19 @@
  * the spawn fails: as the caller's error if it still waits, else as a loud
  * log line and the spawn_failures counter.
  *
+ * A spawn asked for by another host (fl_spawn_for_host) takes the
+ * requester's spawnId as its gid and has no waiting caller here: its
+ * outcomes (pending once the terminal is open, then ready or the failure)
+ * go back through fl_remote_spawn_answer. Every spawn is recorded in the
+ * store (launching, ready, failed, stopped) with its spawner, so a repeated
+ * spawnId is recognised (fl_spawn_known) and the stop rule holds after a
+ * restart.
+ *
  * A spawn is freed once its deadline timer has closed and no terminal
  * operation of its is in flight (refs). fl_gw_stop is the reverse of a
  * spawn: it closes the agent's terminal, hides the entity (removed), deletes
- * its row from the store and its inbox on the broker. */
+ * its row from the store and its inbox on the broker (which also tells other
+ * hosts it is gone); an agent of another host is stopped by its gateway. */
 #include "gateway/spawn.h"
 
 #include <stdio.h>
@@ -36,7 +45,8 @@ struct fl_spawn {
   const fl_inject_type *backend;
   char gid[FL_ID_LEN];
   char name[FL_MAX_NAME + 1];
-  char by[FL_ID_LEN]; /* the spawner's gid */
+  char by[FL_ID_LEN];     /* the spawner's gid */
+  fl_spawn_origin origin; /* a spawn asked for by another host: where answers go */
   char pane[FL_MAX_PANE + 1];
   char socket[FL_MAX_PATH + 1];
   char *brief;   /* owned, or NULL */
@@ -79,11 +89,30 @@ static json_t *fl_spawn_result(const fl_spawn *s, const char *status) {
                    s->gw->cfg.host_id, "profile", s->profile->name, "status", status);
 }
 
+/* Writes s's record (state, and why for a failure) to the store. */
+static void fl_spawn_record(fl_spawn *s, const char *state, const char *why) {
+  fl_spawn_rec r;
+  memset(&r, 0, sizeof r);
+  fl_copy(r.gid, sizeof r.gid, s->gid);
+  fl_copy(r.by, sizeof r.by, s->by);
+  fl_copy(r.by_host, sizeof r.by_host, s->origin.host);
+  fl_copy(r.profile, sizeof r.profile, s->profile->name);
+  fl_copy(r.name, sizeof r.name, s->name);
+  fl_copy(r.state, sizeof r.state, state);
+  fl_copy(r.why, sizeof r.why, why);
+  r.ts_ms = fl_now_ms();
+  if (fl_store_spawn_put(s->gw->store, &r) != 0)
+    fl_gw_count(s->gw, FL_C_STORE_ERRORS);
+}
+
 /* The failure is final (the terminal, if any, is closed): tell the caller,
  * or the log when the caller already heard `pending`. */
 static void fl_spawn_report(fl_spawn *s) {
   fl_gw_count(s->gw, FL_C_SPAWN_FAILURES);
-  if (s->wait) {
+  fl_spawn_record(s, "failed", s->fail);
+  if (s->origin.host[0]) {
+    fl_remote_spawn_answer(s->gw, &s->origin, NULL, s->fail);
+  } else if (s->wait) {
     fl_wait *w = s->wait;
     s->wait = NULL;
     w->ext = NULL;
@@ -175,6 +204,11 @@ static void fl_spawn_opened(void *ctx, int status, const char *pane, const char 
   } else {
     fl_info(NULL, "spawned '%s' (gid %s, profile %s) in pane %s; waiting for it to register",
             s->name, s->gid, s->profile->name, s->pane);
+    if (s->origin.host[0]) {
+      json_t *r = fl_spawn_result(s, "pending");
+      fl_remote_spawn_answer(s->gw, &s->origin, r, NULL);
+      json_decref(r);
+    }
   }
   fl_spawn_put(s);
 }
@@ -293,36 +327,40 @@ out:
   return rc;
 }
 
-int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, const char *name,
-                const char *brief, double wait_s, fl_gw_cb cb, void *ctx, json_t **result,
-                fl_wait **wait, char *err, size_t errlen) {
-  *result = NULL;
-  *wait = NULL;
-  if (!c || !c->entity) {
-    fl_errf(err, errlen, "only a named session can spawn (set FLEET_NAME)");
-    return FL_EINVAL;
+/* What a launch needs, whoever asked for it. */
+typedef struct fl_spawn_ask {
+  const char *profile, *name, *brief;
+  const char *gid;               /* the spawnId to use as the gid, or NULL to mint one */
+  const char *by;                /* the spawner's gid */
+  const char *socket;            /* the tmux server ("" = the default) */
+  const fl_spawn_origin *origin; /* NULL for a local caller */
+} fl_spawn_ask;
+
+/* The profiles of this host as "a, b, c" into out. */
+static void fl_profile_names(const fl_gw *gw, char *out, size_t n) {
+  size_t off = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < gw->cfg.nprofiles; i++) {
+    int w = snprintf(out + off, n - off, "%s%s", i ? ", " : "", gw->cfg.profiles[i].name);
+    if (w < 0 || (size_t)w >= n - off)
+      break;
+    off += (size_t)w;
   }
-  if (host && *host && strcmp(host, gw->cfg.host_id) != 0) {
-    fl_errf(err, errlen,
-            "spawning on another host ('%s') is not built yet: spawn on this host ('%s') or ask "
-            "an agent there",
-            host, gw->cfg.host_id);
-    return FL_EINVAL;
-  }
-  const fl_profile *p = fl_profile_find(gw, profile);
+}
+
+/* Checks a, opens its terminal and arms its deadline: 0 with *out armed in
+ * gw->spawns, or a negative code with err (nothing is left open). */
+static int fl_spawn_launch(fl_gw *gw, const fl_spawn_ask *a, fl_spawn **out, char *err,
+                           size_t errlen) {
+  *out = NULL;
+  const fl_profile *p = fl_profile_find(gw, a->profile);
   if (!p) {
-    char names[512] = "";
-    size_t off = 0;
-    for (size_t i = 0; i < gw->cfg.nprofiles; i++) {
-      int w = snprintf(names + off, sizeof names - off, "%s%s", i ? ", " : "",
-                       gw->cfg.profiles[i].name);
-      if (w < 0 || (size_t)w >= sizeof names - off)
-        break;
-      off += (size_t)w;
-    }
-    fl_errf(err, errlen, "unknown profile '%.80s': %s%s", profile ? profile : "",
-            gw->cfg.nprofiles ? "this host has "
-                              : "this host has no spawn profiles (add one "
+    char names[512];
+    fl_profile_names(gw, names, sizeof names);
+    fl_errf(err, errlen, "unknown profile '%.80s' on host '%s': %s%s", a->profile ? a->profile : "",
+            gw->cfg.host_id,
+            gw->cfg.nprofiles ? "it has "
+                              : "it has no spawn profiles (add one "
                                 "under profiles in fleetd.json)",
             names);
     return FL_ENOTFOUND;
@@ -333,19 +371,11 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
             p->name, p->backend);
     return FL_EINVAL;
   }
-  if (brief && strlen(brief) > FL_MAX_CONTENT) {
-    fl_errf(err, errlen, "brief is %zu bytes; the limit is %u: send a path instead", strlen(brief),
-            FL_MAX_CONTENT);
+  if (a->brief && strlen(a->brief) > FL_MAX_CONTENT) {
+    fl_errf(err, errlen, "brief is %zu bytes; the limit is %u: send a path instead",
+            strlen(a->brief), FL_MAX_CONTENT);
     return FL_ETOOBIG;
   }
-  unsigned ready_s = p->ready_timeout_s ? p->ready_timeout_s : FL_MAX_WAIT_S;
-  if (wait_s < 0 || wait_s != wait_s)
-    wait_s = ready_s;
-  if (wait_s > FL_MAX_WAIT_S)
-    wait_s = FL_MAX_WAIT_S;
-  int rc;
-  if (wait_s > 0 && (rc = fl_wait_room(c, err, errlen)))
-    return rc;
   size_t pending = 0;
   for (const fl_spawn *q = gw->spawns; q; q = q->next)
     pending++;
@@ -356,9 +386,8 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
             pending, FL_MAX_SPAWNS_PENDING);
     return FL_EFULL;
   }
-
   fl_spawn *s = fl_calloc(1, sizeof *s);
-  if (!s || (brief && !(s->brief = fl_strdup(brief)))) {
+  if (!s || (a->brief && !(s->brief = fl_strdup(a->brief)))) {
     fl_free(s);
     fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
@@ -367,20 +396,60 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
   s->profile = p;
   s->backend = backend;
   s->refs = 1; /* the deadline timer */
-  fl_uuid(s->gid);
-  fl_copy(s->by, sizeof s->by, c->entity->gid);
-  /* The spawner's own tmux server if it has one, else the default. */
-  fl_copy(s->socket, sizeof s->socket, c->entity->tmux_socket);
-  if ((rc = fl_spawn_name(s, name, err, errlen)) || (rc = fl_spawn_open(s, err, errlen))) {
+  if (a->gid)
+    fl_copy(s->gid, sizeof s->gid, a->gid);
+  else
+    fl_uuid(s->gid);
+  fl_copy(s->by, sizeof s->by, a->by);
+  if (a->origin)
+    s->origin = *a->origin;
+  fl_copy(s->socket, sizeof s->socket, a->socket);
+  int rc;
+  if ((rc = fl_spawn_name(s, a->name, err, errlen)) || (rc = fl_spawn_open(s, err, errlen))) {
     fl_gw_count(gw, FL_C_SPAWN_FAILURES);
     fl_spawn_put(s);
     return rc;
   }
+  fl_spawn_record(s, "launching", "");
+  unsigned ready_s = p->ready_timeout_s ? p->ready_timeout_s : FL_MAX_WAIT_S;
   uv_timer_init(gw->loop, &s->deadline);
   s->deadline.data = s;
   uv_timer_start(&s->deadline, fl_spawn_deadline_cb, (uint64_t)ready_s * 1000u, 0);
   s->next = gw->spawns;
   gw->spawns = s;
+  *out = s;
+  return 0;
+}
+
+int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, const char *name,
+                const char *brief, double wait_s, fl_gw_cb cb, void *ctx, json_t **result,
+                fl_wait **wait, char *err, size_t errlen) {
+  *result = NULL;
+  *wait = NULL;
+  if (!c || !c->entity) {
+    fl_errf(err, errlen, "only a named session can spawn (set FLEET_NAME)");
+    return FL_EINVAL;
+  }
+  if (host && *host && strcmp(host, gw->cfg.host_id) != 0)
+    return fl_remote_spawn(gw, c, host, profile, name, brief, wait_s, cb, ctx, wait, err, errlen);
+  const fl_profile *p = fl_profile_find(gw, profile);
+  unsigned ready_s = p && p->ready_timeout_s ? p->ready_timeout_s : FL_MAX_WAIT_S;
+  if (wait_s < 0 || wait_s != wait_s)
+    wait_s = ready_s;
+  if (wait_s > FL_MAX_WAIT_S)
+    wait_s = FL_MAX_WAIT_S;
+  int rc;
+  if (p && wait_s > 0 && (rc = fl_wait_room(c, err, errlen)))
+    return rc;
+  fl_spawn_ask a = {.profile = profile,
+                    .name = name,
+                    .brief = brief,
+                    .by = c->entity->gid,
+                    /* The spawner's own tmux server if it has one, else the default. */
+                    .socket = c->entity->tmux_socket};
+  fl_spawn *s;
+  if ((rc = fl_spawn_launch(gw, &a, &s, err, errlen)))
+    return rc;
   if (wait_s > 0) {
     s->covers = wait_s >= ready_s;
     if ((rc = fl_wait_new(gw, c, FL_WAIT_SPAWN, &fl_spawn_wait_ops, wait_s, cb, ctx, &s->wait, err,
@@ -392,6 +461,67 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
   }
   *result = fl_spawn_result(s, "pending");
   return 0;
+}
+
+int fl_spawn_for_host(fl_gw *gw, const fl_spawn_origin *o, const char *spawn_id,
+                      const char *profile, const char *name, const char *brief, char *err,
+                      size_t errlen) {
+  if (!fl_is_uuid(spawn_id)) {
+    fl_errf(err, errlen, "the spawnId '%.40s' is not a UUID", spawn_id ? spawn_id : "");
+    return FL_EINVAL;
+  }
+  if (fl_entity_by_gid(gw, spawn_id)) {
+    /* The gid of an entity already known (of another host: fl_spawn_known
+     * answered for ours): two entities cannot share it. */
+    fl_errf(err, errlen, "the spawnId %s is the gid of an existing entity; use a fresh one",
+            spawn_id);
+    return FL_EINVAL;
+  }
+  fl_spawn_ask a = {.profile = profile,
+                    .name = name,
+                    .brief = brief,
+                    .gid = spawn_id,
+                    .by = o->by,
+                    .socket = "",
+                    .origin = o};
+  fl_spawn *s;
+  return fl_spawn_launch(gw, &a, &s, err, errlen);
+}
+
+int fl_spawn_known(fl_gw *gw, const char *gid, json_t **result, char *err, size_t errlen) {
+  *result = NULL;
+  for (fl_spawn *s = gw->spawns; s; s = s->next) {
+    if (strcasecmp(s->gid, gid) == 0) {
+      *result = fl_spawn_result(s, "pending");
+      return 1;
+    }
+  }
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  fl_spawn_rec r;
+  int recorded = fl_store_spawn_get(gw->store, gid, &r) == 0;
+  if (e && !e->remote && !e->removed) {
+    /* In this host's roster, so it registered (entities are kept from
+     * their first attach on). */
+    *result = json_pack("{s:s, s:s, s:s, s:s, s:s}", "gid", e->gid, "name", e->name, "host",
+                        gw->cfg.host_id, "profile",
+                        e->spawn.profile[0] ? e->spawn.profile
+                        : recorded          ? r.profile
+                                            : "",
+                        "status", "ready");
+    return 1;
+  }
+  if (!recorded)
+    return 0;
+  if (strcmp(r.state, "failed") == 0)
+    fl_errf(err, errlen, "spawn %s ('%s', profile %s) failed before: %s", r.gid, r.name, r.profile,
+            r.why);
+  else if (strcmp(r.state, "stopped") == 0 || strcmp(r.state, "ready") == 0)
+    fl_errf(err, errlen, "spawn %s ('%s', profile %s) already ran and was stopped", r.gid, r.name,
+            r.profile);
+  else
+    *result = json_pack("{s:s, s:s, s:s, s:s, s:s}", "gid", r.gid, "name", r.name, "host",
+                        gw->cfg.host_id, "profile", r.profile, "status", "pending");
+  return 1;
 }
 
 /* Holds the brief for e, from its spawner (or, when that is gone, from e). */
@@ -422,17 +552,30 @@ void fl_spawn_attached(fl_gw *gw, fl_entity *e) {
   fl_spawn *s = gw->spawns;
   while (s && strcasecmp(s->gid, e->gid) != 0)
     s = s->next;
-  if (!s)
+  if (!s) {
+    /* Spawned before a restart: who spawned it is in the store. */
+    fl_spawn_rec r;
+    if (!e->spawn.by[0] && fl_store_spawn_get(gw->store, e->gid, &r) == 0) {
+      fl_copy(e->spawn.by, sizeof e->spawn.by, r.by);
+      fl_copy(e->spawn.profile, sizeof e->spawn.profile, r.profile);
+    }
     return;
+  }
   fl_copy(e->spawn.by, sizeof e->spawn.by, s->by);
   fl_copy(e->spawn.profile, sizeof e->spawn.profile, s->profile->name);
   e->spawn.backend = s->backend;
   fl_copy(e->spawn.pane, sizeof e->spawn.pane, s->opened ? s->pane : e->pane);
   fl_copy(e->spawn.socket, sizeof e->spawn.socket, s->socket);
   fl_gw_count(gw, FL_C_SPAWNS);
+  fl_spawn_record(s, "ready", "");
   fl_info(NULL, "spawned '%s' (gid %s, profile %s) is ready", e->name, e->gid, s->profile->name);
   if (s->brief)
     fl_spawn_brief(s, e);
+  if (s->origin.host[0]) {
+    json_t *r = fl_spawn_result(s, "ready");
+    fl_remote_spawn_answer(gw, &s->origin, r, NULL);
+    json_decref(r);
+  }
   if (s->wait) {
     fl_wait *w = s->wait;
     s->wait = NULL;
@@ -449,33 +592,23 @@ void fl_spawn_shutdown(fl_gw *gw) {
 
 /* ---- stop ---------------------------------------------------------------------- */
 
-static int fl_may_stop(const fl_client *c, const fl_entity *e) {
-  const fl_entity *me = c->entity;
-  return (e->spawn.by[0] && strcasecmp(e->spawn.by, me->gid) == 0) ||
-         strcmp(me->role, "lead") == 0 || strcmp(me->role, "orchestrator") == 0;
+int fl_spawn_may_stop(fl_gw *gw, const fl_entity *who, const fl_entity *e) {
+  const char *by = e->spawn.by;
+  fl_spawn_rec r;
+  if (!by[0] && fl_store_spawn_get(gw->store, e->gid, &r) == 0)
+    by = r.by;
+  return (by[0] && strcasecmp(by, who->gid) == 0) || strcmp(who->role, "lead") == 0 ||
+         strcmp(who->role, "orchestrator") == 0;
 }
 
-int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, json_t **result, char *err, size_t errlen) {
+int fl_spawn_stop(fl_gw *gw, const fl_entity *who, fl_entity *e, json_t **result, char *err,
+                  size_t errlen) {
   *result = NULL;
-  if (!c || !c->entity) {
-    fl_errf(err, errlen, "only a named session can stop an agent (set FLEET_NAME)");
-    return FL_EINVAL;
-  }
-  fl_entity *e;
-  int rc = fl_roster_resolve(gw, to ? to : "", &e, err, errlen);
-  if (rc)
-    return rc;
-  if (e->remote) {
-    fl_errf(err, errlen,
-            "stopping an agent on another host ('%s') is not built yet: ask an agent there",
-            e->host);
-    return FL_EINVAL;
-  }
-  if (e == c->entity) {
+  if (e == who) {
     fl_errf(err, errlen, "you cannot stop yourself; ask your lead or just exit");
     return FL_EINVAL;
   }
-  if (!fl_may_stop(c, e)) {
+  if (!fl_spawn_may_stop(gw, who, e)) {
     fl_errf(err, errlen,
             "only the agent that spawned '%s', or a lead or orchestrator, may stop it; ask one "
             "of them",
@@ -486,6 +619,7 @@ int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, json_t **result, char *e
   fl_inject_target t = {.pane = e->spawn.pane[0] ? e->spawn.pane : e->pane,
                         .socket = e->spawn.pane[0] ? e->spawn.socket : e->tmux_socket,
                         .label = e->name};
+  int rc;
   if (backend && backend->close && t.pane[0] &&
       (rc = backend->close(gw->loop, &t, NULL, NULL)) != 0)
     fl_warn(NULL, "could not close the terminal of '%s': %s", e->name, fl_strerror(rc));
@@ -493,11 +627,35 @@ int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, json_t **result, char *e
   e->removed = 1;
   if (fl_store_entity_delete(gw->store, e->gid) != 0)
     fl_gw_count(gw, FL_C_STORE_ERRORS);
+  fl_spawn_rec r;
+  if (fl_store_spawn_get(gw->store, e->gid, &r) == 0) {
+    fl_copy(r.state, sizeof r.state, "stopped");
+    r.ts_ms = fl_now_ms();
+    if (fl_store_spawn_put(gw->store, &r) != 0)
+      fl_gw_count(gw, FL_C_STORE_ERRORS);
+  }
   fl_remote_remove_inbox(gw, e->gid);
   fl_gw_count(gw, FL_C_STOPS);
-  fl_info(NULL, "'%s' (gid %s) was stopped by '%s' and left the roster", e->name, e->gid,
-          c->entity->name);
+  fl_info(NULL, "'%s' (gid %s) was stopped by '%s'%s%s and left the roster", e->name, e->gid,
+          who->name, who->remote ? "@" : "", who->remote ? who->host : "");
   *result = json_pack("{s:s, s:s, s:s, s:s}", "gid", e->gid, "name", e->name, "host",
                       gw->cfg.host_id, "status", "stopped");
   return *result ? 0 : FL_ENOMEM;
+}
+
+int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, fl_gw_cb cb, void *ctx, json_t **result,
+               fl_wait **wait, char *err, size_t errlen) {
+  *result = NULL;
+  *wait = NULL;
+  if (!c || !c->entity) {
+    fl_errf(err, errlen, "only a named session can stop an agent (set FLEET_NAME)");
+    return FL_EINVAL;
+  }
+  fl_entity *e;
+  int rc = fl_roster_resolve(gw, to ? to : "", &e, err, errlen);
+  if (rc)
+    return rc;
+  if (e->remote)
+    return fl_remote_stop_agent(gw, c, e, cb, ctx, wait, err, errlen);
+  return fl_spawn_stop(gw, c->entity, e, result, err, errlen);
 }

@@ -12,10 +12,50 @@
 #ifndef FL_SPAWN_H
 #define FL_SPAWN_H
 
+#include <jansson.h>
+
+#include "common/ids.h"
 #include "gateway/gw.h"
 
 typedef struct fl_entity fl_entity;
 typedef struct fl_spawn fl_spawn;
+
+/* Who asked for a spawn from another host, so that its answers go back:
+ * the SPAWN's host, msgId and traceId, and the spawner's gid there. */
+typedef struct fl_spawn_origin {
+  char host[64];
+  char msg_id[FL_ID_LEN];
+  char trace_id[FL_ID_LEN];
+  char by[FL_ID_LEN];
+  char spawn_id[FL_ID_LEN];
+} fl_spawn_origin;
+
+/* A SPAWN from another host (control.c): launches profile on this host with
+ * gid = spawn_id, on the default tmux server of fleetd's environment. Its
+ * outcomes go back through fl_remote_spawn_answer: {.., status: pending}
+ * once the terminal is open, then {.., status: ready} when the agent
+ * registered, or the failure text. 0 when launched (answers follow), else
+ * a negative code with err (nothing is open; the caller answers err). */
+int fl_spawn_for_host(fl_gw *gw, const fl_spawn_origin *o, const char *spawn_id,
+                      const char *profile, const char *name, const char *brief, char *err,
+                      size_t errlen);
+
+/* What this host knows of spawn gid, for a SPAWN that repeats a spawnId:
+ * 1 with *result (a new {gid, name, host, profile, status}) or err set, or 0
+ * when it never ran it. Reads the armed spawns, the roster and the store's
+ * record, so it holds across a restart. */
+int fl_spawn_known(fl_gw *gw, const char *gid, json_t **result, char *err, size_t errlen);
+
+/* May who (an entity of this or another host) stop local entity e? Its
+ * spawner (remembered in the store) or a lead or orchestrator may. */
+int fl_spawn_may_stop(fl_gw *gw, const fl_entity *who, const fl_entity *e);
+
+/* Stops local entity e on who's behalf: closes its terminal, takes it out
+ * of the roster and the store, deletes its inbox and tells other hosts it is
+ * gone (through remote.h). Result {gid, name, host, status: stopped}; a
+ * caller who may not stop it gets FL_EINVAL with err saying who may. */
+int fl_spawn_stop(fl_gw *gw, const fl_entity *who, fl_entity *e, json_t **result, char *err,
+                  size_t errlen);
 
 /* e has just attached (online, persisted): if a spawn waits for its gid,
  * the spawn completes (the caller hears `ready`, the brief is held for e). */

@@ -19,7 +19,8 @@
  * would stop WAL checkpoints). Writes that must be atomic run between BEGIN
  * IMMEDIATE and COMMIT, and any failure rolls the whole transaction back. The
  * store belongs to the loop thread: the connection is opened without SQLite's
- * own mutex. The entity tables' calls are in store_roster.c. */
+ * own mutex. The entity tables' calls are in store_roster.c, the forward
+ * path's briefs in store_forward.c. */
 #include "gateway/store.h"
 #include "gateway/store_internal.h"
 
@@ -109,6 +110,14 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
                           "ORDER BY rowid",
     [FL_ST_REMOTE_DROP_HOST] = "DELETE FROM remote_entities WHERE host = ?1",
     [FL_ST_ENTITY_DELETE] = "DELETE FROM entities WHERE gid = ?1",
+    [FL_ST_REMOTE_DELETE] = "DELETE FROM remote_entities WHERE gid = ?1",
+    [FL_ST_SPAWN_PUT] =
+        "INSERT INTO spawns (gid, by_gid, by_host, profile, name, state, why, ts_ms) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (gid) DO UPDATE SET "
+        "state = excluded.state, why = excluded.why, ts_ms = excluded.ts_ms",
+    [FL_ST_SPAWN_GET] = "SELECT gid, by_gid, by_host, profile, name, state, why, ts_ms FROM spawns "
+                        "WHERE gid = ?1 COLLATE NOCASE",
+    [FL_ST_SPAWN_TRIM] = "DELETE FROM spawns WHERE ts_ms < ?1",
 };
 
 /* Idempotent, so opening an existing store runs it too. content is a BLOB
@@ -131,6 +140,13 @@ static const char fl_schema[] =
     "CREATE TABLE IF NOT EXISTS remote_entities ("
     "  gid TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,"
     "  \"groups\" TEXT NOT NULL, host TEXT NOT NULL);"
+    /* Spawns this host ran, by spawnId (= the agent's gid): who asked, and
+     * how it went, so a repeated SPAWN starts nothing new and the spawner
+     * may stop its agent after a restart. */
+    "CREATE TABLE IF NOT EXISTS spawns ("
+    "  gid TEXT PRIMARY KEY NOT NULL, by_gid TEXT NOT NULL, by_host TEXT NOT NULL,"
+    "  profile TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,"
+    "  why TEXT NOT NULL DEFAULT '', ts_ms INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS held ("
     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
     " msg_id TEXT NOT NULL,"
@@ -356,6 +372,7 @@ static int fl_setup_db(fl_store *s) {
     goto fail;
   }
   if (sqlite3_exec(s->db, fl_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, fl_store_fwd_schema, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "PRAGMA user_version=" FL_STORE_STR(FL_STORE_SCHEMA_VERSION), NULL, NULL,
                    NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {

@@ -117,6 +117,29 @@ int fl_store_entity_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec 
 int fl_store_remote_put(fl_store *s, const fl_entity_rec *e);
 int fl_store_remote_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx);
 int fl_store_remote_drop_host(fl_store *s, const char *host);
+/* Forgets one remote entity (its host said it is gone). 0 or FL_ESTORE. */
+int fl_store_remote_delete(fl_store *s, const char *gid);
+
+/* One spawn this host ran (store_spawn.c), keyed by its spawnId, which is
+ * the agent's gid. state: "launching", "ready", "failed" or "stopped". */
+typedef struct fl_spawn_rec {
+  char gid[FL_ID_LEN];
+  char by[FL_ID_LEN]; /* the spawner's gid */
+  char by_host[64];   /* the spawner's host ("" = this one) */
+  char profile[FL_MAX_NAME + 1];
+  char name[FL_MAX_NAME + 1];
+  char state[16];
+  char why[256]; /* a failure's reason, else "" */
+  int64_t ts_ms; /* last change */
+} fl_spawn_rec;
+
+/* Records r (inserted, or for a known gid its state, why and ts updated);
+ * records older than FL_SPAWN_RECORD_KEEP_MS are dropped on the way. 0,
+ * FL_EINVAL or FL_ESTORE. */
+int fl_store_spawn_put(fl_store *s, const fl_spawn_rec *r);
+/* The record of gid (any case): 0 with *out filled, FL_ENOTFOUND, FL_EINVAL
+ * or FL_ESTORE. */
+int fl_store_spawn_get(fl_store *s, const char *gid, fl_spawn_rec *out);
 
 /* A batch makes every call until fl_store_batch_end one transaction (each
  * call a savepoint inside it), so a burst of puts costs one commit. Nothing

@@ -1,6 +1,7 @@
 /* store_internal.h — what the hold store's files share (store.c: the
  * database, its statements, transactions and the held messages;
- * store_roster.c: the entity tables). Nothing outside them includes this. */
+ * store_roster.c: the entity tables; store_forward.c: the
+ * briefs of the forward path). Nothing outside them includes this. */
 #ifndef FL_STORE_INTERNAL_H
 #define FL_STORE_INTERNAL_H
 
@@ -36,6 +37,10 @@ enum fl_stmt_id {
   FL_ST_REMOTE_EACH,
   FL_ST_REMOTE_DROP_HOST,
   FL_ST_ENTITY_DELETE,
+  FL_ST_REMOTE_DELETE,
+  FL_ST_SPAWN_PUT,
+  FL_ST_SPAWN_GET,
+  FL_ST_SPAWN_TRIM,
   FL_ST_COUNT_OF
 };
 
@@ -58,6 +63,8 @@ void fl_store_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n);
 /* 1 if the fixed field f of size n is NUL-terminated (and, with nonempty,
  * not ""), else 0. */
 int fl_store_field_ok(const char *f, size_t n, int nonempty);
+/* The forward path's table (store_forward.c), created with the rest. */
+extern const char fl_store_fwd_schema[];
 #define FL_FIELD_OK(f, nonempty) fl_store_field_ok((f), sizeof(f), (nonempty))
 
 #endif

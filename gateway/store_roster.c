@@ -128,6 +128,20 @@ int fl_store_entity_delete(fl_store *s, const char *gid) {
   return rc;
 }
 
+int fl_store_remote_delete(fl_store *s, const char *gid) {
+  if (!s || !gid || !*gid)
+    return FL_EINVAL;
+  sqlite3_stmt *st = s->st[FL_ST_REMOTE_DELETE];
+  int rc;
+  if (fl_store_bind_text(st, 1, gid) != SQLITE_OK)
+    rc = fl_store_db_fail(s, NULL, "binding the gid");
+  else
+    rc =
+        sqlite3_step(st) == SQLITE_DONE ? 0 : fl_store_db_fail(s, NULL, "deleting a remote entity");
+  fl_store_stmt_done(st);
+  return rc;
+}
+
 int fl_store_entity_each(fl_store *s, void (*cb)(void *ctx, const fl_entity_rec *e), void *ctx) {
   if (!s || !cb)
     return FL_EINVAL;

@@ -22,7 +22,8 @@ enum fl_wait_kind {
   FL_WAIT_SEND,    /* a send waiting for its reply */
   FL_WAIT_POLL,    /* a long poll */
   FL_WAIT_CONFIRM, /* a message handed on, waiting for the next hop to take it */
-  FL_WAIT_SPAWN    /* a spawn waiting for its agent to register */
+  FL_WAIT_SPAWN,   /* a spawn waiting for its agent to register */
+  FL_WAIT_FORWARD  /* a brief waiting for word that it was typed (forward.c) */
 };
 
 /* What a waiter does when its time is up, and what its owner must drop when
@@ -52,6 +53,14 @@ struct fl_wait {
   char trace_id[FL_ID_LEN];
   char peer_gid[FL_ID_LEN];
   size_t max;
+  /* A brief on the forward path (forward.c): then wait this long for the
+   * reply once it is typed (0 = answer "injected" at once), and its outcome
+   * if word of it came before the broker's confirm (0 none, 1 injected, 2
+   * failed, with why). */
+  int forward;
+  double reply_wait_s;
+  int receipt;
+  char receipt_why[256];
 };
 
 /* 0 when c may start one more waiting call, else FL_EFULL with err saying so. */

@@ -213,8 +213,8 @@ static int fl_tool_spawn(fl_session *s, fl_tool_call *call, json_t *args, json_t
 
 static int fl_tool_stop(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                         fl_wait **wait, char *err, size_t errlen) {
-  return fl_gw_stop(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"), result, err,
-                    errlen);
+  return fl_gw_stop(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
+                    fl_tool_call_done, call, result, wait, err, errlen);
 }
 
 static const fl_tool fl_tool_table[] = {

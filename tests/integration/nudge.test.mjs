@@ -28,8 +28,10 @@ fleetTest('nudge types into the pane with backoff until drained', async (f, t) =
   try {
     const pane = await startTmux(f, sock);
     await f.startFleetd({ config: nudgeConfig(true) });
+    // A lead: its messages are held and it is nudged (a worker in a pane
+    // would get them typed in instead, see inject.test.mjs).
     const carol = await f.mcpClient('carol', {
-      role: 'worker',
+      role: 'lead',
       env: { TMUX_PANE: pane, TMUX: `${sock},0,0` },
     });
     const notes = [];
@@ -80,8 +82,10 @@ fleetTest('nothing is typed when the nudge is disabled', async (f) => {
   try {
     const pane = await startTmux(f, sock);
     await f.startFleetd({ config: nudgeConfig(false) });
+    // A lead: its messages are held and it is nudged (a worker in a pane
+    // would get them typed in instead, see inject.test.mjs).
     const carol = await f.mcpClient('carol', {
-      role: 'worker',
+      role: 'lead',
       env: { TMUX_PANE: pane, TMUX: `${sock},0,0` },
     });
     const dave = await f.mcpClient('dave', { role: 'lead' });

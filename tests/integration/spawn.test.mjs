@@ -109,7 +109,7 @@ fleetTest('fleet_spawn with an unknown profile names the profiles that exist', a
     assert.match(resultText(res), /agent, mute/);
     const other = await callToolRaw(boss, 'fleet_spawn', { profile: 'agent', host: 'elsewhere' });
     assert.equal(other.isError, true);
-    assert.match(resultText(other), /another host .* not built yet/);
+    assert.match(resultText(other), /unknown host 'elsewhere'.*no broker/);
   });
 });
 

@@ -34,3 +34,49 @@ export async function panes(f, sock) {
   const out = await tmux(f, sock, 'list-panes', '-a', '-F', '#{pane_id}');
   return out.split('\n').filter(Boolean);
 }
+
+/**
+ * Starts agents/prompt_agent.mjs in a pane of a new private server at
+ * <f.dir>/<label>.sock. opts.mcp: also run its MCP client (fleet-mcp with
+ * opts.env: FLEET_SOCKET, FLEET_NAME, FLEET_ROLE, ...). Waits for its prompt.
+ * Returns { sock, pane, busy, submitted() (exact inputs, in order),
+ * cursorLine(), screen() }.
+ */
+export async function startPromptAgent(f, { label = 'agent', mcp = false, env = {}, binDir } = {}) {
+  const { writeFileSync, readFileSync, existsSync } = await import('node:fs');
+  const path = await import('node:path');
+  const { fileURLToPath } = await import('node:url');
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const agent = path.join(here, 'agents', 'prompt_agent.mjs');
+  const sock = path.join(f.dir, `${label}.sock`);
+  const record = path.join(f.dir, `${label}-submitted.txt`);
+  const busy = path.join(f.dir, `${label}-busy.flag`);
+  writeFileSync(record, '');
+  writeFileSync(`${record}.json`, '');
+  const vars = Object.entries({ ...env, ...(binDir ? { FLEET_BIN_DIR: binDir } : {}) })
+    .map(([k, v]) => `${k}=${JSON.stringify(String(v))}`)
+    .join(' ');
+  const cmd = `exec env ${vars} ${JSON.stringify(process.execPath)} ${JSON.stringify(agent)} ${JSON.stringify(record)} ${JSON.stringify(busy)}${mcp ? ' --mcp' : ''}`;
+  const pane = await startTmux(f, sock, cmd, { cols: 160, rows: 40 });
+  const a = {
+    sock,
+    pane,
+    busy,
+    submitted: () =>
+      existsSync(`${record}.json`)
+        ? readFileSync(`${record}.json`, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+        : [],
+    screen: () => tmux(f, sock, 'capture-pane', '-p', '-t', pane),
+    cursorLine: async () => {
+      const out = await tmux(f, sock, 'display', '-p', '-t', pane, '#{cursor_y}', ';', 'capture-pane', '-p', '-t', pane);
+      const [cy, ...lines] = out.split('\n');
+      return lines[Number(cy)] ?? '';
+    },
+  };
+  const t0 = Date.now();
+  while ((await a.cursorLine()) !== '>') {
+    if (Date.now() - t0 > 15000) throw new Error(`no prompt from the agent: ${await a.screen()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return a;
+}

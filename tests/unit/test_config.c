@@ -108,7 +108,7 @@ static void test_unknown_key_names_key_and_file(void **state) {
   char want[512];
   snprintf(want, sizeof want,
            "%s: unknown key \"colour\" (known: hostId, stateDir, socket, broker, nudge, "
-           "logLevel, profiles, store, rooms, claims)",
+           "logLevel, profiles, store, inject, rooms, claims)",
            f->file);
   assert_string_equal(f->err, want);
 }
@@ -641,6 +641,30 @@ static void test_profiles_errors(void **state) {
 #undef OK
 }
 
+/* inject.timeoutS and inject.onDraft: defaults, values, and errors that
+ * name the key. */
+static void test_inject_keys(void **state) {
+  fx *f = *state;
+  assert_int_equal(fx_parse(f, "{}"), 0);
+  assert_int_equal(f->cfg.gw.inject.timeout_s, 120);
+  assert_int_equal(f->cfg.gw.inject.on_draft_fail, 0);
+  assert_int_equal(fx_parse(f, "{\"inject\": {\"timeoutS\": 7, \"onDraft\": \"fail\"}}"), 0);
+  assert_int_equal(f->cfg.gw.inject.timeout_s, 7);
+  assert_int_equal(f->cfg.gw.inject.on_draft_fail, 1);
+  assert_int_equal(fx_parse(f, "{\"inject\": {\"onDraft\": \"wait\"}}"), 0);
+  assert_int_equal(f->cfg.gw.inject.on_draft_fail, 0);
+  assert_int_equal(fx_parse(f, "{\"inject\": {\"timeoutS\": 0}}"), FL_ECONFIG);
+  assert_err_has(f, "inject.timeoutS");
+  assert_int_equal(fx_parse(f, "{\"inject\": {\"timeoutS\": \"5\"}}"), FL_ECONFIG);
+  assert_err_has(f, "inject.timeoutS");
+  assert_int_equal(fx_parse(f, "{\"inject\": {\"onDraft\": \"type\"}}"), FL_ECONFIG);
+  assert_err_has(f, "inject.onDraft");
+  assert_int_equal(fx_parse(f, "{\"inject\": {\"retries\": 1}}"), FL_ECONFIG);
+  assert_err_has(f, "unknown key \"inject.retries\"");
+  assert_int_equal(fx_parse(f, "{\"inject\": 5}"), FL_ECONFIG);
+  assert_err_has(f, "\"inject\" must be an object");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -665,6 +689,7 @@ int main(void) {
       T(test_parse_in_memory),
       T(test_profiles_round_trip),
       T(test_profiles_errors),
+      T(test_inject_keys),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,6 +66,21 @@ static void test_parse_valid(void **state) {
   assert_false(b.online);
 }
 
+/* "delivery": "inject" marks an entity whose messages are typed into its
+ * terminal; absent or anything else reads as pull. */
+static void test_parse_delivery(void **state) {
+  (void)state;
+  fl_beat b;
+  assert_int_equal(parse("{\"name\":\"w\",\"status\":\"online\",\"delivery\":\"inject\"}", &b), 0);
+  assert_int_equal(b.inject, 1);
+  assert_int_equal(parse("{\"name\":\"w\",\"status\":\"online\",\"delivery\":\"pull\"}", &b), 0);
+  assert_int_equal(b.inject, 0);
+  assert_int_equal(parse("{\"name\":\"w\",\"status\":\"online\"}", &b), 0);
+  assert_int_equal(b.inject, 0);
+  assert_int_equal(parse("{\"name\":\"w\",\"status\":\"online\",\"delivery\":7}", &b), 0);
+  assert_int_equal(b.inject, 0);
+}
+
 static void test_parse_missing_fields(void **state) {
   fl_beat b;
   assert_int_equal(parse("{\"status\":\"online\"}", &b), FL_EINVAL);
@@ -401,6 +416,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_valid),
       cmocka_unit_test(test_parse_missing_fields),
+      cmocka_unit_test(test_parse_delivery),
       cmocka_unit_test(test_parse_bad_names),
       cmocka_unit_test(test_parse_group_cap),
       cmocka_unit_test(test_fresh),

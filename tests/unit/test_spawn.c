@@ -4,7 +4,8 @@
  * spawn yet, a bad or taken name), and fl_gw_stop's rules: only the
  * spawner, a lead or an orchestrator may stop an agent, and a stopped
  * agent is gone from resolve, fleet_list and the store (a restart does not
- * bring it back). The launch itself (a tmux window) is covered by
+ * bring it back); the spawner and a spawnId are remembered across a
+ * restart (the store's spawn record). The launch itself (a tmux window) is covered by
  * tests/integration/spawn.test.mjs. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include "common/error.h"
 #include "gateway/gw_internal.h"
 #include "gateway/roster.h"
+#include "gateway/spawn.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 
@@ -83,9 +85,10 @@ static void test_spawn_refusals(void **state) {
   assert_non_null(strstr(err, "named session"));
 
   fl_client *lead = attach(f, "lead", "lead");
-  assert_int_equal(spawn(f, lead, "claude", "hostB", NULL, err, sizeof err), FL_EINVAL);
-  assert_non_null(strstr(err, "another host"));
-  assert_non_null(strstr(err, "not built yet"));
+  /* Without a broker another host cannot be reached. */
+  assert_int_equal(spawn(f, lead, "claude", "hostB", NULL, err, sizeof err), FL_EBROKER);
+  assert_non_null(strstr(err, "unknown host 'hostB'"));
+  assert_non_null(strstr(err, "no broker"));
 
   assert_int_equal(spawn(f, lead, "nope", NULL, NULL, err, sizeof err), FL_ENOTFOUND);
   assert_non_null(strstr(err, "unknown profile 'nope'"));
@@ -106,7 +109,9 @@ static void test_spawn_refusals(void **state) {
 
 static int stop(fixture *f, fl_client *c, const char *to, char *err, size_t errlen) {
   json_t *result = NULL;
-  int rc = fl_gw_stop(f->g.gw, c, to, &result, err, errlen);
+  fl_wait *wait = NULL;
+  int rc = fl_gw_stop(f->g.gw, c, to, NULL, NULL, &result, &wait, err, errlen);
+  assert_null(wait); /* a local stop answers at once */
   if (rc == 0) {
     assert_string_equal(json_string_value(json_object_get(result, "status")), "stopped");
     assert_string_equal(json_string_value(json_object_get(result, "name")), to);
@@ -178,10 +183,66 @@ static void test_stop_rules(void **state) {
   assert_non_null(fl_entity_local_by_name(f->g.gw, "boss"));
 }
 
+/* The spawner is read back from the store's spawn record after a restart
+ * (it may still stop its agent; someone else still may not), and a spawnId
+ * the store knows is answered by fl_spawn_known, which is what makes a
+ * repeated SPAWN start nothing new. */
+static void test_spawner_survives_restart(void **state) {
+  fixture *f = *state;
+  char err[512] = "";
+  fl_client *boss = attach(f, "boss", "architect");
+  fl_client *peer = attach(f, "peer", "worker");
+  fl_client *w1 = attach(f, "w1", "worker");
+  char boss_gid[FL_ID_LEN], w1_gid[FL_ID_LEN];
+  snprintf(boss_gid, sizeof boss_gid, "%s", fl_client_gid(boss));
+  snprintf(w1_gid, sizeof w1_gid, "%s", fl_client_gid(w1));
+  fl_spawn_rec r = {.profile = "claude", .name = "w1", .state = "ready"};
+  snprintf(r.gid, sizeof r.gid, "%s", w1_gid);
+  snprintf(r.by, sizeof r.by, "%s", boss_gid);
+  r.ts_ms = fl_now_ms();
+  assert_int_equal(fl_store_spawn_put(f->g.gw->store, &r), 0);
+  fl_gw_detach(f->g.gw, &w1);
+  fl_gw_detach(f->g.gw, &boss);
+  fl_gw_detach(f->g.gw, &peer);
+  fl_test_gw_stop(&f->g);
+  assert_int_equal(fl_test_gw_start(&f->g), 0);
+
+  /* Known: answered with the agent's state, nothing launched. */
+  json_t *known = NULL;
+  assert_int_equal(fl_spawn_known(f->g.gw, w1_gid, &known, err, sizeof err), 1);
+  assert_non_null(known);
+  assert_string_equal(json_string_value(json_object_get(known, "name")), "w1");
+  assert_string_equal(json_string_value(json_object_get(known, "profile")), "claude");
+  assert_string_equal(json_string_value(json_object_get(known, "status")), "ready");
+  json_decref(known);
+  assert_null(f->g.gw->spawns);
+  assert_int_equal(
+      fl_spawn_known(f->g.gw, "00000000-0000-4000-8000-000000000009", &known, err, sizeof err), 0);
+
+  boss = attach(f, "boss", "architect");
+  peer = attach(f, "peer", "worker");
+  fl_entity *e = fl_entity_local_by_name(f->g.gw, "w1");
+  assert_non_null(e);
+  assert_string_equal(e->spawn.by, ""); /* not attached since the restart */
+  assert_false(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "peer"), e));
+  assert_true(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "boss"), e));
+  assert_int_equal(stop(f, peer, "w1", err, sizeof err), FL_EINVAL);
+  assert_int_equal(stop(f, boss, "w1", err, sizeof err), 0);
+  /* Stopped: the record says so, and a repeat is refused with that. */
+  assert_int_equal(fl_store_spawn_get(f->g.gw->store, w1_gid, &r), 0);
+  assert_string_equal(r.state, "stopped");
+  assert_int_equal(fl_spawn_known(f->g.gw, w1_gid, &known, err, sizeof err), 1);
+  assert_null(known);
+  assert_non_null(strstr(err, "stopped"));
+  fl_gw_detach(f->g.gw, &boss);
+  fl_gw_detach(f->g.gw, &peer);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_spawn_refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stop_rules, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_spawner_survives_restart, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,40 +1,151 @@
 // prompt_agent.mjs — a stand-in for an agent in a tmux pane, for the nudge
-// gate test. It reads lines from its terminal with node's readline (so typed
-// characters are echoed and Ctrl-U clears the line), shows the prompt "> "
-// when idle, and appends every submitted line to RECORD. While the file
-// BUSY exists it is "at work": it stops prompting and prints a changing
-// status line every 100 ms; when BUSY goes away it prompts again.
+// gate and injection tests. It is its own small line editor on a raw
+// terminal: it shows the prompt "> " when idle, echoes typed characters,
+// Ctrl-U clears the line, Backspace deletes, Enter submits. It asks the
+// terminal for bracketed paste, and takes a paste (newlines and all) as part
+// of the one input line, as coding agents do. Every submitted input is
+// appended to RECORD (as text and a newline) and to RECORD.json (one JSON
+// string per line, byte for byte). While the file BUSY exists it is "at
+// work": it stops prompting and prints a changing status line every 100 ms;
+// when BUSY goes away it prompts again.
 //
-// usage: node prompt_agent.mjs RECORD BUSY
+// With --mcp it also runs an MCP client (the SDK) that starts fleet-mcp
+// from FLEET_BIN_DIR with the environment the agent was given (FLEET_NAME,
+// FLEET_ROLE, FLEET_SOCKET, and TMUX_PANE / TMUX from tmux), so fleetd knows
+// it sits in this pane; when fleet-mcp ends (fleetd went away) it starts it
+// again. It never polls. With AGENT_REPLY_TO=NAME set, it answers each
+// submitted input with fleet_reply to NAME ("done: " and the input).
+//
+// usage: node prompt_agent.mjs RECORD BUSY [--mcp]
 
 import { appendFileSync, existsSync } from 'node:fs';
-import readline from 'node:readline';
+import path from 'node:path';
 
-const [record, busy] = process.argv.slice(2);
+const [record, busy, ...flags] = process.argv.slice(2);
 if (!record || !busy) {
-  process.stderr.write('usage: node prompt_agent.mjs RECORD BUSY\n');
+  process.stderr.write('usage: node prompt_agent.mjs RECORD BUSY [--mcp]\n');
   process.exit(2);
 }
 
-const rl = readline.createInterface({ input: process.stdin, output: process.stdout, prompt: '> ' });
-rl.on('line', (line) => {
-  appendFileSync(record, `${line}\n`);
-  if (!working) rl.prompt();
-});
+const out = (s) => process.stdout.write(s);
+const PASTE_ON = '\x1b[200~';
+const PASTE_OFF = '\x1b[201~';
 
+let input = '';
+let pasting = false;
+let pending = ''; // the start of an escape sequence split across reads
 let working = false;
 let ticks = 0;
+let mcp = null;
+
+function prompt() {
+  out('> ');
+}
+
+function submit() {
+  const line = input;
+  input = '';
+  appendFileSync(record, `${line}\n`);
+  appendFileSync(`${record}.json`, `${JSON.stringify(line)}\n`);
+  out('\r\n');
+  if (!working) prompt();
+  if (mcp && process.env.AGENT_REPLY_TO) {
+    mcp.callTool({ name: 'fleet_reply', arguments: { to: process.env.AGENT_REPLY_TO, content: `done: ${line}` } })
+      .catch(() => {});
+  }
+}
+
+function take(chunk) {
+  let s = pending + chunk;
+  pending = '';
+  let i = 0;
+  while (i < s.length) {
+    if (s[i] === '\x1b') {
+      const rest = s.slice(i);
+      if (rest.startsWith(PASTE_ON)) {
+        pasting = true;
+        i += PASTE_ON.length;
+        continue;
+      }
+      if (rest.startsWith(PASTE_OFF)) {
+        pasting = false;
+        i += PASTE_OFF.length;
+        continue;
+      }
+      if (PASTE_ON.startsWith(rest) || PASTE_OFF.startsWith(rest)) {
+        pending = rest; // wait for the rest of the sequence
+        return;
+      }
+      i += 1; // another escape: ignored
+      continue;
+    }
+    const c = s[i];
+    i += 1;
+    if (pasting) {
+      input += c;
+      out(c === '\n' ? '\r\n' : c);
+      continue;
+    }
+    if (c === '\r' || c === '\n') submit();
+    else if (c === '\x15') {
+      input = '';
+      out('\r\x1b[K');
+      prompt();
+    } else if (c === '\x7f' || c === '\b') {
+      if (input.length) {
+        input = input.slice(0, -1);
+        out('\b \b');
+      }
+    } else if (c === '\t' || c >= ' ') {
+      input += c;
+      out(c);
+    }
+    // other control characters (Ctrl-C among them) are not text: dropped
+  }
+}
+
+process.stdin.setRawMode(true);
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', take);
+out('\x1b[?2004h'); // bracketed paste, please
+
 setInterval(() => {
   const now = existsSync(busy);
   if (now) {
-    if (!working) process.stdout.write('\n');
+    if (!working) out('\r\n');
     working = true;
-    process.stdout.write(`\rworking ${++ticks}`);
+    out(`\rworking ${++ticks}`);
   } else if (working) {
     working = false;
-    process.stdout.write('\n');
-    rl.prompt();
+    out('\r\n');
+    prompt();
   }
 }, 100);
 
-rl.prompt();
+prompt();
+
+if (flags.includes('--mcp')) {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const binDir = process.env.FLEET_BIN_DIR;
+  const connect = async () => {
+    const transport = new StdioClientTransport({
+      command: path.join(binDir, 'fleet-mcp'),
+      args: [],
+      env: { ...process.env },
+      stderr: 'ignore',
+    });
+    const client = new Client({ name: 'prompt-agent', version: '0.0.0' }, { capabilities: {} });
+    transport.onclose = () => {
+      mcp = null;
+      setTimeout(() => connect().catch(() => {}), 300);
+    };
+    try {
+      await client.connect(transport);
+      mcp = client;
+    } catch {
+      // fleetd not (yet) there: onclose retries
+    }
+  };
+  await connect();
+}

@@ -1,0 +1,111 @@
+// inject_crosshost.test.mjs — the forward path across two gateways on one
+// private RabbitMQ: a client on hostA sends a brief to a worker agent in a
+// tmux pane on hostB; hostB records it, acknowledges it, types it once, and
+// publishes INJECTED back, so the sender's fleet_send says "injected".
+// Then fleetd on hostB is killed with -9 while a brief is being typed, and
+// again after it took a brief but before typing started (the test-only
+// delay knobs): each brief is typed at most once in total, and the sender
+// hears "injected" or "failed" within the bound, never silence.
+
+import assert from 'node:assert/strict';
+import { BIN_DIR, callTool, sleep, waitFor } from './harness.mjs';
+import { FAST_PRESENCE_MS, hostsTest, pinAll, useBroker, waitStatus } from './broker-harness.mjs';
+import { startPromptAgent, stopTmux, tmux } from './tmux-harness.mjs';
+
+const brokerRef = useBroker();
+
+function config(timeoutS) {
+  return { nudge: { enabled: false, quietMs: 200 }, inject: { timeoutS } };
+}
+
+/** Both gateways up and pinned; the worker agent "w" on hostB in a pane. */
+async function setup(hostA, hostB, timeoutS, envB = {}) {
+  await Promise.all([
+    hostA.startFleetd({ config: config(timeoutS) }),
+    hostB.startFleetd({ config: config(timeoutS), env: envB }),
+  ]);
+  await pinAll([hostA, hostB]);
+  const a = await startPromptAgent(hostB, {
+    mcp: true,
+    binDir: BIN_DIR,
+    env: { FLEET_SOCKET: hostB.socket, FLEET_NAME: 'w', FLEET_ROLE: 'worker' },
+  });
+  const alice = await hostA.mcpClient('alice', { role: 'lead' });
+  await waitStatus(alice, 'w', 'hostB', 'online');
+  return { a, alice };
+}
+
+async function counters(f) {
+  const s = JSON.parse((await f.fleetctl(['--json', 'status'])).stdout);
+  return s.counters || s;
+}
+
+/** Lines of fleetd's log since its latest start that match re. */
+function sinceStart(f, re) {
+  const runs = f.fleetdLog.split('=== fleetd run ');
+  return (runs[runs.length - 1].match(re) || []).length;
+}
+
+const TEXT = `cross-host brief: "quoted" 'single' $(date) \\ Enter C-c\tdone;`;
+
+hostsTest('a brief from hostA is typed into a worker on hostB exactly once; the sender hears injected', brokerRef, { start: false }, async ({ hostA, hostB }) => {
+  let a;
+  try {
+    const s = await setup(hostA, hostB, 20);
+    a = s.a;
+    const r = await callTool(s.alice, 'fleet_send', { to: 'w', content: TEXT });
+    assert.equal(r.status, 'injected', JSON.stringify(r));
+    assert.equal(r.to.name, 'w');
+    await sleep(1000);
+    assert.deepEqual(a.submitted(), [TEXT], 'typed once, byte for byte');
+    assert.equal((await counters(hostB)).briefs_injected, 1);
+    const list = await callTool(s.alice, 'fleet_list', {});
+    assert.equal(list.entities.find((e) => e.name === 'w').held, 0, 'not held for a poll');
+  } finally {
+    if (a) await stopTmux(hostB, a.sock);
+  }
+});
+
+hostsTest('fleetd killed -9 while typing, and after it took a brief but before typing: at most once, never silence', brokerRef, { start: false, timeout: 150000 }, async ({ hostA, hostB }) => {
+  let a;
+  try {
+    const TIMEOUT_S = 15;
+    const s = await setup(hostA, hostB, TIMEOUT_S, { FLEET_TEST_TYPING_DELAY_MS: 3000 });
+    a = s.a;
+
+    // 1. Killed with the text typed but Enter not yet pressed.
+    const t1 = Date.now();
+    const first = callTool(s.alice, 'fleet_send', { to: 'w', content: 'brief one' });
+    await waitFor(async () => (await a.cursorLine()) === '> brief one', { what: 'brief one being typed' });
+    await hostB.kill9();
+    await hostB.startFleetd({ config: config(TIMEOUT_S), env: { FLEET_TEST_PRETYPE_DELAY_MS: 3000 } });
+    const r1 = await first;
+    assert.equal(r1.status, 'failed', JSON.stringify(r1));
+    assert.match(r1.reason, /restarted while typing/);
+    assert.ok(Date.now() - t1 < (TIMEOUT_S + 10) * 1000, 'within the bound');
+    assert.deepEqual(a.submitted(), [], 'brief one was never submitted');
+    await tmux(hostB, a.sock, 'send-keys', '-t', a.pane, 'C-u'); // the half-typed text goes
+    await waitFor(async () => (await a.cursorLine()) === '>', { what: 'an empty prompt again' });
+
+    // The agent's MCP client comes back to the new fleetd; hostA hears it.
+    await waitFor(() => sinceStart(hostB, /'w' \(worker, gid [^)]*\) is online/g) >= 1, { what: 'w back on hostB' });
+    await sleep(3 * FAST_PRESENCE_MS);
+    await waitStatus(s.alice, 'w', 'hostB', 'online');
+
+    // 2. Killed after the brief was taken (and acknowledged), before typing.
+    const t2 = Date.now();
+    const second = callTool(s.alice, 'fleet_send', { to: 'w', content: 'brief two' });
+    await waitFor(() => sinceStart(hostB, /queued for typing/g) >= 1, { what: 'brief two taken on hostB' });
+    await hostB.kill9();
+    assert.deepEqual(a.submitted(), [], 'nothing typed yet');
+    await hostB.startFleetd({ config: config(TIMEOUT_S) });
+    const r2 = await second;
+    assert.ok(['injected', 'failed'].includes(r2.status), JSON.stringify(r2));
+    assert.ok(Date.now() - t2 < (TIMEOUT_S + 10) * 1000, 'within the bound');
+    assert.equal(r2.status, 'injected', `typed after the restart, within its deadline: ${JSON.stringify(r2)}`);
+    await sleep(1500);
+    assert.deepEqual(a.submitted(), ['brief two'], 'each brief typed at most once in total');
+  } finally {
+    if (a) await stopTmux(hostB, a.sock);
+  }
+});
