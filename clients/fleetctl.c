@@ -84,6 +84,8 @@ static int cmd_trace(ctl *c);
 static int cmd_spawn(ctl *c);
 static int cmd_stop(ctl *c);
 static int cmd_systemd(ctl *c);
+static int cmd_rooms(ctl *c);
+static int cmd_claims(ctl *c);
 
 /* The commands, in the order the help text lists them. */
 static const ctl_cmd fl_ctl_cmds[] = {
@@ -115,7 +117,12 @@ static const ctl_cmd fl_ctl_cmds[] = {
     {"peer add", 2, 3, cmd_peer_add, "peer add HOST PUBKEY [URL]",
      "pin HOST's public key (refused if another key\nis pinned for HOST: remove that pin first)",
      0},
-    {"peer list", 0, 0, cmd_peer_list, "peer list", "the pinned peers", 0},
+    {"peer list", 0, 0, cmd_peer_list, "peer list",
+     "the pinned peers, with their URL and, with rooms\non, the health of the last sync", 0},
+    {"rooms", 0, 0, cmd_rooms, "rooms",
+     "the registered rooms: id, label, messages, and\neach peer's cursor", 0},
+    {"claims", 0, 1, cmd_claims, "claims [RESOURCE]",
+     "the resources held now: owner, since, expiry,\nwhether settled", 0},
     {"peer remove", 1, 1, cmd_peer_remove, "peer remove HOST", "drop HOST's pin", 0},
     {"trace", 1, 1, cmd_trace, "trace ID",
      "what this fleetd logged for a flow (recent lines);\nID is a trace id or a msgId", 0},
@@ -306,9 +313,40 @@ static int print_peers(ctl *c, json_t *res) {
   if (json_array_size(peers) == 0)
     printf("no pinned peers\n");
   else
-    json_array_foreach(peers, i, p)
-        printf("%-20s %s  %s  pinned %s\n", str_of(p, "host", "-"), str_of(p, "publicKey", "-"),
-               str_of(p, "url", "-"), str_of(p, "pinnedAt", "-"));
+    json_array_foreach(peers, i, p) {
+      printf("%-20s %s  %s  pinned %s\n", str_of(p, "host", "-"), str_of(p, "publicKey", "-"),
+             str_of(p, "url", "-"), str_of(p, "pinnedAt", "-"));
+      json_t *sync = json_object_get(p, "sync");
+      if (json_is_object(sync))
+        printf("%-20s sync: %s, last %s, merged %lld, refused %lld%s%s\n", "",
+               json_is_true(json_object_get(sync, "ok")) ? "ok" : "failing",
+               str_of(sync, "lastSync", "never"),
+               (long long)json_integer_value(json_object_get(sync, "merged")),
+               (long long)json_integer_value(json_object_get(sync, "refused")),
+               json_object_get(sync, "error") ? ": " : "", str_of(sync, "error", ""));
+    }
+  return FL_EXIT_OK;
+}
+
+static int print_rooms(ctl *c, json_t *res) {
+  if (json_is_true(json_object_get(res, "degraded")))
+    return fl_ctl_fail("rooms are not configured on this fleetd (set \"rooms\" in fleetd.json)");
+  json_t *rooms = json_object_get(res, "rooms"), *r;
+  size_t i;
+  printf("serving %s, syncing every %llds\n", str_of(res, "listen", "nothing"),
+         (long long)json_integer_value(json_object_get(res, "syncIntervalS")));
+  if (json_array_size(rooms) == 0)
+    printf("no registered rooms\n");
+  json_array_foreach(rooms, i, r) {
+    printf("%-24s %s  %lld messages, %lld dropped by the cap\n", str_of(r, "label", "-"),
+           str_of(r, "roomId", "-"), (long long)json_integer_value(json_object_get(r, "messages")),
+           (long long)json_integer_value(json_object_get(r, "dropped")));
+    json_t *cur, *cursors = json_object_get(r, "cursors");
+    size_t k;
+    json_array_foreach(cursors, k, cur)
+        printf("%-24s   peer %s at cursor %lld\n", "", str_of(cur, "peer", "-"),
+               (long long)json_integer_value(json_object_get(cur, "cursor")));
+  }
   return FL_EXIT_OK;
 }
 
@@ -481,6 +519,34 @@ static int cmd_peer_add(ctl *c) {
 static int cmd_peer_list(ctl *c) {
   static const ctl_call call = {"fleet/peers", NULL, print_peers};
   return ctl_run(c, &call, NULL, NULL);
+}
+
+static int cmd_rooms(ctl *c) {
+  static const ctl_call call = {"fleet/rooms", NULL, print_rooms};
+  return ctl_run(c, &call, NULL, NULL);
+}
+
+static int print_claims(ctl *c, json_t *res) {
+  if (json_is_true(json_object_get(res, "degraded")))
+    return fl_ctl_fail("claims need rooms, which are not configured on this fleetd (set "
+                       "\"rooms\" in fleetd.json)");
+  json_t *claims = json_object_get(res, "claims"), *cl;
+  size_t i;
+  if (json_array_size(claims) == 0)
+    printf("no resource is held\n");
+  json_array_foreach(claims, i, cl) {
+    json_t *o = json_object_get(cl, "owner");
+    printf("%-24s %s@%s  since %s  until %s%s\n", str_of(cl, "resource", "-"),
+           str_of(o, "name", "-"), str_of(o, "host", "-"), str_of(cl, "since", "-"),
+           str_of(cl, "expiresAt", "-"),
+           json_is_true(json_object_get(cl, "settled")) ? "" : "  (tentative)");
+  }
+  return FL_EXIT_OK;
+}
+
+static int cmd_claims(ctl *c) {
+  static const ctl_call call = {NULL, "fleet_claims", print_claims};
+  return ctl_run(c, &call, NULL, c->nargs ? json_pack("{s:s}", "resource", c->args[0]) : NULL);
 }
 
 static int cmd_peer_remove(ctl *c) {

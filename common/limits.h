@@ -205,4 +205,35 @@
 #define FL_LOG_LINE_MAX 1024
 #define FL_LOG_TRACE_LINES 4096
 
+/* ---- rooms (gateway/room.c) ---- */
+
+/* One room envelope as served, in bytes: a bigger one is dropped
+ * (oversize). */
+#define FL_ROOM_MAX_ENVELOPE (64u * 1024u)
+/* Hops a merged message may have made: a host re-serves what it merged
+ * with hops + 1, and drops what arrives with hops at this limit. */
+#define FL_ROOM_MAX_HOPS 4
+/* Messages in one pull response, and its body in bytes. */
+#define FL_ROOM_MAX_PAGE 500
+#define FL_ROOM_MAX_BODY (4u * 1024u * 1024u)
+/* Registered rooms per host, and a label's length. */
+#define FL_ROOM_MAX_ROOMS 64
+#define FL_ROOM_MAX_LABEL 128
+/* A roomId: hex of a 32-byte unkeyed BLAKE2b, plus the NUL. */
+#define FL_ROOM_ID_SIZE 65
+/* rooms.maxMessages when unset, and its ceiling. */
+#define FL_ROOM_DEFAULT_MAX_MESSAGES 10000
+#define FL_ROOM_MAX_MAX_MESSAGES 1000000
+/* A msgType's length. */
+#define FL_ROOM_MAX_MSG_TYPE 64
+/* Pages one sync pulls from one peer for one room before waiting for the
+ * next sync. */
+#define FL_ROOM_MAX_PAGES_PER_SYNC 8
+/* claims.<host> on the broker: at most this many claims wait for a fleetd
+ * that is down, and the queue of a host gone for 30 days is deleted. */
+#define FL_BROKER_CLAIMS_MAX_LENGTH 10000
+#define FL_BROKER_CLAIMS_EXPIRES_MS (30LL * 24 * 3600 * 1000)
+/* A claim's ttl_s ceiling (a week). */
+#define FL_CLAIM_MAX_TTL_S (7 * 24 * 3600)
+
 #endif

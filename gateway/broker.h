@@ -38,9 +38,10 @@ typedef struct fl_broker fl_broker;
 
 /* Where a delivery came from. */
 typedef enum fl_broker_source {
-  FL_BROKER_INBOX,  /* agent.<gid>.inbox.v2 of an inbox the loop added */
-  FL_BROKER_ROSTER, /* roster.<host>: presence beats from fleet.roster */
-  FL_BROKER_CONTROL /* control.<host>: spawn / stop for this host */
+  FL_BROKER_INBOX,   /* agent.<gid>.inbox.v2 of an inbox the loop added */
+  FL_BROKER_ROSTER,  /* roster.<host>: presence beats from fleet.roster */
+  FL_BROKER_CONTROL, /* control.<host>: spawn / stop for this host */
+  FL_BROKER_CLAIMS   /* claims.<host>: every claim, from fleet.claims */
 } fl_broker_source;
 
 /* One delivery, lent to on_delivery for the duration of the call. Copy what

@@ -607,6 +607,9 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
     fl_broker_copy_bytes(c->routing_key, sizeof(c->routing_key), m->routing_key);
     if (c->inbox)
       c->source = FL_BROKER_INBOX;
+    else if (m->consumer_tag.len == strlen(FL_BROKER_TAG_CLAIMS) &&
+             memcmp(m->consumer_tag.bytes, FL_BROKER_TAG_CLAIMS, strlen(FL_BROKER_TAG_CLAIMS)) == 0)
+      c->source = FL_BROKER_CLAIMS;
     else
       c->source =
           (m->consumer_tag.len == strlen(FL_BROKER_TAG_CONTROL) &&

@@ -45,6 +45,7 @@
  * which queue it came from. */
 #define FL_BROKER_TAG_CONTROL "control"
 #define FL_BROKER_TAG_ROSTER "roster"
+#define FL_BROKER_TAG_CLAIMS "claims"
 
 enum item_type {
   CMD_PUBLISH = 1, /* doubles as the publish-done event once it has an outcome */

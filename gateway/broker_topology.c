@@ -69,6 +69,7 @@ int fl_broker_topology_declare(fl_broker *b, char *why, size_t n) {
   if ((rc = declare_exchange(b, FL_EX_MSG, FL_EX_MSG_TYPE, why, n)) ||
       (rc = declare_exchange(b, FL_EX_ROSTER, FL_EX_ROSTER_TYPE, why, n)) ||
       (rc = declare_exchange(b, FL_EX_CONTROL, FL_EX_CONTROL_TYPE, why, n)) ||
+      (rc = declare_exchange(b, FL_EX_CLAIMS, FL_EX_CLAIMS_TYPE, why, n)) ||
       (rc = declare_exchange(b, FL_EX_DLX, FL_EX_DLX_TYPE, why, n)))
     return rc;
 
@@ -101,6 +102,21 @@ int fl_broker_topology_declare(fl_broker *b, char *why, size_t n) {
   if ((rc = fl_broker_rpc_result(b, ch, "declare roster queue", why, n)) ||
       (rc = bind_queue(b, ch, q, FL_EX_ROSTER, FL_KEY_ROSTER_ALL, why, n)) ||
       (rc = consume(b, ch, q, FL_BROKER_TAG_ROSTER, why, n)))
+    return rc;
+
+  /* claims.<host>: durable, so claims made while this gateway was down
+   * wait for it. */
+  if ((rc = topo_name(fl_topology_claims_queue(q, sizeof(q), b->host_id), "claims queue",
+                      b->host_id, why, n)))
+    return rc;
+  amqp_table_entry_t claims_args[] = {
+      fl_broker_entry_long("x-max-length", FL_BROKER_CLAIMS_MAX_LENGTH),
+      fl_broker_entry_long("x-expires", FL_BROKER_CLAIMS_EXPIRES_MS)};
+  amqp_table_t claims_table = {2, claims_args};
+  amqp_queue_declare(b->conn, ch, amqp_cstring_bytes(q), 0, 1, 0, 0, claims_table);
+  if ((rc = fl_broker_rpc_result(b, ch, "declare claims queue", why, n)) ||
+      (rc = bind_queue(b, ch, q, FL_EX_CLAIMS, FL_KEY_CLAIMS, why, n)) ||
+      (rc = consume(b, ch, q, FL_BROKER_TAG_CLAIMS, why, n)))
     return rc;
   return 0;
 }

@@ -35,9 +35,9 @@ static const char fl_usage[] =
 
 /* The keys each object of the file may hold, for the unknown-key check and
  * its message. */
-static const char *const fl_top_keys[] = {"hostId", "stateDir",    "socket",   "broker",
-                                          "nudge",  "logLevel",    "profiles", "store",
-                                          "inject", "coordinator", NULL};
+static const char *const fl_top_keys[] = {"hostId",   "stateDir", "socket", "broker", "nudge",
+                                          "logLevel", "profiles", "store",  "inject", "coordinator",
+                                          "rooms",    "claims",   NULL};
 static const char *const fl_coord_keys[] = {"uri", "fleet", NULL};
 static const char *const fl_broker_keys[] = {
     "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
@@ -397,6 +397,10 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
   json_t *profiles = json_object_get(root, "profiles");
   if (profiles && fl_config_apply_profiles(cfg, profiles, file, err, errlen))
     return FL_ECONFIG;
+  json_t *rooms = json_object_get(root, "rooms"), *claims = json_object_get(root, "claims");
+  if ((rooms && fl_config_apply_rooms(cfg, rooms, file, err, errlen)) ||
+      (claims && fl_config_apply_claims(cfg, claims, file, err, errlen)))
+    return FL_ECONFIG;
   return 0;
 }
 
@@ -481,9 +485,11 @@ void fl_config_defaults(fl_config *cfg) {
   snprintf(cfg->log_level, sizeof cfg->log_level, "info");
   cfg->gw.nudge.enabled = 1;
   cfg->gw.presence_interval_ms = 5000; /* a joiner shows up elsewhere within ~5 s */
-  cfg->gw.nudge.first_ms = 1000;       /* let a client that is about to poll do so */
-  cfg->gw.nudge.backoff_ms = 30000;    /* then remind every 30 s, doubling ... */
-  cfg->gw.nudge.max_ms = 600000;       /* ... up to every 10 minutes */
+  cfg->gw.rooms_sync_interval_s = 20;
+  cfg->gw.rooms_max_messages = FL_ROOM_DEFAULT_MAX_MESSAGES;
+  cfg->gw.nudge.first_ms = 1000;    /* let a client that is about to poll do so */
+  cfg->gw.nudge.backoff_ms = 30000; /* then remind every 30 s, doubling ... */
+  cfg->gw.nudge.max_ms = 600000;    /* ... up to every 10 minutes */
   snprintf(cfg->gw.nudge.text, sizeof cfg->gw.nudge.text,
            "fleet: new message(s) waiting - call the fleet_poll tool to read them");
   /* Typed only into an idle, empty input: Claude Code's input line is "> "

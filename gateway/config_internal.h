@@ -31,4 +31,11 @@ int fl_config_known_keys(json_t *obj, const char *section, const char *const kno
 int fl_config_apply_profiles(fl_config *cfg, json_t *profiles, const char *file, char *err,
                              size_t errlen);
 
+/* rooms: {listen, syncIntervalS, maxMessages} and claims: {settleMs}
+ * (borrowed) onto cfg (config_rooms.c). 0 or FL_ECONFIG. */
+int fl_config_apply_rooms(fl_config *cfg, json_t *rooms, const char *file, char *err,
+                          size_t errlen);
+int fl_config_apply_claims(fl_config *cfg, json_t *claims, const char *file, char *err,
+                           size_t errlen);
+
 #endif

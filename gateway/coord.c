@@ -387,6 +387,10 @@ static void fl_coord_on_delivery(void *ctx, const fl_broker_delivery *d) {
             "goes through the coordinator",
             d->env->msg_id);
     break;
+  case FL_BROKER_CLAIMS:
+    /* Claims travel on each fleet's own vhost, never between fleets. */
+    fl_debug(d->env->trace_id, "coordinator: claim %s ignored", d->env->msg_id);
+    break;
   }
   fl_broker_ack(co->broker, d->tag);
 }

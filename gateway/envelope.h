@@ -62,7 +62,8 @@ typedef struct fl_envelope {
   X(CLAIM)                                                                                         \
   X(SPAWNED)                                                                                       \
   X(STOPPED)                                                                                       \
-  X(COORD)
+  X(COORD)                                                                                         \
+  X(ROOM)
 
 #define FL_KIND_ENUM_(name) FL_KIND_##name,
 typedef enum fl_envelope_kind {

@@ -29,6 +29,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/claims.h"
 #include "gateway/confirm.h"
 #include "gateway/control.h"
 #include "gateway/gw_internal.h"
@@ -225,6 +226,9 @@ static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
     return;
   case FL_BROKER_ROSTER:
     fl_presence_receive(f->presence, d);
+    break;
+  case FL_BROKER_CLAIMS:
+    fl_claims_receive(f->gw, d->env->host, d->body, d->len);
     break;
   case FL_BROKER_CONTROL:
     if (fl_control_receive(f->control, d)) {
@@ -703,6 +707,28 @@ static void fl_fabric_free(void *ctx) {
   fl_free(f);
 }
 
+/* A claim to every gateway: the room item is the body, signed again as a
+ * CLAIM envelope like every publish. Not confirmed: the room copy and the
+ * next claim cover a loss. */
+static int fl_fabric_publish_claim(void *ctx, const char *msg_id, const char *item, size_t len) {
+  fl_fabric *f = ctx;
+  fl_gw *gw = f->gw;
+  if (!f->up)
+    return FL_EBROKER;
+  fl_envelope env;
+  memset(&env, 0, sizeof env);
+  fl_copy(env.v, sizeof env.v, FL_ENVELOPE_VERSION);
+  fl_copy(env.kind, sizeof env.kind, fl_envelope_kind_name(FL_KIND_CLAIM));
+  fl_copy(env.msg_id, sizeof env.msg_id, msg_id);
+  fl_uuid(env.trace_id);
+  fl_copy(env.host, sizeof env.host, gw->cfg.host_id);
+  fl_rfc3339(fl_now_ms(), env.ts);
+  int rc = fl_sign_envelope(&env, item, len, gw->id.sk);
+  if (rc == 0)
+    rc = fl_broker_publish(f->broker, FL_EX_CLAIMS, FL_KEY_CLAIMS, 0, &env, item, len, NULL);
+  return rc;
+}
+
 /* A receipt of the forward path: published to the sender's inbox, signed
  * like any message, without a waiter (a lost one shows as the sender's
  * timeout, and the forward path retries one that could not be handed on). */
@@ -724,6 +750,7 @@ static int fl_fabric_receipt(void *ctx, const fl_msg *m) {
 }
 
 static const fl_remote_ops fl_fabric_ops = {
+    .publish_claim = fl_fabric_publish_claim,
     .receipt = fl_fabric_receipt,
     .publish = fl_fabric_publish,
     .broadcast = fl_fabric_broadcast,

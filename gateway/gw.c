@@ -19,10 +19,12 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/ask.h"
+#include "gateway/claims.h"
 #include "gateway/coord.h"
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
+#include "gateway/room.h"
 #include "gateway/spawn.h"
 
 /* How often held messages past their expiry are swept. */
@@ -119,11 +121,16 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
   }
-  if ((rc = fl_coord_start(gw, err, errlen))) {
+  if ((rc = fl_coord_start(gw, err, errlen)) || (rc = fl_rooms_start(gw, err, errlen)) ||
+      (rc = fl_claims_start(gw, err, errlen))) {
+    fl_rooms_stop(gw);
+    fl_coord_stop(gw);
     fl_remote_stop(gw);
-    uv_run(loop, UV_RUN_NOWAIT);
-    fl_remote_free(gw);
     uv_close((uv_handle_t *)&gw->sweep, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    fl_rooms_free(gw);
+    fl_coord_free(gw);
+    fl_remote_free(gw);
     goto fail;
   }
   *out = gw;
@@ -151,9 +158,10 @@ json_t *fl_gw_peers(fl_gw *gw) {
   json_t *arr = json_array();
   for (size_t i = 0; i < fl_peers_count(gw->peers); i++) {
     const fl_peer *p = fl_peers_at(gw->peers, i);
-    json_array_append_new(arr, json_pack("{s:s, s:s, s:s?, s:s}", "host", p->host, "publicKey",
-                                         p->pk_b64, "url", p->url[0] ? p->url : NULL, "pinnedAt",
-                                         p->pinned_at));
+    json_array_append_new(arr,
+                          json_pack("{s:s, s:s, s:s?, s:s, s:o?}", "host", p->host, "publicKey",
+                                    p->pk_b64, "url", p->url[0] ? p->url : NULL, "pinnedAt",
+                                    p->pinned_at, "sync", fl_rooms_peer_json(gw, p->host)));
   }
   return json_pack("{s:o}", "peers", arr);
 }
@@ -203,6 +211,7 @@ void fl_gw_shutdown(fl_gw *gw) {
   fl_forward_stop(gw);
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
+  fl_rooms_stop(gw);
   fl_remote_stop(gw);
   fl_coord_stop(gw);
 }
@@ -211,6 +220,7 @@ void fl_gw_free(fl_gw **gwp) {
   if (!gwp || !*gwp)
     return;
   fl_gw *gw = *gwp;
+  fl_rooms_free(gw);
   fl_remote_free(gw);
   fl_forward_free(gw);
   fl_coord_free(gw);

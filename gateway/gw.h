@@ -90,6 +90,13 @@ typedef struct fl_gw_config {
    * URI ("" = none) and this fleet's name, the default coordId suffix. */
   char coord_uri[1024];
   char coord_fleet[FL_MAX_NAME + 1];
+  /* Room federation (config "rooms"); rooms_on 0 = off (room tools read
+   * degraded). */
+  int rooms_on;
+  char rooms_listen[128];         /* "HOST:PORT" served; "" = serve nothing */
+  unsigned rooms_sync_interval_s; /* pull period */
+  unsigned rooms_max_messages;    /* cap per room; the oldest are dropped */
+  unsigned claims_settle_ms;      /* 0 = the transport's default */
 } fl_gw_config;
 
 /* Who a session says it is (from fleet-mcp's environment). All strings are
@@ -245,6 +252,36 @@ int fl_gw_peer_add(fl_gw *gw, const char *host, const char *pk, const char *url,
  * memory of them) until it is pinned again and beats. FL_ENOTFOUND when
  * host is not pinned. */
 int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen);
+
+/* Rooms (room.h). With rooms off each answers {degraded: true}. room is a
+ * roomId or a label. Results as the room tools in schema/tools.json. */
+int fl_gw_room_register(fl_gw *gw, fl_client *c, const char *label, json_t **result, char *err,
+                        size_t errlen);
+int fl_gw_room_publish(fl_gw *gw, fl_client *c, const char *room, const char *msg_type,
+                       json_t *payload, json_t **result, char *err, size_t errlen);
+int fl_gw_room_watch(fl_gw *gw, fl_client *c, const char *room, long long after, double wait_s,
+                     size_t max, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+                     size_t errlen);
+int fl_gw_room_sync(fl_gw *gw, fl_client *c, const char *room, fl_gw_cb cb, void *ctx,
+                    json_t **result, fl_wait **wait, char *err, size_t errlen);
+/* The pinned peers with their URL, last sync and drops by reason. */
+json_t *fl_gw_room_peers(fl_gw *gw);
+/* The registered rooms with their sizes and the peers' cursors. */
+json_t *fl_gw_rooms(fl_gw *gw);
+
+/* Claims (claims.h). resource is 1..128 bytes; the caller must be a named
+ * session. claim: ttl_s 1..FL_CLAIM_MAX_TTL_S; with wait_s > 0 a tentative
+ * answer waits out the settle window (at most wait_s). handoff: to is a gid,
+ * a name or name@host. Results as the claim tools in schema/tools.json;
+ * without rooms {degraded: true}. */
+int fl_gw_claim(fl_gw *gw, fl_client *c, const char *resource, double ttl_s, double wait_s,
+                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+int fl_gw_release(fl_gw *gw, fl_client *c, const char *resource, json_t **result, char *err,
+                  size_t errlen);
+int fl_gw_handoff(fl_gw *gw, fl_client *c, const char *resource, const char *to, json_t **result,
+                  char *err, size_t errlen);
+int fl_gw_claims(fl_gw *gw, fl_client *c, const char *resource, json_t **result, char *err,
+                 size_t errlen);
 
 /* Cancels a waiting call: its callback never runs. NULL-safe; sets *w NULL. */
 void fl_gw_cancel(fl_gw *gw, fl_wait **w);

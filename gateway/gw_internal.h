@@ -56,6 +56,13 @@
   X(SPAWNS, "spawns")                                                                              \
   X(SPAWN_FAILURES, "spawn_failures")                                                              \
   X(STOPS, "stops")                                                                                \
+  X(ROOM_PUBLISHED, "room_published")                                                              \
+  X(ROOM_MERGED, "room_merged")                                                                    \
+  X(ROOM_DROPPED, "room_dropped")                                                                  \
+  X(ROOM_CAPPED, "room_capped")                                                                    \
+  X(ROOM_SERVED, "room_served")                                                                    \
+  X(ROOM_PULLS_FAILED, "room_pulls_failed")                                                        \
+  X(ROOM_PULLS_REFUSED, "room_pulls_refused")                                                      \
   X(CONTROL_RECEIVED, "control_received")                                                          \
   X(CONTROL_REFUSED, "control_refused")                                                            \
   X(SPAWNS_FOR_HOSTS, "spawns_for_hosts")                                                          \
@@ -112,6 +119,8 @@ struct fl_gw {
   struct fl_wire_keys *wire_keys;
   /* Spawns waiting for their agent to register (spawn.c). */
   struct fl_spawn *spawns;
+  /* Room federation (room.h), NULL when rooms are off. */
+  struct fl_rooms *rooms;
   /* The forward path's queues and timers (forward.c). */
   struct fl_forward *forward;
   /* Asks put to this host's entities, by turn (ask.c). */

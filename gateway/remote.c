@@ -157,6 +157,12 @@ void fl_remote_free(fl_gw *gw) {
   gw->remote_ctx = NULL;
 }
 
+int fl_remote_publish_claim(fl_gw *gw, const char *msg_id, const char *item, size_t len) {
+  if (!gw->remote || !gw->remote->publish_claim)
+    return 0;
+  return gw->remote->publish_claim(gw->remote_ctx, msg_id, item, len);
+}
+
 int fl_remote_receipt(fl_gw *gw, const fl_msg *m) {
   if (!gw->remote || !gw->remote->receipt)
     return FL_EBROKER;

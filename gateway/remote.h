@@ -60,6 +60,9 @@ typedef struct fl_remote_ops {
   /* A local entity left for good (fleet_stop): delete its inbox. Optional:
    * unset reads as nothing to delete. */
   void (*remove_inbox)(void *ctx, const char *gid);
+  /* Hands a signed claim (a room item of #claims, len bytes) to every other
+   * gateway (fleet.claims). Optional: unset reads as no broker. */
+  int (*publish_claim)(void *ctx, const char *msg_id, const char *item, size_t len);
   /* The control plane (each optional: unset reads as "no broker").
    * spawn_remote asks host's gateway to spawn from its profile (arguments
    * as fl_gw_spawn): *wait is set and completes with {gid, name, host,
@@ -135,6 +138,8 @@ json_t *fl_remote_describe(fl_gw *gw);
 json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_remove_inbox(fl_gw *gw, const char *gid);
+/* 0 when handed on (or no broker: nothing to do), else a negative code. */
+int fl_remote_publish_claim(fl_gw *gw, const char *msg_id, const char *item, size_t len);
 int fl_remote_spawn(fl_gw *gw, fl_client *c, const char *host, const char *profile,
                     const char *name, const char *brief, double wait_s, fl_gw_cb cb, void *ctx,
                     fl_wait **wait, char *err, size_t errlen);

@@ -153,4 +153,36 @@ int fl_store_batch_end(fl_store *s);
 /* Frees an array from fl_store_take (and each content). NULL-safe. */
 void fl_msgs_free(fl_msg *msgs, size_t n);
 
+/* ---- rooms (store_rooms.c) ----
+ *
+ * Each registered room, its log of merged envelopes (seq rising across all
+ * rooms, so a seq is a cursor), the msgIds it ever took (so a message
+ * dropped by the cap is not merged again) and each peer's cursor. */
+
+/* Creates the room tables if absent. 0 or FL_ESTORE. */
+int fl_store_rooms_open(fl_store *s);
+/* Registers room_id under label (again: nothing changes). */
+int fl_store_room_put(fl_store *s, const char *room_id, const char *label);
+/* cb for every registered room, in label order. */
+int fl_store_room_each(fl_store *s,
+                       void (*cb)(void *ctx, const char *room_id, const char *label,
+                                  long long count, long long dropped),
+                       void *ctx);
+/* Appends item (the envelope as served, without hops) under msg_id with
+ * hops, then drops the oldest beyond max. Returns 0 with *seq and *dropped
+ * set, FL_EDUP when the room took msg_id before, or FL_ESTORE. */
+int fl_store_room_append(fl_store *s, const char *room_id, const char *msg_id, const char *item,
+                         int hops, size_t max, long long *seq, size_t *dropped);
+/* cb for each message of room_id with seq > after, oldest first, at most
+ * limit. */
+int fl_store_room_after(fl_store *s, const char *room_id, long long after, size_t limit,
+                        void (*cb)(void *ctx, long long seq, const char *item, int hops),
+                        void *ctx);
+/* A peer's cursor in a room (0 when none), and setting it. */
+int fl_store_room_cursor(fl_store *s, const char *room_id, const char *peer, long long *cursor);
+int fl_store_room_cursor_put(fl_store *s, const char *room_id, const char *peer, long long cursor);
+/* cb for each peer's cursor in room_id. */
+int fl_store_room_cursor_each(fl_store *s, const char *room_id,
+                              void (*cb)(void *ctx, const char *peer, long long cursor), void *ctx);
+
 #endif

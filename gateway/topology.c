@@ -58,6 +58,15 @@ int fl_topology_roster_queue(char *out, size_t n, const char *host) {
   return topo_fmt(out, n, FL_KEY_ROSTER_PREFIX "%s", host);
 }
 
+int fl_topology_claims_queue(char *out, size_t n, const char *host) {
+  if (topo_args(out, n))
+    return FL_EINVAL;
+  out[0] = '\0';
+  if (!fl_name_valid(host, FL_MAX_NAME))
+    return FL_EINVAL;
+  return topo_fmt(out, n, "claims.%s", host);
+}
+
 int fl_topology_roster_key(char *out, size_t n, const char *host, const char *gid) {
   if (topo_args(out, n))
     return FL_EINVAL;

@@ -34,6 +34,11 @@
 #define FL_EX_CONTROL "fleet.control"
 #define FL_EX_CONTROL_TYPE "direct"
 /* Where inboxes dead-letter to; it feeds the capped fleet.dlq. */
+/* Work claims: every gateway's claims.<host> queue gets every claim. */
+#define FL_EX_CLAIMS "fleet.claims"
+#define FL_EX_CLAIMS_TYPE "fanout"
+#define FL_KEY_CLAIMS ""
+
 #define FL_EX_DLX "fleet.dlx"
 #define FL_EX_DLX_TYPE "fanout"
 #define FL_Q_DLQ "fleet.dlq"
@@ -59,6 +64,8 @@ int fl_topology_control_queue(char *out, size_t n, const char *host);
 
 /* roster.<host>: the queue a host reads every presence beat from. */
 int fl_topology_roster_queue(char *out, size_t n, const char *host);
+/* claims.<host>: this gateway's copy of every claim (fleet.claims). */
+int fl_topology_claims_queue(char *out, size_t n, const char *host);
 
 /* roster.<host>.<gid>: the key of an entity's presence beat on fleet.roster
  * (gid FL_GID_GATEWAY for the gateway's own beat). */

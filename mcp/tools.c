@@ -14,9 +14,11 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "mcp/claim_tools.h"
 #include "mcp/hints.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
+#include "mcp/room_tools.h"
 #include "mcp/schema_check.h"
 
 extern const char fl_schema_tools[];
@@ -118,7 +120,7 @@ static void fl_tool_call_free(fl_tool_call **call) {
 }
 
 /* The gateway's callback for a parked call (an fl_gw_cb): answers it. */
-static void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
+void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
   fl_tool_call *call = ctx;
   fl_tool_call_unlink(call);
   fl_session_reply(call->s, call->id,
@@ -266,12 +268,15 @@ static int fl_tool_stop(fl_session *s, fl_tool_call *call, json_t *args, json_t 
                     fl_tool_call_done, call, result, wait, err, errlen);
 }
 
-static const fl_tool fl_tool_table[] = {
-    {"fleet_list", fl_tool_list},           {"fleet_send", fl_tool_send},
-    {"fleet_poll", fl_tool_poll},           {"fleet_reply", fl_tool_reply},
-    {"fleet_broadcast", fl_tool_broadcast}, {"fleet_spawn", fl_tool_spawn},
-    {"fleet_stop", fl_tool_stop},           {"fleet_ask", fl_tool_ask},
-};
+static const fl_tool fl_tool_table[] = {{"fleet_list", fl_tool_list},
+                                        {"fleet_send", fl_tool_send},
+                                        {"fleet_poll", fl_tool_poll},
+                                        {"fleet_reply", fl_tool_reply},
+                                        {"fleet_broadcast", fl_tool_broadcast},
+                                        {"fleet_spawn", fl_tool_spawn},
+                                        {"fleet_stop", fl_tool_stop},
+                                        {"fleet_ask", fl_tool_ask},
+                                        FL_ROOM_TOOLS FL_CLAIM_TOOLS};
 
 const fl_tool *fl_tools_table(size_t *n) {
   if (n)

@@ -38,6 +38,10 @@ typedef struct fl_tool {
   fl_tool_handler handler;
 } fl_tool;
 
+/* The fl_gw_cb a handler passes for a call the verb may park (ctx = call):
+ * answers the call when the gateway calls back. */
+void fl_tool_call_done(void *ctx, json_t *result, const char *err);
+
 /* The handler table: *n entries, static. Every tool schema/tools.json
  * declares has exactly one entry and every entry is declared there
  * (tests/unit/test_tools.c checks both ways). */

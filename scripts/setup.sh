@@ -47,7 +47,7 @@ die() {
 
 # ---- packages ------------------------------------------------------------
 PKGS=(build-essential pkg-config libuv1-dev libjansson-dev libsqlite3-dev libsodium-dev
-  librabbitmq-dev libcmocka-dev tmux)
+  librabbitmq-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev tmux)
 command -v cmake >/dev/null 2>&1 || PKGS+=(cmake)
 [ "$want_broker" -eq 0 ] || PKGS+=(rabbitmq-server)
 

@@ -38,7 +38,8 @@ fi
 
 # ---- packages ------------------------------------------------------------
 PKGS=(build-essential pkg-config libuv1-dev libjansson-dev libsqlite3-dev libsodium-dev
-  librabbitmq-dev libcmocka-dev tmux rabbitmq-server openssl clang-format systemd)
+  librabbitmq-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev tmux rabbitmq-server openssl
+  clang-format systemd)
 command -v cmake >/dev/null 2>&1 || PKGS+=(cmake)
 
 missing=()

@@ -321,9 +321,9 @@ export function gatewayPermissions(host, { clear = false } = {}) {
   const word = '[A-Za-z0-9_-]+';
   const shared = clear ? `|broadcast\\.${word}` : '';
   return {
-    configure: `^(fleet\\.(msg|roster|control|dlx|dlq)|control\\.${h}|roster\\.${h}|${inbox})$`,
-    write: `^(fleet\\.(msg|roster|control|dlx|dlq)|control\\.${h}|roster\\.${h}|${inbox})$`,
-    read: `^(fleet\\.(msg|roster|control|dlx)|control\\.${h}|roster\\.${h}|${inbox})$`,
+    configure: `^(fleet\\.(msg|roster|control|claims|dlx|dlq)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
+    write: `^(fleet\\.(msg|roster|control|claims|dlx|dlq)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
+    read: `^(fleet\\.(msg|roster|control|claims|dlx)|control\\.${h}|roster\\.${h}|claims\\.${h}|${inbox})$`,
     // Presence only under its own host's keys; bind only roster.#.
     rosterTopic: { exchange: 'fleet.roster', write: `^roster\\.${h}\\.`, read: '^roster\\.#$' },
     // Publish to a gid or to one host's broadcast key; bind only to a gid

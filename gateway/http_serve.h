@@ -1,0 +1,62 @@
+/* http_serve.h — fleetd's HTTP server: libmicrohttpd on its own thread,
+ * answering from the loop through a small route table.
+ *
+ * The server thread never touches loop state. Each request is put on a
+ * bounded queue into the loop (xqueue.h) and its connection suspended; the
+ * loop runs the route's handler, which fills a response, and resumes the
+ * connection. A full queue is a 503 at once, so a flood of requests costs
+ * the loop nothing. Only GET is served; anything else is 405. Routes match
+ * by path prefix, first match wins; no match is 404. Rooms register one
+ * route; another part (a dashboard, /metrics) can add its own to the same
+ * table. */
+#ifndef FL_HTTP_SERVE_H
+#define FL_HTTP_SERVE_H
+
+#include <stddef.h>
+#include <uv.h>
+
+typedef struct fl_http_server fl_http_server;
+
+/* One request, borrowed for the handler's call. */
+typedef struct fl_http_req {
+  const char *path;  /* without the query */
+  const char *query; /* the raw query after '?', or "" */
+} fl_http_req;
+
+/* What the handler answers: status and a body it allocated with fl_malloc
+ * (the server frees it); content_type static. */
+typedef struct fl_http_resp {
+  unsigned status;
+  const char *content_type;
+  char *body;
+  size_t len;
+} fl_http_resp;
+
+typedef void (*fl_http_handler)(void *ctx, const fl_http_req *req, fl_http_resp *resp);
+
+typedef struct fl_http_route {
+  const char *prefix; /* "/v1/rooms/" */
+  fl_http_handler handler;
+  void *ctx;
+} fl_http_route;
+
+#define FL_HTTP_MAX_ROUTES 8
+
+/* Starts serving listen ("HOST:PORT", "[V6]:PORT"; port 0 = any free one)
+ * on loop. Routes are added after with fl_http_server_route (on the loop,
+ * before or while serving). Returns 0 and *out, or FL_EINVAL / FL_ECONFIG
+ * with err saying what to fix. */
+int fl_http_server_start(uv_loop_t *loop, const char *listen, fl_http_server **out, char *err,
+                         size_t errlen);
+/* Adds a route. 0 or FL_EFULL. */
+int fl_http_server_route(fl_http_server *s, const fl_http_route *r);
+/* The address actually bound, "HOST:PORT". */
+const char *fl_http_server_addr(const fl_http_server *s);
+/* Counts: requests answered, refused because the queue was full. */
+unsigned long long fl_http_server_served(const fl_http_server *s);
+/* Stops the thread (answering what waits with 503) and closes the queue;
+ * run the loop once more, then fl_http_server_free. */
+void fl_http_server_stop(fl_http_server *s);
+void fl_http_server_free(fl_http_server **s);
+
+#endif
