@@ -96,7 +96,8 @@ hostsTest('a dead-lettered message from an unpinned host names the recipient gid
 
   const bc = await callTool(bob, 'fleet_broadcast', { content: 'to everyone' });
   const bline = await waitFor(() => logLines(hostA, new RegExp(`dead-lettered ${bc.msgId}`))[0], { what: 'the broadcast dead-letter line' });
-  assert.match(bline, /from host 'hostB' \(routing key broadcast\.all\): its host is not pinned here \(fleetctl peer add hostB KEY\)/, bline);
+  // The copy sealed for hostA's members, under hostA's broadcast key.
+  assert.match(bline, /from host 'hostB' \(routing key broadcast\.hostA\.all\): its host is not pinned here \(fleetctl peer add hostB KEY\)/, bline);
   const p = await callTool(alice, 'fleet_poll', { wait_s: 0 });
   assert.deepEqual(p.messages, [], `nothing from the unpinned host is delivered: ${JSON.stringify(p)}`);
 });
