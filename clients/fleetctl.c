@@ -19,6 +19,7 @@
  * line on stderr (a usage error adds the command's synopsis), and with
  * --json also a JSON error object on stdout (fleetctl_report.h). Names are
  * checked here before anything connects: --as must follow the name rule. */
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -83,6 +84,7 @@ static int cmd_trace(ctl *c);
 static int cmd_spawn(ctl *c);
 static int cmd_stop(ctl *c);
 static int cmd_rooms(ctl *c);
+static int cmd_dashboard(ctl *c);
 
 /* The commands, in the order the help text lists them. */
 static const ctl_cmd fl_ctl_cmds[] = {
@@ -116,6 +118,10 @@ static const ctl_cmd fl_ctl_cmds[] = {
     {"rooms", 0, 0, cmd_rooms, "rooms",
      "the registered rooms: id, label, messages, and\neach peer's cursor", 0},
     {"peer remove", 1, 1, cmd_peer_remove, "peer remove HOST", "drop HOST's pin", 0},
+    {"dashboard", 0, 0, cmd_dashboard, "dashboard",
+     "the URL of fleetd's dashboard (with its token when one is needed); /metrics and\n"
+     "/api/... are served there too",
+     0},
     {"trace", 1, 1, cmd_trace, "trace ID",
      "what this fleetd logged for a flow (recent lines);\nID is a trace id or a msgId", 0},
     {"help", 0, FL_CTL_MAX_ARGS, NULL, "help", "print this text", 0},
@@ -520,6 +526,54 @@ static int cmd_peer_remove(ctl *c) {
 static int cmd_trace(ctl *c) {
   static const ctl_call call = {"fleet/trace", NULL, print_trace};
   return ctl_run(c, &call, NULL, json_pack("{s:s}", "traceId", c->args[0]));
+}
+
+/* The dashboard's URL from fleet/status, with the token of
+ * <stateDir>/http-token when fleetd asks for one. */
+static int cmd_dashboard(ctl *c) {
+  json_t *res = NULL;
+  int st = fl_ctl_open(&c->conn, NULL);
+  if (st != FL_EXIT_OK)
+    return st;
+  if ((st = fl_ctl_call(&c->conn, "fleet/status", NULL, &res)) != FL_EXIT_OK)
+    return st;
+  json_t *http = json_object_get(res, "http");
+  const char *url = str_of(http, "url", NULL), *state = str_of(res, "stateDir", "");
+  if (!url) {
+    json_decref(res);
+    return fl_ctl_report(FL_EXIT_FAIL, 0, NULL,
+                         "fleetd serves no dashboard: set \"http\": {\"listen\": \"127.0.0.1:0\"} "
+                         "in fleetd.json and restart it");
+  }
+  int need = json_is_true(json_object_get(http, "tokenRequired"));
+  char token[80] = "", full[512];
+  if (need) {
+    char path[FL_MAX_PATH + 32];
+    snprintf(path, sizeof path, "%s/http-token", state);
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(token, sizeof token, f)) {
+      char msg[FL_MAX_PATH + 128];
+      snprintf(msg, sizeof msg, "cannot read the dashboard's token %s: %s (run as fleetd's user)",
+               path, strerror(errno));
+      if (f)
+        fclose(f);
+      json_decref(res);
+      return fl_ctl_report(FL_EXIT_FAIL, 0, NULL, msg);
+    }
+    fclose(f);
+    token[strcspn(token, "\r\n")] = '\0';
+  }
+  snprintf(full, sizeof full, "%s%s%s", url, need ? "?token=" : "", token);
+  if (c->o->json) {
+    json_t *o = json_pack("{s:s, s:s, s:b}", "url", full, "listen", str_of(http, "listen", ""),
+                          "tokenRequired", need);
+    st = print_json(o);
+    json_decref(o);
+  } else {
+    printf("%s\n", full);
+  }
+  json_decref(res);
+  return st;
 }
 
 static int cmd_send(ctl *c) {

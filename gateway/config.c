@@ -35,8 +35,9 @@ static const char fl_usage[] =
 
 /* The keys each object of the file may hold, for the unknown-key check and
  * its message. */
-static const char *const fl_top_keys[] = {"hostId",   "stateDir", "socket", "broker", "nudge",
-                                          "logLevel", "profiles", "rooms",  "claims", NULL};
+static const char *const fl_top_keys[] = {"hostId", "stateDir", "socket",   "broker",
+                                          "nudge",  "logLevel", "profiles", "rooms",
+                                          "claims", "http",     NULL};
 static const char *const fl_broker_keys[] = {"uri",           "caFile",     "queueType",
                                              "prefetch",      "heartbeatS", "presenceIntervalMs",
                                              "presenceTtlMs", NULL};
@@ -255,6 +256,9 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
   json_t *rooms = json_object_get(root, "rooms"), *claims = json_object_get(root, "claims");
   if ((rooms && fl_config_apply_rooms(cfg, rooms, file, err, errlen)) ||
       (claims && fl_config_apply_claims(cfg, claims, file, err, errlen)))
+    return FL_ECONFIG;
+  json_t *http = json_object_get(root, "http");
+  if (http && fl_config_apply_http(cfg, http, file, err, errlen))
     return FL_ECONFIG;
   return 0;
 }

@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inbound.h"
+#include "gateway/metrics.h"
 #include "gateway/presence.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
@@ -83,6 +84,7 @@ typedef struct fl_pub {
   fl_wait *wait;      /* NULL once the waiting call went away */
   double then_wait_s; /* > 0: after the confirm, wait this long for the reply */
   json_t *on_confirm; /* the result to give once confirmed (owned) */
+  long long sent_ms;  /* when it went to the broker link */
 } fl_pub;
 
 /* ---- settling deliveries ------------------------------------------------------ */
@@ -334,9 +336,10 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
       fl_debug(NULL, "presence beat not confirmed: %s", why ? why : fl_strerror(status));
     return;
   }
-  if (status == 0)
+  if (status == 0) {
     fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
-  else if (status != FL_ECANCELLED)
+    fl_metrics_observe(gw, FL_H_PUBLISH_CONFIRM, fl_now_ms() - pub->sent_ms);
+  } else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
   fl_wait *w = pub->wait;
   double then_wait_s = pub->then_wait_s;
@@ -420,6 +423,7 @@ static int fl_publish(fl_fabric *f, fl_client *c, const char *key, int mandatory
   pub->wait = w;
   pub->then_wait_s = then_wait_s;
   pub->on_confirm = on_confirm;
+  pub->sent_ms = fl_now_ms();
   w->ext = pub;
   w->wants_reply = then_wait_s > 0;
   fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);

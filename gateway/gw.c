@@ -18,6 +18,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/dashboard.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
 #include "gateway/room.h"
@@ -46,17 +47,17 @@ json_t *fl_gw_status(fl_gw *gw) {
     online += e->client != NULL;
     dropped += e->dropped || e->removed;
   }
-  json_t *broker = fl_remote_describe(gw);
+  json_t *broker = fl_remote_describe(gw), *http = fl_dash_describe(gw);
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
-  return json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o}", "hostId",
-                   gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(),
-                   "uptimeS", (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket",
-                   gw->cfg.socket, "stateDir", gw->cfg.state_dir, "broker", broker, "mode",
-                   gw->cfg.broker_uri[0] ? "broker" : "single-host", "clients",
-                   (json_int_t)gw->nclients, "entities", (json_int_t)(gw->nentities - dropped),
-                   "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters);
+  return json_pack(
+      "{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:o?}", "hostId",
+      gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(), "uptimeS",
+      (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket", gw->cfg.socket, "stateDir",
+      gw->cfg.state_dir, "broker", broker, "mode", gw->cfg.broker_uri[0] ? "broker" : "single-host",
+      "clients", (json_int_t)gw->nclients, "entities", (json_int_t)(gw->nentities - dropped),
+      "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters, "http", http);
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -188,6 +189,7 @@ void fl_gw_shutdown(fl_gw *gw) {
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
   fl_rooms_stop(gw);
+  fl_dash_stop(gw);
   fl_remote_stop(gw);
 }
 
@@ -195,6 +197,7 @@ void fl_gw_free(fl_gw **gwp) {
   if (!gwp || !*gwp)
     return;
   fl_gw *gw = *gwp;
+  fl_dash_free(gw);
   fl_rooms_free(gw);
   fl_remote_free(gw);
   fl_peers_free(&gw->peers);

@@ -83,6 +83,11 @@ typedef struct fl_gw_config {
   unsigned rooms_sync_interval_s; /* pull period */
   unsigned rooms_max_messages;    /* cap per room; the oldest are dropped */
   unsigned claims_settle_ms;      /* 0 = the transport's default */
+  /* The dashboard, JSON API and /metrics (config "http"); http_on 0 = off.
+   * http_require_token: 1, 0, or -1 = only off loopback. */
+  int http_on;
+  char http_listen[128];
+  int http_require_token;
 } fl_gw_config;
 
 /* Who a session says it is (from fleet-mcp's environment). All strings are

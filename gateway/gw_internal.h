@@ -99,6 +99,8 @@ struct fl_gw {
   struct fl_spawn *spawns;
   /* Room federation (room.h), NULL when rooms are off. */
   struct fl_rooms *rooms;
+  /* The HTTP endpoint (dashboard.h), NULL when http is off. */
+  struct fl_dash *dash;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

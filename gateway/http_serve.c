@@ -37,6 +37,7 @@ typedef struct fl_http_item {
   struct MHD_Connection *conn;
   char *path;
   char *query;
+  char *authorization;
   int done;
   fl_http_resp resp;
 } fl_http_item;
@@ -46,6 +47,7 @@ static void fl_item_free(fl_http_item *it) {
     return;
   fl_free(it->path);
   fl_free(it->query);
+  fl_free(it->authorization);
   fl_free(it->resp.body);
   fl_free(it);
 }
@@ -75,7 +77,7 @@ static void fl_http_ready(void *ctx) {
       if (!r) {
         fl_answer_plain(it, 404, "no such resource\n");
       } else {
-        fl_http_req req = {it->path, it->query};
+        fl_http_req req = {it->path, it->query, it->authorization};
         r->handler(r->ctx, &req, &it->resp);
         if (!it->resp.status)
           fl_answer_plain(it, 500, "no answer\n");
@@ -142,8 +144,10 @@ static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const c
     return fl_plain_now(conn, 400, "a GET carries no body\n");
   fl_qbuf q = {{0}, 0};
   MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, fl_query_arg, &q);
+  const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
   it = fl_calloc(1, sizeof *it);
-  if (!it || !(it->path = fl_strdup(url)) || !(it->query = fl_strdup(q.buf))) {
+  if (!it || !(it->path = fl_strdup(url)) || !(it->query = fl_strdup(q.buf)) ||
+      !(it->authorization = fl_strdup(auth ? auth : ""))) {
     fl_item_free(it);
     return fl_plain_now(conn, 503, "out of memory\n");
   }
@@ -222,14 +226,19 @@ static int fl_parse_listen(const char *listen, struct sockaddr_storage *sa, sock
 
 int fl_http_server_start(uv_loop_t *loop, const char *listen, fl_http_server **out, char *err,
                          size_t errlen) {
+  return fl_http_server_start_for(loop, "rooms.listen", listen, out, err, errlen);
+}
+
+int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *listen,
+                             fl_http_server **out, char *err, size_t errlen) {
   *out = NULL;
   struct sockaddr_storage sa;
   socklen_t salen = 0;
   if (fl_parse_listen(listen, &sa, &salen) != 0) {
     fl_errf(err, errlen,
-            "rooms.listen \"%s\" is not HOST:PORT with a numeric address (e.g. 127.0.0.1:7777 or "
+            "%s \"%s\" is not HOST:PORT with a numeric address (e.g. 127.0.0.1:7777 or "
             "[::1]:7777)",
-            listen ? listen : "");
+            key, listen ? listen : "");
     return FL_EINVAL;
   }
   fl_http_server *s = fl_calloc(1, sizeof *s);
@@ -253,7 +262,7 @@ int fl_http_server_start(uv_loop_t *loop, const char *listen, fl_http_server **o
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)FL_HTTP_TIMEOUT_S,
                           MHD_OPTION_NOTIFY_COMPLETED, fl_completed, s, MHD_OPTION_END);
   if (!s->d) {
-    fl_errf(err, errlen, "cannot serve rooms on %s (address in use, or not this machine's?)",
+    fl_errf(err, errlen, "cannot serve %s %s (address in use, or not this machine's?)", key,
             listen);
     fl_xqueue_close(s->q, NULL);
     s->stopping = 2; /* free once the queue's handle closed */

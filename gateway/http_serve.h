@@ -19,8 +19,9 @@ typedef struct fl_http_server fl_http_server;
 
 /* One request, borrowed for the handler's call. */
 typedef struct fl_http_req {
-  const char *path;  /* without the query */
-  const char *query; /* the raw query after '?', or "" */
+  const char *path;          /* without the query */
+  const char *query;         /* the raw query after '?', or "" */
+  const char *authorization; /* the Authorization header, or "" */
 } fl_http_req;
 
 /* What the handler answers: status and a body it allocated with fl_malloc
@@ -48,6 +49,10 @@ typedef struct fl_http_route {
  * with err saying what to fix. */
 int fl_http_server_start(uv_loop_t *loop, const char *listen, fl_http_server **out, char *err,
                          size_t errlen);
+/* The same, with key naming the configuration key listen came from in
+ * what err says ("http.listen"). */
+int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *listen,
+                             fl_http_server **out, char *err, size_t errlen);
 /* Adds a route. 0 or FL_EFULL. */
 int fl_http_server_route(fl_http_server *s, const fl_http_route *r);
 /* The address actually bound, "HOST:PORT". */

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/config.h"
+#include "gateway/dashboard.h"
 #include "gateway/envelope.h"
 #include "gateway/gw_internal.h"
 #include "gateway/nudge.h"
@@ -38,6 +39,7 @@ static void fl_trace_remember(fl_gw *gw, const fl_msg *m) {
   fl_copy(gw->traces.at[i].to_gid, FL_ID_LEN, m->to_gid);
   gw->traces.at[i].is_send = fl_envelope_is_kind(m->kind, FL_KIND_SEND);
   gw->traces.next = (i + 1) % FL_TRACE_RING;
+  fl_dash_note_msg(gw, m);
 }
 
 static const char *fl_trace_lookup(fl_gw *gw, const char *msg_id) {
