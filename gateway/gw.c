@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/dashboard.h"
+#include "gateway/dlq.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
 #include "gateway/room.h"
@@ -198,6 +199,7 @@ void fl_gw_free(fl_gw **gwp) {
     return;
   fl_gw *gw = *gwp;
   fl_dash_free(gw);
+  fl_dlq_free(gw);
   fl_rooms_free(gw);
   fl_remote_free(gw);
   fl_peers_free(&gw->peers);

@@ -198,6 +198,14 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
  * stopped}. */
 int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, json_t **result, char *err, size_t errlen);
 /* Node identity and pinned peers (fleetctl identity / peer). */
+/* fleetctl dlq: op "list", "show" (id: a msgId), "replay" (id) or "purge"
+ * (older_than_s > 0: only what died longer ago) on fleet.dlq, through the
+ * broker link (dlq.c). Answers later through cb, like fl_gw_send with a
+ * wait; FL_EBROKER at once in single-host mode or while the link is
+ * down. */
+int fl_gw_dlq(fl_gw *gw, fl_client *c, const char *op, const char *id, double older_than_s,
+              fl_gw_cb cb, void *ctx, fl_wait **wait, char *err, size_t errlen);
+
 json_t *fl_gw_identity(fl_gw *gw);
 json_t *fl_gw_peers(fl_gw *gw);
 /* Pins host to the base64 Ed25519 key pk (url may be NULL) and saves the

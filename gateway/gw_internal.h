@@ -101,6 +101,8 @@ struct fl_gw {
   struct fl_rooms *rooms;
   /* The HTTP endpoint (dashboard.h), NULL when http is off. */
   struct fl_dash *dash;
+  /* What fleetctl dlq needs on the loop (dlq.h), NULL until first used. */
+  struct fl_dlq *dlq;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

@@ -22,7 +22,8 @@ enum fl_wait_kind {
   FL_WAIT_SEND,    /* a send waiting for its reply */
   FL_WAIT_POLL,    /* a long poll */
   FL_WAIT_CONFIRM, /* a message handed on, waiting for the next hop to take it */
-  FL_WAIT_SPAWN    /* a spawn waiting for its agent to register */
+  FL_WAIT_SPAWN,   /* a spawn waiting for its agent to register */
+  FL_WAIT_ADMIN    /* an operator's command waiting for the broker (fleetctl dlq) */
 };
 
 /* What a waiter does when its time is up, and what its owner must drop when
