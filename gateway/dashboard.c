@@ -14,6 +14,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/dlq.h"
 #include "gateway/flows.h"
 #include "gateway/gw_internal.h"
 #include "gateway/http_serve.h"
@@ -22,6 +23,16 @@
 #define FL_TOKEN_HEX (FL_TOKEN_BYTES * 2)
 /* Flows a request may ask for; the default when it names none. */
 #define FL_FLOWS_DEFAULT 50
+/* How often the event stream looks for a change (and what the page shows
+ * of flows); a keep-alive goes out when nothing changed for a while, which
+ * also finds the streams whose clients left. */
+#define FL_EVENTS_TICK_MS 250
+#define FL_EVENTS_KEEPALIVE_TICKS 4
+#define FL_EVENTS_FLOWS 30
+/* How often the page's view of fleet.dlq is read again. */
+#define FL_DLQ_REFRESH_TICKS 20
+
+extern const char fl_dashboard_html[];
 
 typedef struct fl_dash {
   fl_gw *gw;
@@ -34,6 +45,9 @@ typedef struct fl_dash {
   fl_histo histos[FL_H_COUNT];
   fl_flows flows;
   int stopping;
+  uv_timer_t tick;
+  unsigned quiet_ticks, ticks;
+  unsigned char last[16]; /* digest of the last state event */
 } fl_dash;
 
 /* ---- the token ---------------------------------------------------------------- */
@@ -148,6 +162,49 @@ static json_t *fl_dash_roster(fl_dash *d) {
   return r;
 }
 
+/* The state event the page renders: status (less its clock), roster and
+ * recent flows, as one "event: state" message. fl_malloc'd; NULL on OOM. */
+static char *fl_state_event(fl_dash *d, size_t *len) {
+  json_t *st = d->status(d->status_ctx);
+  if (st)
+    json_object_del(st, "uptimeS");
+  json_t *state = json_pack("{s:o?, s:o?, s:o?}", "status", st, "roster", fl_dash_roster(d),
+                            "flows", fl_flows_json(&d->flows, FL_EVENTS_FLOWS));
+  char *data = state ? json_dumps(state, JSON_COMPACT) : NULL;
+  json_decref(state);
+  if (!data)
+    return NULL;
+  size_t n = strlen(data) + 32;
+  char *ev = fl_malloc(n);
+  if (ev)
+    *len = (size_t)snprintf(ev, n, "event: state\ndata: %s\n\n", data);
+  free(data);
+  return ev;
+}
+
+static void fl_dash_tick(uv_timer_t *t) {
+  fl_dash *d = t->data;
+  if (++d->ticks % FL_DLQ_REFRESH_TICKS == 1)
+    fl_dlq_refresh(d->gw);
+  if (!d->server || !fl_http_server_streams(d->server))
+    return;
+  size_t len = 0;
+  char *ev = fl_state_event(d, &len);
+  if (!ev)
+    return;
+  unsigned char h[16];
+  crypto_generichash(h, sizeof h, (const unsigned char *)ev, len, NULL, 0);
+  if (memcmp(h, d->last, sizeof h) != 0) {
+    memcpy(d->last, h, sizeof h);
+    d->quiet_ticks = 0;
+    fl_http_server_push(d->server, ev, len);
+  } else if (++d->quiet_ticks >= FL_EVENTS_KEEPALIVE_TICKS) {
+    d->quiet_ticks = 0;
+    fl_http_server_push(d->server, ": keep-alive\n\n", 14);
+  }
+  fl_free(ev);
+}
+
 static void fl_trace_line(void *ctx, const char *line) {
   json_array_append_new(ctx, json_string(line));
 }
@@ -193,6 +250,24 @@ static void fl_dash_serve(void *ctx, const fl_http_req *req, fl_http_resp *resp)
       limit = (size_t)n;
     }
     fl_answer_json(resp, json_pack("{s:o}", "flows", fl_flows_json(&d->flows, limit)));
+  } else if (strcmp(p, "/") == 0 || strcmp(p, "/index.html") == 0) {
+    fl_answer(resp, 200, "text/html; charset=utf-8", fl_dashboard_html, strlen(fl_dashboard_html));
+  } else if (strcmp(p, "/api/events") == 0) {
+    /* The stream opens with the state as it is now; a change follows
+     * within a tick. */
+    size_t len = 0;
+    char *ev = fl_state_event(d, &len);
+    if (!ev) {
+      fl_answer(resp, 503, "text/plain", "out of memory\n", 14);
+      return;
+    }
+    resp->status = 200;
+    resp->content_type = "text/event-stream";
+    resp->body = ev;
+    resp->len = len;
+    resp->stream = 1;
+  } else if (strcmp(p, "/api/dlq") == 0) {
+    fl_answer_json(resp, fl_dlq_snapshot(d->gw));
   } else if (strcmp(p, "/api/trace") == 0) {
     char id[FL_ID_LEN] = "";
     if (!fl_query_get(req->query, "id", id, sizeof id) || !id[0]) {
@@ -239,6 +314,10 @@ int fl_dash_start(fl_gw *gw, fl_dash_status_fn status, void *ctx, char *err, siz
     return rc;
   fl_http_route route = {"/", fl_dash_serve, d};
   fl_http_server_route(d->server, &route);
+  uv_timer_init(gw->loop, &d->tick);
+  d->tick.data = d;
+  uv_timer_start(&d->tick, fl_dash_tick, FL_EVENTS_TICK_MS, FL_EVENTS_TICK_MS);
+  uv_unref((uv_handle_t *)&d->tick);
   snprintf(d->url, sizeof d->url, "http://%s/", fl_http_server_addr(d->server));
   fl_info(NULL, "http: dashboard and /metrics on %s%s", d->url,
           d->require_token ? " (token required)" : "");
@@ -250,6 +329,8 @@ void fl_dash_stop(fl_gw *gw) {
   if (!d || d->stopping)
     return;
   d->stopping = 1;
+  if (d->tick.data) /* started */
+    uv_close((uv_handle_t *)&d->tick, NULL);
   if (d->server)
     fl_http_server_stop(d->server);
 }
@@ -268,8 +349,9 @@ json_t *fl_dash_describe(fl_gw *gw) {
   fl_dash *d = gw ? gw->dash : NULL;
   if (!d || !d->server)
     return NULL;
-  return json_pack("{s:s, s:s, s:b}", "url", d->url, "listen", fl_http_server_addr(d->server),
-                   "tokenRequired", d->require_token);
+  return json_pack("{s:s, s:s, s:b, s:I}", "url", d->url, "listen", fl_http_server_addr(d->server),
+                   "tokenRequired", d->require_token, "eventStreams",
+                   (json_int_t)fl_http_server_streams(d->server));
 }
 
 fl_histo *fl_dash_histo(fl_gw *gw, enum fl_histo_id which) {

@@ -1,6 +1,8 @@
-/* dashboard.h — fleetd's own HTTP endpoint (config "http"): /metrics, the
- * JSON API (/api/status, /api/roster, /api/flows, /api/trace) and the token
- * that guards them.
+/* dashboard.h — fleetd's own HTTP endpoint (config "http"): the dashboard
+ * page (/, embedded at build time from clients/dashboard/index.html),
+ * /metrics, the JSON API (/api/status, /api/roster, /api/flows, /api/trace,
+ * /api/dlq), the event stream the page updates from (/api/events, Server-
+ * Sent Events) and the token that guards them.
  *
  * Served by one http_serve.h server on http.listen. Every request is read
  * only (GET). Off loopback, and on loopback with http.requireToken, a

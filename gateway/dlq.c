@@ -26,6 +26,9 @@ struct fl_dlq {
     char why[256];
   } notes[FL_DLQ_NOTES];
   size_t next;
+  json_t *snap; /* the last background list, or NULL */
+  char snap_at[32];
+  int refreshing; /* a background list is on its way */
 };
 
 enum fl_dlq_verb { FL_DLQ_LIST, FL_DLQ_SHOW, FL_DLQ_REPLAY, FL_DLQ_PURGE };
@@ -37,16 +40,23 @@ typedef struct fl_dlq_req {
   fl_wait *wait;
   enum fl_dlq_verb verb;
   int replaying; /* replay: the check passed and the thread republishes */
+  int snapshot;  /* a background list for the dashboard, no caller */
   char id[FL_ID_LEN];
   long long older_than_ms;
 } fl_dlq_req;
 
+static struct fl_dlq *fl_dlq_of(fl_gw *gw) {
+  if (!gw->dlq)
+    gw->dlq = fl_calloc(1, sizeof *gw->dlq);
+  return gw->dlq;
+}
+
 void fl_dlq_note(fl_gw *gw, const char *msg_id, const char *why) {
   if (!gw || !msg_id || !*msg_id)
     return;
-  if (!gw->dlq && !(gw->dlq = fl_calloc(1, sizeof *gw->dlq)))
+  struct fl_dlq *q = fl_dlq_of(gw);
+  if (!q)
     return;
-  struct fl_dlq *q = gw->dlq;
   fl_copy(q->notes[q->next].msg_id, FL_ID_LEN, msg_id);
   fl_copy(q->notes[q->next].why, sizeof q->notes[0].why, why);
   q->next = (q->next + 1) % FL_DLQ_NOTES;
@@ -65,6 +75,8 @@ static const char *fl_dlq_reason_of(fl_gw *gw, const char *msg_id) {
 void fl_dlq_free(fl_gw *gw) {
   if (!gw)
     return;
+  if (gw->dlq)
+    json_decref(gw->dlq->snap);
   fl_free(gw->dlq);
   gw->dlq = NULL;
 }
@@ -127,6 +139,20 @@ void fl_dlq_done(fl_gw *gw, void *req, int status, const char *why, const fl_bro
                  size_t ndead, size_t affected) {
   fl_dlq_req *r = req;
   char msg[768];
+  if (r->snapshot) {
+    struct fl_dlq *q = gw->dlq; /* made before the request was */
+    q->refreshing = 0;
+    if (status == 0) {
+      json_t *arr = json_array();
+      for (size_t i = 0; arr && i < ndead; i++)
+        json_array_append_new(arr, fl_dead_json(gw, &dead[i], 0));
+      json_decref(q->snap);
+      q->snap = arr;
+      fl_rfc3339_now(q->snap_at, sizeof q->snap_at);
+    }
+    fl_free(r);
+    return;
+  }
   if (status == FL_ECANCELLED) {
     fl_req_finish(r, NULL, "fleetd is shutting down; nothing was changed in fleet.dlq");
     return;
@@ -274,4 +300,30 @@ int fl_gw_dlq(fl_gw *gw, fl_client *c, const char *op, const char *id, double ol
   w->ext = r;
   *wait = w;
   return 0;
+}
+
+void fl_dlq_refresh(fl_gw *gw) {
+  struct fl_dlq *q = gw->cfg.broker_uri[0] ? fl_dlq_of(gw) : NULL;
+  if (!q || q->refreshing)
+    return;
+  fl_dlq_req *r = fl_calloc(1, sizeof *r);
+  if (!r)
+    return;
+  r->gw = gw;
+  r->verb = FL_DLQ_LIST;
+  r->snapshot = 1;
+  if (fl_remote_dlq(gw, FL_BROKER_DLQ_LIST, NULL, 0, r) != 0)
+    fl_free(r);
+  else
+    q->refreshing = 1;
+}
+
+json_t *fl_dlq_snapshot(fl_gw *gw) {
+  if (!gw->cfg.broker_uri[0])
+    return json_pack("{s:b, s:s}", "available", 0, "why",
+                     "single-host mode: fleet.dlq lives on the broker");
+  struct fl_dlq *q = gw->dlq;
+  if (!q || !q->snap)
+    return json_pack("{s:b, s:s}", "available", 0, "why", "not read yet");
+  return json_pack("{s:b, s:O, s:s}", "available", 1, "messages", q->snap, "at", q->snap_at);
 }

@@ -9,6 +9,7 @@
 #ifndef FL_DLQ_H
 #define FL_DLQ_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 typedef struct fl_gw fl_gw;
@@ -20,5 +21,11 @@ void fl_dlq_note(fl_gw *gw, const char *msg_id, const char *why);
 void fl_dlq_done(fl_gw *gw, void *req, int status, const char *why,
                  const struct fl_broker_dead *dead, size_t ndead, size_t affected);
 void fl_dlq_free(fl_gw *gw);
+
+/* The dashboard's view: fl_dlq_refresh asks the broker for a new list in
+ * the background (one at a time); fl_dlq_snapshot is the last one as
+ * {available, messages, at} or {available: false, why} (new reference). */
+void fl_dlq_refresh(fl_gw *gw);
+json_t *fl_dlq_snapshot(fl_gw *gw);
 
 #endif

@@ -31,6 +31,9 @@ typedef struct fl_http_resp {
   const char *content_type;
   char *body;
   size_t len;
+  /* 1: the connection stays open as a stream (Server-Sent Events): body is
+   * its first bytes, and fl_http_server_push adds more. */
+  int stream;
 } fl_http_resp;
 
 typedef void (*fl_http_handler)(void *ctx, const fl_http_req *req, fl_http_resp *resp);
@@ -59,6 +62,13 @@ int fl_http_server_route(fl_http_server *s, const fl_http_route *r);
 const char *fl_http_server_addr(const fl_http_server *s);
 /* Counts: requests answered, refused because the queue was full. */
 unsigned long long fl_http_server_served(const fl_http_server *s);
+/* Appends len bytes to every open stream (copied; a stream that already
+ * holds FL_HTTP_STREAM_CAP unsent bytes is closed instead). Loop thread.
+ * Returns how many streams are open. */
+#define FL_HTTP_STREAM_CAP (256 * 1024)
+size_t fl_http_server_push(fl_http_server *s, const char *data, size_t len);
+/* Streams open now. */
+size_t fl_http_server_streams(fl_http_server *s);
 /* Stops the thread (answering what waits with 503) and closes the queue;
  * run the loop once more, then fl_http_server_free. */
 void fl_http_server_stop(fl_http_server *s);
