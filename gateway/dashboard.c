@@ -184,10 +184,12 @@ static char *fl_state_event(fl_dash *d, size_t *len) {
 
 static void fl_dash_tick(uv_timer_t *t) {
   fl_dash *d = t->data;
-  if (++d->ticks % FL_DLQ_REFRESH_TICKS == 1)
-    fl_dlq_refresh(d->gw);
   if (!d->server || !fl_http_server_streams(d->server))
     return;
+  /* fleet.dlq is read for an open page only: each read holds the broker
+   * thread for as long as it takes. */
+  if (++d->ticks % FL_DLQ_REFRESH_TICKS == 1)
+    fl_dlq_refresh(d->gw);
   size_t len = 0;
   char *ev = fl_state_event(d, &len);
   if (!ev)
@@ -268,6 +270,7 @@ static void fl_dash_serve(void *ctx, const fl_http_req *req, fl_http_resp *resp)
     resp->stream = 1;
   } else if (strcmp(p, "/api/dlq") == 0) {
     fl_answer_json(resp, fl_dlq_snapshot(d->gw));
+    fl_dlq_refresh(d->gw); /* the next request sees what is there now */
   } else if (strcmp(p, "/api/trace") == 0) {
     char id[FL_ID_LEN] = "";
     if (!fl_query_get(req->query, "id", id, sizeof id) || !id[0]) {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { callTool, fleetTest, sleep, waitFor } from './harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
 import { Browser, CHROMIUM } from './cdp.mjs';
-import { dashboardUrl, getJson } from './dashboard-helpers.mjs';
+import { dashboardUrl, get, getJson, parseProm, sample } from './dashboard-helpers.mjs';
 
 const brokerRef = useBroker();
 
@@ -80,6 +80,15 @@ hostsTest('the dashboard shows a two-host fleet and a new agent within 2 s, with
     });
     // The counters show what moved.
     assert.match(await page.eval(`document.getElementById('counters').textContent`), /remote_published/);
+    // /metrics of a host with a broker: the link, the peer, the confirm latency.
+    const prom = parseProm(await (await get(d, '/metrics')).text());
+    assert.equal(sample(prom, 'fleet_broker_link_up'), 1);
+    assert.equal(sample(prom, 'fleet_peer_pinned', { host: 'hostB' }), 1);
+    assert.equal(sample(prom, 'fleet_peer_up', { host: 'hostB' }), 1);
+    assert.ok(sample(prom, 'fleet_peer_last_seen_timestamp_seconds', { host: 'hostB' }) > Date.now() / 1000 - 60);
+    assert.ok(sample(prom, 'fleet_remote_publish_confirm_latency_seconds_count') >= 1, 'the send to bob was confirmed');
+    assert.ok(sample(prom, 'fleet_remote_published_total') >= 1);
+    assert.equal(sample(prom, 'fleet_entities', { role: 'worker', status: 'online' }), 2, 'bob and carol');
 
     const wide = path.join(hostA.dir, 'dashboard.png');
     writeFileSync(wide, await page.screenshot());

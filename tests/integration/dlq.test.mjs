@@ -7,7 +7,8 @@
 
 import assert from 'node:assert/strict';
 import { callTool, selfGid } from './harness.mjs';
-import { useBroker, hostsTest, waitStatus } from './broker-harness.mjs';
+import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
+import { dashboardUrl, getJson } from './dashboard-helpers.mjs';
 import {
   amqpClient,
   freshKey,
@@ -32,8 +33,11 @@ async function dlqList(host) {
   return JSON.parse(r.stdout).messages;
 }
 
-hostsTest('fleetctl dlq: list with reasons, show, replay only what now verifies, purge', brokerRef, { timeout: 120000 }, async (world) => {
+hostsTest('fleetctl dlq: list with reasons, show, replay only what now verifies, purge', brokerRef, { timeout: 120000, start: false }, async (world) => {
   const { hostA, hostB, broker } = world;
+  await hostA.startFleetd();
+  await hostB.startFleetd({ config: { http: { listen: '127.0.0.1:0' } } });
+  await pinAll(world.hosts);
   const keyA = readIdentity(hostA.stateDir);
   const alice = await hostA.mcpClient('alice', { role: 'lead' });
   const bob = await hostB.mcpClient('bob');
@@ -89,6 +93,15 @@ hostsTest('fleetctl dlq: list with reasons, show, replay only what now verifies,
     assert.equal(fromA.length, 2);
     assert.ok(fromA.every((m) => m.fleetReason === undefined || m.fleetReason === null), JSON.stringify(fromA));
     assert.ok(fromA.every((m) => /rejected by a gateway/.test(m.reason)), JSON.stringify(fromA));
+
+    // The dashboard's view of the same queue, read in the background.
+    const d = await dashboardUrl(hostB);
+    await waitFor(async () => (await getJson(d, '/api/dlq')).messages?.length === 2, { what: '/api/dlq lists both' });
+    const api = await getJson(d, '/api/dlq');
+    assert.equal(api.available, true);
+    assert.deepEqual(api.messages.map((m) => m.reason).sort(), [t.reason, u.reason].sort());
+    // A read in flight holds them unacknowledged; once it is done, both are back.
+    await waitFor(async () => (await mq.count('fleet.dlq')) === 2, { what: 'the background read lost nothing' });
 
     // show: the envelope and the body as dead-lettered.
     const shown = parseJson(await dlq(hostB, ['show', tampered.env.msgId]), 'dlq show');
