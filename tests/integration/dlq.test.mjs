@@ -159,6 +159,15 @@ fleetTest('fleetctl dlq in single-host mode says there is no queue; bad argument
   const u = await f.fleetctl(['dlq', 'purge', '--older-than', 'soon']);
   assert.equal(u.code, 2);
   assert.match(u.stderr, /--older-than needs a duration/);
+  for (const ok of ['90', '90s', '15m', '2h', '7d']) {
+    const r2 = await f.fleetctl(['dlq', 'purge', `--older-than=${ok}`]);
+    assert.equal(r2.code, 1, `--older-than ${ok} parses and reaches fleetd: ${r2.stderr}`);
+    assert.match(r2.stderr, /single-host mode/);
+  }
+  for (const bad of ['5x', '-1', '1.5h', '']) {
+    const r2 = await f.fleetctl(['dlq', 'purge', '--older-than', bad]);
+    assert.equal(r2.code, 2, `--older-than '${bad}' is a usage error`);
+  }
   const v = await f.fleetctl(['status', '--older-than', '1h']);
   assert.equal(v.code, 2);
   assert.match(v.stderr, /--older-than is for dlq purge/);
