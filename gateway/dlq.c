@@ -83,11 +83,22 @@ void fl_dlq_free(fl_gw *gw) {
 
 /* ---- answers ------------------------------------------------------------------- */
 
+/* The origin check a receiving gateway runs first, on d as it is now: 0, or
+ * the failed check's counter with why. */
+static int fl_dead_verify(fl_gw *gw, const fl_broker_dead *d, char *why, size_t n) {
+  fl_broker_delivery del = {
+      .env = &d->env, .body = d->body, .len = d->len, .routing_key = d->routing_key};
+  return fl_inbound_verify_origin(gw, &del, why, n);
+}
+
 static json_t *fl_dead_json(fl_gw *gw, const fl_broker_dead *d, int with_body) {
   const char *fleet = d->env_ok ? fl_dlq_reason_of(gw, d->env.msg_id) : NULL;
-  char reason[512];
+  char reason[512], now[384] = "";
+  int fails_now = d->env_ok && fl_dead_verify(gw, d, now, sizeof now) != 0;
   if (fleet)
     snprintf(reason, sizeof reason, "%s", fleet);
+  else if (fails_now) /* another gateway rejected it; this one says why it would */
+    snprintf(reason, sizeof reason, "%s", now);
   else if (!d->env_ok)
     snprintf(reason, sizeof reason, "malformed: %s", d->bad);
   else if (strcmp(d->reason, "maxlen") == 0)
@@ -113,6 +124,8 @@ static json_t *fl_dead_json(fl_gw *gw, const fl_broker_dead *d, int with_body) {
       "fleetReason", fleet, "envelope", env, "xDeath", "reason", d->reason, "queue", d->queue,
       "exchange", d->exchange, "routingKey", d->routing_key, "count", (json_int_t)d->count, "time",
       died[0] ? died : NULL, "bytes", (json_int_t)d->len);
+  if (o)
+    json_object_set_new(o, "verifiesNow", json_boolean(d->env_ok && !fails_now));
   if (o && with_body)
     json_object_set_new(o, "content", d->body ? json_stringn(d->body, d->len) : json_string(""));
   return o;
