@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync, existsSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { callTool, fleetTest, sleep, waitFor } from './harness.mjs';
+import { callTool, fleetTest, selfGid, sleep, waitFor } from './harness.mjs';
+import { amqpClient, headersFor, readIdentity, sendEnvelope, signEnvelope } from './trust-helpers.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
 import { Browser, CHROMIUM } from './cdp.mjs';
 import { dashboardUrl, get, getJson, parseProm, sample } from './dashboard-helpers.mjs';
@@ -35,7 +36,7 @@ hostsTest('the dashboard shows a two-host fleet and a new agent within 2 s, with
   await hostB.startFleetd();
   await pinAll(world.hosts);
   const alice = await hostA.mcpClient('alice', { role: 'lead' });
-  await hostB.mcpClient('bob');
+  const bob = await hostB.mcpClient('bob');
   await waitStatus(alice, 'bob', 'hostB', 'online');
   const d = await dashboardUrl(hostA);
   assert.ok(d.token, 'requireToken: the printed URL carries the token');
@@ -89,6 +90,24 @@ hostsTest('the dashboard shows a two-host fleet and a new agent within 2 s, with
     assert.ok(sample(prom, 'fleet_remote_publish_confirm_latency_seconds_count') >= 1, 'the send to bob was confirmed');
     assert.ok(sample(prom, 'fleet_remote_published_total') >= 1);
     assert.equal(sample(prom, 'fleet_entities', { role: 'worker', status: 'online' }), 2, 'bob and carol');
+
+    // A forgery dead-lettered on hostB shows in the page's dead letters
+    // with the reason, read in the background while the page is open.
+    const mq = await amqpClient(world.broker.uri);
+    try {
+      const aliceGid = selfGid(await callTool(alice, 'fleet_list', {}));
+      const bobGid = selfGid(await callTool(bob, 'fleet_list', {}));
+      const env = sendEnvelope({ from: aliceGid, to: bobGid, host: 'hostA', fromName: 'alice' });
+      const sig = signEnvelope(env, 'signed', readIdentity(hostA.stateDir).privateKey);
+      await mq.publish('fleet.msg', bobGid, headersFor(env, sig), 'signed, then changed');
+      await waitFor(async () => (await page.eval(`document.getElementById('dlq').textContent`)).includes('signature does not verify'), {
+        timeout: 15000,
+        what: 'the forgery in the dead letters',
+      });
+      assert.match(await page.eval(`document.getElementById('dlq').textContent`), new RegExp(env.msgId.slice(0, 8)));
+    } finally {
+      await mq.conn.close().catch(() => {});
+    }
 
     const wide = path.join(hostA.dir, 'dashboard.png');
     writeFileSync(wide, await page.screenshot());
