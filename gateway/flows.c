@@ -46,7 +46,7 @@ json_t *fl_flows_json(const fl_flows *f, size_t limit) {
     const fl_flow *e = &f->at[(f->next + FL_FLOWS_RING - 1 - k) % FL_FLOWS_RING];
     const char *status = strcmp(e->kind, "SEND") != 0 ? "delivered"
                          : e->replied                 ? "replied"
-                                                      : "waiting";
+                                                      : "sent";
     char ts[32];
     fl_rfc3339(e->ts_ms, ts);
     json_t *o =

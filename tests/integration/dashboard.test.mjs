@@ -94,7 +94,7 @@ fleetTest('/metrics after an exchange: valid exposition, counters of fleetctl st
   assert.match(send.to, /^bob@/);
   assert.ok(send.latencyS >= 0, JSON.stringify(send));
   assert.equal(flows[0].kind, 'SEND', 'newest first: the one-way send');
-  assert.equal(flows[0].status, 'waiting');
+  assert.equal(flows[0].status, 'sent');
   assert.equal((await getJson(d, '/api/flows?limit=1')).flows.length, 1);
   assert.equal((await get(d, '/api/flows?limit=0')).status, 400);
   assert.equal((await get(d, '/api/flows?limit=x')).status, 400);

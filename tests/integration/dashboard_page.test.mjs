@@ -6,7 +6,7 @@
 // RSS within 1 MiB of where it was.
 
 import assert from 'node:assert/strict';
-import { writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { writeFileSync, readFileSync, existsSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { callTool, fleetTest, selfGid, sleep, waitFor } from './harness.mjs';
@@ -16,6 +16,9 @@ import { Browser, CHROMIUM } from './cdp.mjs';
 import { dashboardUrl, get, getJson, parseProm, sample } from './dashboard-helpers.mjs';
 
 const brokerRef = useBroker();
+
+// Screenshots outlive the test's own directory (removed after a pass).
+const ARTIFACTS = process.env.FLEET_TEST_ARTIFACTS || '/tmp/fleet-test-artifacts';
 
 /** What the page shows: { host: [agent names] } from its roster section. */
 const ROSTER_JS = `(() => {
@@ -109,13 +112,14 @@ hostsTest('the dashboard shows a two-host fleet and a new agent within 2 s, with
       await mq.conn.close().catch(() => {});
     }
 
-    const wide = path.join(hostA.dir, 'dashboard.png');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const wide = path.join(ARTIFACTS, 'dashboard.png');
     writeFileSync(wide, await page.screenshot());
     await page.send('Emulation.setDeviceMetricsOverride', { width: 380, height: 900, deviceScaleFactor: 1, mobile: true });
     await page.send('Emulation.setEmulatedMedia', { features: [{ name: 'prefers-color-scheme', value: 'dark' }] });
     await sleep(300);
     assert.equal(await page.eval('document.documentElement.scrollWidth <= 380'), true, 'no sideways scrolling when narrow');
-    const narrow = path.join(hostA.dir, 'dashboard-narrow-dark.png');
+    const narrow = path.join(ARTIFACTS, 'dashboard-narrow-dark.png');
     writeFileSync(narrow, await page.screenshot());
     assert.ok(readFileSync(wide).subarray(1, 4).toString() === 'PNG');
     t.diagnostic(`screenshots: ${wide} ${narrow}`);

@@ -98,6 +98,7 @@ static void test_flows(void **state) {
   assert_string_equal(
       json_string_value(json_object_get(json_array_get(j, FL_FLOWS_RING - 1), "msgId")), "n0");
   assert_true(json_is_null(json_object_get(json_array_get(j, 0), "latencyS")));
+  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "status")), "sent");
   json_decref(j);
   /* A reply to a send that left the ring closes nothing. */
   assert_int_equal(fl_flows_add(&f, "r", "t1", "REPLY", "m1", "b@a", "a@a", 9000), -1);
