@@ -19,6 +19,7 @@
  * line on stderr (a usage error adds the command's synopsis), and with
  * --json also a JSON error object on stdout (fleetctl_report.h). Names are
  * checked here before anything connects: --as must follow the name rule. */
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -60,6 +61,7 @@ enum {
   CTL_AS_OPERATOR = 1u << 2, /* acts as --as, else $FLEET_NAME, else "operator" */
   CTL_AS_AGENT = 1u << 3,    /* --as names the agent it configures */
   CTL_TAKES_SPAWN = 1u << 4, /* --host, --name and --brief */
+  CTL_TAKES_OLDER = 1u << 5, /* --older-than */
 };
 
 typedef struct ctl_cmd {
@@ -86,6 +88,11 @@ static int cmd_stop(ctl *c);
 static int cmd_systemd(ctl *c);
 static int cmd_rooms(ctl *c);
 static int cmd_claims(ctl *c);
+static int cmd_dashboard(ctl *c);
+static int cmd_dlq_list(ctl *c);
+static int cmd_dlq_show(ctl *c);
+static int cmd_dlq_replay(ctl *c);
+static int cmd_dlq_purge(ctl *c);
 
 /* The commands, in the order the help text lists them. */
 static const ctl_cmd fl_ctl_cmds[] = {
@@ -124,6 +131,20 @@ static const ctl_cmd fl_ctl_cmds[] = {
     {"claims", 0, 1, cmd_claims, "claims [RESOURCE]",
      "the resources held now: owner, since, expiry,\nwhether settled", 0},
     {"peer remove", 1, 1, cmd_peer_remove, "peer remove HOST", "drop HOST's pin", 0},
+    {"dlq list", 0, 0, cmd_dlq_list, "dlq list",
+     "what fleet.dlq holds (read without removing anything): msgId, kind, sender's host,\n"
+     "the reason fleet gave and RabbitMQ's x-death",
+     0},
+    {"dlq show", 1, 1, cmd_dlq_show, "dlq show MSGID", "one dead letter with its envelope and body",
+     0},
+    {"dlq replay", 1, 1, cmd_dlq_replay, "dlq replay MSGID",
+     "puts one back into the inbox it died in, only if it now passes verification", 0},
+    {"dlq purge", 0, 0, cmd_dlq_purge, "dlq purge [--older-than D]",
+     "empties fleet.dlq (or removes what died more than D ago: 90s, 15m, 2h, 7d)", CTL_TAKES_OLDER},
+    {"dashboard", 0, 0, cmd_dashboard, "dashboard",
+     "the URL of fleetd's dashboard (with its token when one is needed); /metrics and\n"
+     "/api/... are served there too",
+     0},
     {"trace", 1, 1, cmd_trace, "trace ID",
      "what this fleetd logged for a flow (recent lines);\nID is a trace id or a msgId", 0},
     {"help", 0, FL_CTL_MAX_ARGS, NULL, "help", "print this text", 0},
@@ -559,6 +580,106 @@ static int cmd_trace(ctl *c) {
   return ctl_run(c, &call, NULL, json_pack("{s:s}", "traceId", c->args[0]));
 }
 
+static int print_dlq_list(ctl *c, json_t *res) {
+  json_t *msgs = json_object_get(res, "messages"), *m;
+  size_t i;
+  if (json_array_size(msgs) == 0) {
+    printf("fleet.dlq is empty\n");
+    return FL_EXIT_OK;
+  }
+  printf("%-36s  %-9s  %-12s  %-9s  %s\n", "MSGID", "KIND", "FROM HOST", "X-DEATH", "REASON");
+  json_array_foreach(msgs, i, m) {
+    json_t *xd = json_object_get(m, "xDeath");
+    printf("%-36s  %-9s  %-12s  %-9s  %s\n", str_of(m, "msgId", "-"), str_of(m, "kind", "-"),
+           str_of(m, "fromHost", "-"), str_of(xd, "reason", "-"), str_of(m, "reason", "-"));
+  }
+  if (json_is_true(json_object_get(res, "more")))
+    printf("(more are queued than one look reads)\n");
+  return FL_EXIT_OK;
+}
+
+static int cmd_dlq_list(ctl *c) {
+  static const ctl_call call = {"fleet/dlq", NULL, print_dlq_list};
+  return ctl_run(c, &call, NULL, json_pack("{s:s}", "op", "list"));
+}
+
+static int cmd_dlq_show(ctl *c) {
+  static const ctl_call call = {"fleet/dlq", NULL, print_kv_result};
+  return ctl_run(c, &call, NULL, json_pack("{s:s, s:s}", "op", "show", "msgId", c->args[0]));
+}
+
+static int print_replayed(ctl *c, json_t *res) {
+  printf("replayed %s into its inbox\n", str_of(res, "msgId", "?"));
+  return FL_EXIT_OK;
+}
+
+static int cmd_dlq_replay(ctl *c) {
+  static const ctl_call call = {"fleet/dlq", NULL, print_replayed};
+  return ctl_run(c, &call, NULL, json_pack("{s:s, s:s}", "op", "replay", "msgId", c->args[0]));
+}
+
+static int print_purged(ctl *c, json_t *res) {
+  printf("purged %lld message(s) from fleet.dlq\n",
+         (long long)json_integer_value(json_object_get(res, "purged")));
+  return FL_EXIT_OK;
+}
+
+static int cmd_dlq_purge(ctl *c) {
+  static const ctl_call call = {"fleet/dlq", NULL, print_purged};
+  json_t *p = json_pack("{s:s}", "op", "purge");
+  if (c->o->older_than_s >= 0)
+    json_object_set_new(p, "olderThanS", json_integer(c->o->older_than_s));
+  return ctl_run(c, &call, NULL, p);
+}
+
+/* The dashboard's URL from fleet/status, with the token of
+ * <stateDir>/http-token when fleetd asks for one. */
+static int cmd_dashboard(ctl *c) {
+  json_t *res = NULL;
+  int st = fl_ctl_open(&c->conn, NULL);
+  if (st != FL_EXIT_OK)
+    return st;
+  if ((st = fl_ctl_call(&c->conn, "fleet/status", NULL, &res)) != FL_EXIT_OK)
+    return st;
+  json_t *http = json_object_get(res, "http");
+  const char *url = str_of(http, "url", NULL), *state = str_of(res, "stateDir", "");
+  if (!url) {
+    json_decref(res);
+    return fl_ctl_report(FL_EXIT_FAIL, 0, NULL,
+                         "fleetd serves no dashboard: set \"http\": {\"listen\": \"127.0.0.1:0\"} "
+                         "in fleetd.json and restart it");
+  }
+  int need = json_is_true(json_object_get(http, "tokenRequired"));
+  char token[80] = "", full[512];
+  if (need) {
+    char path[FL_MAX_PATH + 32];
+    snprintf(path, sizeof path, "%s/http-token", state);
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(token, sizeof token, f)) {
+      char msg[FL_MAX_PATH + 128];
+      snprintf(msg, sizeof msg, "cannot read the dashboard's token %s: %s (run as fleetd's user)",
+               path, strerror(errno));
+      if (f)
+        fclose(f);
+      json_decref(res);
+      return fl_ctl_report(FL_EXIT_FAIL, 0, NULL, msg);
+    }
+    fclose(f);
+    token[strcspn(token, "\r\n")] = '\0';
+  }
+  snprintf(full, sizeof full, "%s%s%s", url, need ? "?token=" : "", token);
+  if (c->o->json) {
+    json_t *o = json_pack("{s:s, s:s, s:b}", "url", full, "listen", str_of(http, "listen", ""),
+                          "tokenRequired", need);
+    st = print_json(o);
+    json_decref(o);
+  } else {
+    printf("%s\n", full);
+  }
+  json_decref(res);
+  return st;
+}
+
 static int cmd_send(ctl *c) {
   static const ctl_call call = {NULL, "fleet_send", print_sent};
   const fl_ctl_opts *o = c->o;
@@ -824,7 +945,7 @@ static void cmds_taking(unsigned takes, char *out, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  fl_ctl_opts o = {.wait_s = -1, .max = -1};
+  fl_ctl_opts o = {.wait_s = -1, .max = -1, .older_than_s = -1};
   /* --json anywhere before "--" also makes a usage error found before it
    * a JSON object. */
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
@@ -864,6 +985,10 @@ int main(int argc, char **argv) {
   if ((o.max >= 0 || o.from) && !(cmd->takes & CTL_TAKES_POLL)) {
     cmds_taking(CTL_TAKES_POLL, names, sizeof names);
     return fl_ctl_usage_fail(NULL, "--max and --from are for %s", names);
+  }
+  if (o.older_than_s >= 0 && !(cmd->takes & CTL_TAKES_OLDER)) {
+    cmds_taking(CTL_TAKES_OLDER, names, sizeof names);
+    return fl_ctl_usage_fail(NULL, "--older-than is for %s", names);
   }
   if ((o.host || o.name || o.brief) && !(cmd->takes & CTL_TAKES_SPAWN)) {
     cmds_taking(CTL_TAKES_SPAWN, names, sizeof names);

@@ -24,6 +24,24 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
   return 0;
 }
 
+/* "90", "90s", "15m", "2h", "7d" into seconds (at most ten years). */
+static int parse_duration(const char *s, long *out) {
+  char *end;
+  errno = 0;
+  long n = strtol(s, &end, 10);
+  long unit = 1;
+  if (end == s || n < 0 || errno)
+    return -1;
+  if (*end == 's' || *end == 'm' || *end == 'h' || *end == 'd') {
+    unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 : 86400;
+    end++;
+  }
+  if (*end || n > 315360000L / unit)
+    return -1;
+  *out = n * unit;
+  return 0;
+}
+
 enum ctl_opt_match { CTL_OPT_OTHER, CTL_OPT_FOUND, CTL_OPT_NO_VALUE };
 
 /* Matches "--name VALUE" or "--name=VALUE": CTL_OPT_FOUND with *val set,
@@ -86,6 +104,9 @@ int fl_ctl_parse_args(int argc, char **argv, fl_ctl_opts *o) {
         if (m == CTL_OPT_NO_VALUE || !*v)
           return fl_ctl_usage_fail(NULL, "--name needs a NAME");
         o->name = v;
+      } else if ((m = opt_value("--older-than", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
+        if (m == CTL_OPT_NO_VALUE || parse_duration(v, &o->older_than_s) != 0)
+          return fl_ctl_usage_fail(NULL, "--older-than needs a duration: N, Ns, Nm, Nh or Nd");
       } else if ((m = opt_value("--brief", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
         if (m == CTL_OPT_NO_VALUE || !*v)
           return fl_ctl_usage_fail(NULL, "--brief needs TEXT");

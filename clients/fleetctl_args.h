@@ -23,6 +23,7 @@ typedef struct fl_ctl_opts {
   const char *host;  /* spawn --host */
   const char *name;  /* spawn --name */
   const char *brief; /* spawn --brief */
+  long older_than_s; /* dlq purge --older-than, in seconds; -1 = not given */
   const char *cmd;
   const char *args[FL_CTL_MAX_ARGS]; /* the first FL_CTL_MAX_ARGS of them */
   int nargs;                         /* all of them, kept or not */

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "gateway/config.h"
+#include "gateway/dashboard.h"
 #include "gateway/gw.h"
 #include "mcp/server.h"
 
@@ -102,10 +103,13 @@ int main(int argc, char **argv) {
     close(lockfd);
     return 1;
   }
-  if ((rc = fl_server_start(&d.loop, d.gw, cfg.gw.socket, &d.fe, err, sizeof err))) {
+  if ((rc = fl_server_start(&d.loop, d.gw, cfg.gw.socket, &d.fe, err, sizeof err)) ||
+      (rc = fl_dash_start(d.gw, fl_server_status, d.fe, err, sizeof err))) {
     fprintf(stderr, "fleetd: %s\n", err);
     fl_gw_shutdown(d.gw);
+    fl_server_stop(d.fe);
     uv_run(&d.loop, UV_RUN_DEFAULT);
+    fl_server_free(&d.fe);
     fl_gw_free(&d.gw);
     uv_loop_close(&d.loop);
     close(lockfd);

@@ -32,6 +32,7 @@ void fl_broker_item_free(struct item *it) {
     fl_free(it->groups[i]);
   fl_free(it->groups);
   fl_free(it->body);
+  fl_broker_dead_free(it->dead, it->ndead);
   fl_free(it);
 }
 
@@ -45,6 +46,11 @@ static void dispatch(fl_broker *b, struct item *it, int stopping) {
     b->outstanding--;
     if (b->ev.on_publish_done)
       b->ev.on_publish_done(b->ctx, it->req, it->status, it->why);
+    break;
+  case CMD_DLQ:
+    if (b->ev.on_dlq)
+      b->ev.on_dlq(b->ctx, it->req, stopping ? FL_ECANCELLED : it->status, it->why, it->dead,
+                   it->ndead, it->affected);
     break;
   case EV_STATE:
     if (stopping)
@@ -228,6 +234,26 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
   return 0;
 fail:
   broker_destroy(b);
+  return rc;
+}
+
+int fl_broker_dlq(fl_broker *b, enum fl_broker_dlq_op op, const char *msg_id,
+                  long long older_than_ms, void *req) {
+  if (!b || b->stopped)
+    return FL_EINVAL;
+  if (!b->up)
+    return FL_EBROKER;
+  struct item *it = fl_calloc(1, sizeof(*it));
+  if (!it)
+    return FL_ENOMEM;
+  it->type = CMD_DLQ;
+  it->dlq_op = op;
+  it->older_than_ms = older_than_ms;
+  fl_broker_copy(it->msg_id, sizeof(it->msg_id), msg_id);
+  it->req = req;
+  int rc = send_cmd(b, it);
+  if (rc != 0)
+    fl_broker_item_free(it);
   return rc;
 }
 

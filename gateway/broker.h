@@ -73,6 +73,31 @@ typedef struct fl_broker_config {
   int clear_broadcasts;   /* also bind inboxes to the broadcast keys in clear */
 } fl_broker_config;
 
+/* One message read from fleet.dlq: its envelope (env_ok 0: bad says why it
+ * does not parse), body, and the first x-death entry RabbitMQ added. */
+typedef struct fl_broker_dead {
+  fl_envelope env;
+  int env_ok;
+  char bad[384];
+  char *body; /* fl_malloc'd, len bytes */
+  size_t len;
+  char reason[32];       /* x-death reason: rejected, maxlen, expired */
+  char queue[256];       /* the queue it died in */
+  char exchange[256];    /* where it had been published */
+  char routing_key[256]; /* its first routing key */
+  long long count;       /* how often it died there */
+  long long time_ms;     /* when, ms since the epoch (0 = unknown) */
+} fl_broker_dead;
+
+/* What a fleet.dlq command does (fl_broker_dlq). */
+enum fl_broker_dlq_op {
+  FL_BROKER_DLQ_LIST,   /* read up to FL_BROKER_DLQ_MAX, putting each back */
+  FL_BROKER_DLQ_PURGE,  /* remove all (older_than_ms 0) or those that died before it */
+  FL_BROKER_DLQ_REPLAY, /* republish msg_id where it had been published, then remove it */
+};
+/* Messages one DLQ command reads at most. */
+#define FL_BROKER_DLQ_MAX 1000
+
 /* Callbacks, all on the loop thread. Any may be NULL. */
 typedef struct fl_broker_events {
   /* The link went up (after topology and inboxes were restored) or down.
@@ -97,6 +122,12 @@ typedef struct fl_broker_events {
    * first, 0 after the last. Lets the loop group its work per burst (one
    * store commit for many deliveries). */
   void (*on_batch)(void *ctx, int begin);
+  /* A fl_broker_dlq command finished: status 0 (dead: the messages read,
+   * borrowed for the call; affected: how many were removed or
+   * republished), FL_ENOTFOUND (replay: no such msgId), FL_EBROKER with
+   * why, FL_ECANCELLED at fl_broker_stop. */
+  void (*on_dlq)(void *ctx, void *req, int status, const char *why, const fl_broker_dead *dead,
+                 size_t ndead, size_t affected);
 } fl_broker_events;
 
 /* Starts the link: parses cfg, starts the broker thread, and returns at once
@@ -116,6 +147,12 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
  * fire exactly once), FL_EBROKER when the link is down (nothing is buffered on the broker's
  * behalf), FL_EFULL when FL_BROKER_MAX_INFLIGHT publishes are outstanding,
  * FL_ETOOBIG, FL_EINVAL or FL_ENOMEM; on failure the callback never runs. */
+/* Queues one command on fleet.dlq (its own channel; reading puts each
+ * message back, so nothing is lost). on_dlq reports it with req. msg_id is
+ * REPLAY's; older_than_ms PURGE's. 0, FL_EBROKER (link down), FL_ENOMEM. */
+int fl_broker_dlq(fl_broker *b, enum fl_broker_dlq_op op, const char *msg_id,
+                  long long older_than_ms, void *req);
+
 int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_key, int mandatory,
                       const fl_envelope *env, const char *body, size_t len, void *req);
 

@@ -467,6 +467,17 @@ static void serve_commands(fl_broker *b) {
       if (fl_broker_inbox_delete(b, it) < 0)
         link_lost(b, "the connection failed while deleting an inbox queue");
       break;
+    case CMD_DLQ: {
+      char why[FL_BROKER_WHY_LEN] = "";
+      if (!b->conn) {
+        it->status = FL_EBROKER;
+        fl_broker_copy(it->why, sizeof(it->why), "the broker link is down");
+      } else if (fl_broker_dlq_serve(b, it, why, sizeof(why)) != 0) {
+        link_lost(b, why);
+      }
+      emit(b, it); /* back to the loop as its own event */
+      continue;
+    }
     default:
       break;
     }
@@ -823,9 +834,13 @@ void fl_broker_thread_main(void *arg) {
   void *p;
   while (fl_xqueue_pop(b->cmds, &p, 1) == 1) {
     struct item *it = p;
-    if (it->type == CMD_PUBLISH)
+    if (it->type == CMD_PUBLISH) {
       publish_done(b, it, FL_ECANCELLED, "the broker link was stopped");
-    else
+    } else if (it->type == CMD_DLQ) { /* its caller waits for the answer too */
+      it->status = FL_ECANCELLED;
+      emit(b, it);
+    } else {
       fl_broker_item_free(it);
+    }
   }
 }

@@ -57,6 +57,7 @@ enum item_type {
   EV_STATE,
   EV_DELIVERY,
   EV_INBOX,
+  CMD_DLQ, /* doubles as its event once done */
 };
 
 /* A command (loop -> thread) or an event (thread -> loop). A publish
@@ -85,6 +86,12 @@ struct item {
   char gid[FL_ID_LEN];
   char **groups;
   size_t ngroups;
+  /* dlq */
+  int dlq_op;
+  long long older_than_ms;
+  char msg_id[FL_ID_LEN];
+  fl_broker_dead *dead;
+  size_t ndead, affected;
   /* outcome */
   int status;
   int up;
@@ -306,5 +313,11 @@ int fl_broker_inbox_retry(fl_broker *b);
 
 /* Frees an inbox record. NULL-safe. */
 void fl_broker_inbox_free(struct inbox *ib);
+
+/* Runs a CMD_DLQ on a channel of its own (broker_dlq.c), filling it's
+ * status, dead and affected. Returns 0, or FL_EBROKER when the connection
+ * failed (why says how; the caller drops the link). */
+int fl_broker_dlq_serve(fl_broker *b, struct item *it, char *why, size_t n);
+void fl_broker_dead_free(fl_broker_dead *v, size_t n);
 
 #endif

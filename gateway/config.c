@@ -37,7 +37,7 @@ static const char fl_usage[] =
  * its message. */
 static const char *const fl_top_keys[] = {"hostId",   "stateDir", "socket", "broker", "nudge",
                                           "logLevel", "profiles", "store",  "inject", "coordinator",
-                                          "rooms",    "claims",   NULL};
+                                          "rooms",    "claims",   "http",   NULL};
 static const char *const fl_coord_keys[] = {"uri", "fleet", NULL};
 static const char *const fl_broker_keys[] = {
     "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
@@ -400,6 +400,9 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
   json_t *rooms = json_object_get(root, "rooms"), *claims = json_object_get(root, "claims");
   if ((rooms && fl_config_apply_rooms(cfg, rooms, file, err, errlen)) ||
       (claims && fl_config_apply_claims(cfg, claims, file, err, errlen)))
+    return FL_ECONFIG;
+  json_t *http = json_object_get(root, "http");
+  if (http && fl_config_apply_http(cfg, http, file, err, errlen))
     return FL_ECONFIG;
   return 0;
 }

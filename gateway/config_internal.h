@@ -38,4 +38,8 @@ int fl_config_apply_rooms(fl_config *cfg, json_t *rooms, const char *file, char 
 int fl_config_apply_claims(fl_config *cfg, json_t *claims, const char *file, char *err,
                            size_t errlen);
 
+/* http: {listen, requireToken} (borrowed) onto cfg (config_http.c). 0 or
+ * FL_ECONFIG. */
+int fl_config_apply_http(fl_config *cfg, json_t *http, const char *file, char *err, size_t errlen);
+
 #endif

@@ -20,6 +20,7 @@ struct fl_confirm {
   char where[160];         /* where it went, for errors ("" = the roster's name) */
   fl_confirm_note_cb note; /* a publish nobody waits on: who hears how it went */
   void *note_ctx;
+  long long sent_ms; /* when it was made, just before its publish */
   /* Copies still to be settled (fl_confirm_copy), and the first failure. */
   size_t npending;
   int status;
@@ -27,6 +28,8 @@ struct fl_confirm {
 };
 
 void fl_confirm_copy(fl_confirm *req) { req->npending++; }
+
+long long fl_confirm_sent_ms(const fl_confirm *req) { return req->sent_ms; }
 
 void fl_confirm_fail_later(fl_confirm *req, int status, const char *why) {
   if (req->status)
@@ -40,6 +43,7 @@ fl_confirm *fl_confirm_note(fl_confirm_note_cb cb, void *ctx) {
   if (r) {
     r->note = cb;
     r->note_ctx = ctx;
+    r->sent_ms = fl_now_ms();
   }
   return r;
 }
@@ -87,6 +91,7 @@ int fl_confirm_new(fl_gw *gw, fl_client *c, const fl_msg *m, const char *peer_gi
     return FL_ENOMEM;
   }
   r->wait = *w;
+  r->sent_ms = fl_now_ms();
   r->then_wait_s = then_wait_s;
   r->on_confirm = on_confirm;
   fl_copy(r->where, sizeof r->where, where);

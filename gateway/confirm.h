@@ -38,6 +38,9 @@ fl_confirm *fl_confirm_note(fl_confirm_note_cb cb, void *ctx);
  * their way: fl_confirm_fail_later, and the call ends with that failure. */
 void fl_confirm_copy(fl_confirm *req);
 void fl_confirm_fail_later(fl_confirm *req, int status, const char *why);
+/* When the publish carrying req was handed to the link (ms since epoch),
+ * for the publish-to-confirm latency. */
+long long fl_confirm_sent_ms(const fl_confirm *req);
 /* The publish carrying req was not even queued: drops both without a callback. */
 void fl_confirm_abort(fl_gw *gw, fl_wait **w, fl_confirm *req);
 /* The broker answered the publish carrying req (status 0: confirmed; why

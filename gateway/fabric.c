@@ -32,8 +32,10 @@
 #include "gateway/claims.h"
 #include "gateway/confirm.h"
 #include "gateway/control.h"
+#include "gateway/dlq.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inbound.h"
+#include "gateway/metrics.h"
 #include "gateway/presence.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
@@ -106,6 +108,19 @@ static void fl_ack(fl_fabric *f, uint64_t tag) {
     f->acks_later_cap = cap;
   }
   f->acks_later[f->nacks_later++] = tag;
+}
+
+static void fl_on_dlq(void *ctx, void *req, int status, const char *why, const fl_broker_dead *dead,
+                      size_t ndead, size_t affected) {
+  fl_fabric *f = ctx;
+  fl_dlq_done(f->gw, req, status, why, dead, ndead, affected);
+}
+
+static int fl_fabric_dlq(void *ctx, int op, const char *msg_id, long long older_than_ms,
+                         void *req) {
+  fl_fabric *f = ctx;
+  return f->up ? fl_broker_dlq(f->broker, (enum fl_broker_dlq_op)op, msg_id, older_than_ms, req)
+               : FL_EBROKER;
 }
 
 static void fl_on_batch(void *ctx, int begin) {
@@ -336,9 +351,10 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
       fl_debug(NULL, "beat or notice not confirmed: %s", why ? why : fl_strerror(status));
     return;
   }
-  if (status == 0)
+  if (status == 0) {
     fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
-  else if (status != FL_ECANCELLED)
+    fl_metrics_observe(gw, FL_H_PUBLISH_CONFIRM, fl_now_ms() - fl_confirm_sent_ms(req));
+  } else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
   fl_confirm_done(gw, req, status, why);
 }
@@ -766,6 +782,7 @@ static const fl_remote_ops fl_fabric_ops = {
     .stop_remote = fl_fabric_stop_remote,
     .spawn_answer = fl_fabric_spawn_answer,
     .post = fl_fabric_post,
+    .dlq = fl_fabric_dlq,
     .stop = fl_fabric_stop,
     .free = fl_fabric_free,
 };
@@ -801,7 +818,8 @@ static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
                                       .on_delivery = fl_on_delivery,
                                       .on_publish_done = fl_on_publish_done,
                                       .on_inbox = fl_on_inbox,
-                                      .on_batch = fl_on_batch};
+                                      .on_batch = fl_on_batch,
+                                      .on_dlq = fl_on_dlq};
   if ((rc = fl_broker_start(gw->loop, &bc, &ev, f, &f->broker))) {
     fl_error(NULL, "cannot start the broker link: %s (check the broker URI and host id)",
              fl_strerror(rc));

@@ -21,6 +21,8 @@
 #include "gateway/ask.h"
 #include "gateway/claims.h"
 #include "gateway/coord.h"
+#include "gateway/dashboard.h"
+#include "gateway/dlq.h"
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
@@ -50,18 +52,18 @@ json_t *fl_gw_status(fl_gw *gw) {
     online += e->client != NULL;
     dropped += e->dropped || e->removed;
   }
-  json_t *broker = fl_remote_describe(gw);
+  json_t *broker = fl_remote_describe(gw), *http = fl_dash_describe(gw);
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
   json_t *res = json_pack(
-      "{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s}}", "hostId",
+      "{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s}, s:o?}", "hostId",
       gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(), "uptimeS",
       (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket", gw->cfg.socket, "stateDir",
       gw->cfg.state_dir, "broker", broker, "mode", gw->cfg.broker_uri[0] ? "broker" : "single-host",
       "clients", (json_int_t)gw->nclients, "entities", (json_int_t)(gw->nentities - dropped),
       "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters, "store",
-      "synchronous", gw->cfg.store_sync_full ? "full" : "normal");
+      "synchronous", gw->cfg.store_sync_full ? "full" : "normal", "http", http);
   json_t *coord = fl_coord_describe(gw);
   if (res && coord)
     json_object_set_new(res, "coordinator", coord);
@@ -212,6 +214,7 @@ void fl_gw_shutdown(fl_gw *gw) {
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
   fl_rooms_stop(gw);
+  fl_dash_stop(gw);
   fl_remote_stop(gw);
   fl_coord_stop(gw);
 }
@@ -220,6 +223,8 @@ void fl_gw_free(fl_gw **gwp) {
   if (!gwp || !*gwp)
     return;
   fl_gw *gw = *gwp;
+  fl_dash_free(gw);
+  fl_dlq_free(gw);
   fl_rooms_free(gw);
   fl_remote_free(gw);
   fl_forward_free(gw);

@@ -97,6 +97,11 @@ typedef struct fl_gw_config {
   unsigned rooms_sync_interval_s; /* pull period */
   unsigned rooms_max_messages;    /* cap per room; the oldest are dropped */
   unsigned claims_settle_ms;      /* 0 = the transport's default */
+  /* The dashboard, JSON API and /metrics (config "http"); http_on 0 = off.
+   * http_require_token: 1, 0, or -1 = only off loopback. */
+  int http_on;
+  char http_listen[128];
+  int http_require_token;
 } fl_gw_config;
 
 /* Who a session says it is (from fleet-mcp's environment). All strings are
@@ -242,6 +247,14 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
 int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, fl_gw_cb cb, void *ctx, json_t **result,
                fl_wait **wait, char *err, size_t errlen);
 /* Node identity and pinned peers (fleetctl identity / peer). */
+/* fleetctl dlq: op "list", "show" (id: a msgId), "replay" (id) or "purge"
+ * (older_than_s > 0: only what died longer ago) on fleet.dlq, through the
+ * broker link (dlq.c). Answers later through cb, like fl_gw_send with a
+ * wait; FL_EBROKER at once in single-host mode or while the link is
+ * down. */
+int fl_gw_dlq(fl_gw *gw, fl_client *c, const char *op, const char *id, double older_than_s,
+              fl_gw_cb cb, void *ctx, fl_wait **wait, char *err, size_t errlen);
+
 json_t *fl_gw_identity(fl_gw *gw);
 json_t *fl_gw_peers(fl_gw *gw);
 /* Pins host to the base64 Ed25519 key pk (url may be NULL) and saves the

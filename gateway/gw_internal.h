@@ -127,6 +127,10 @@ struct fl_gw {
   struct fl_turns *turns;
   /* The link to the coordinator vhost (coord.c), NULL without one. */
   struct fl_coord *coord;
+  /* The HTTP endpoint (dashboard.h), NULL when http is off. */
+  struct fl_dash *dash;
+  /* What fleetctl dlq needs on the loop (dlq.h), NULL until first used. */
+  struct fl_dlq *dlq;
 };
 
 /* Copies src (NULL reads as "") into dst of size n, truncating. */

@@ -20,7 +20,21 @@
 #define FL_HTTP_MAX_CONNECTIONS 64
 #define FL_HTTP_TIMEOUT_S 15
 
+/* One open stream: bytes waiting to go out, filled by the loop and drained
+ * by the server thread's content reader, under the server's mu. */
+typedef struct fl_http_stream {
+  struct fl_http_stream *next;
+  fl_http_server *s;
+  struct MHD_Connection *conn;
+  char *buf;
+  size_t len, cap;
+  int suspended; /* nothing to send: parked until a push resumes it */
+  int closing;   /* over its cap, or the server stops: end it */
+} fl_http_stream;
+
 struct fl_http_server {
+  fl_http_stream *streams;
+  size_t nstreams;
   struct MHD_Daemon *d;
   fl_xqueue *q;
   pthread_mutex_t mu; /* guards stopping and each request's done/resume */
@@ -37,6 +51,7 @@ typedef struct fl_http_item {
   struct MHD_Connection *conn;
   char *path;
   char *query;
+  char *authorization;
   int done;
   fl_http_resp resp;
 } fl_http_item;
@@ -46,6 +61,7 @@ static void fl_item_free(fl_http_item *it) {
     return;
   fl_free(it->path);
   fl_free(it->query);
+  fl_free(it->authorization);
   fl_free(it->resp.body);
   fl_free(it);
 }
@@ -75,7 +91,7 @@ static void fl_http_ready(void *ctx) {
       if (!r) {
         fl_answer_plain(it, 404, "no such resource\n");
       } else {
-        fl_http_req req = {it->path, it->query};
+        fl_http_req req = {it->path, it->query, it->authorization};
         r->handler(r->ctx, &req, &it->resp);
         if (!it->resp.status)
           fl_answer_plain(it, 500, "no answer\n");
@@ -106,6 +122,123 @@ static enum MHD_Result fl_query_arg(void *cls, enum MHD_ValueKind kind, const ch
   return MHD_YES;
 }
 
+static void fl_stream_unlink(fl_http_stream *st) {
+  for (fl_http_stream **pp = &st->s->streams; *pp; pp = &(*pp)->next) {
+    if (*pp == st) {
+      *pp = st->next;
+      st->s->nstreams--;
+      return;
+    }
+  }
+}
+
+/* Server thread: what a stream has to send, or a park until there is more. */
+static ssize_t fl_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+  (void)pos;
+  fl_http_stream *st = cls;
+  fl_http_server *s = st->s;
+  ssize_t n = 0;
+  pthread_mutex_lock(&s->mu);
+  if (st->len) {
+    n = (ssize_t)(st->len < max ? st->len : max);
+    memcpy(buf, st->buf, (size_t)n);
+    memmove(st->buf, st->buf + n, st->len - (size_t)n);
+    st->len -= (size_t)n;
+  } else if (st->closing || s->stopping) {
+    n = MHD_CONTENT_READER_END_OF_STREAM;
+  } else {
+    st->suspended = 1;
+    MHD_suspend_connection(st->conn);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+static void fl_stream_free(void *cls) {
+  fl_http_stream *st = cls;
+  pthread_mutex_lock(&st->s->mu);
+  fl_stream_unlink(st);
+  pthread_mutex_unlock(&st->s->mu);
+  fl_free(st->buf);
+  fl_free(st);
+}
+
+/* Turns the answered request into a stream. Server thread. */
+static enum MHD_Result fl_queue_stream(fl_http_server *s, struct MHD_Connection *conn,
+                                       fl_http_resp *r) {
+  fl_http_stream *st = fl_calloc(1, sizeof *st);
+  if (!st)
+    return MHD_NO;
+  st->s = s;
+  st->conn = conn;
+  st->buf = r->body; /* the first bytes */
+  st->len = st->cap = r->len;
+  r->body = NULL;
+  r->len = 0;
+  struct MHD_Response *mr =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, fl_stream_read, st, fl_stream_free);
+  if (!mr) {
+    fl_free(st->buf);
+    fl_free(st);
+    return MHD_NO;
+  }
+  pthread_mutex_lock(&s->mu);
+  st->next = s->streams;
+  s->streams = st;
+  s->nstreams++;
+  pthread_mutex_unlock(&s->mu);
+  MHD_add_response_header(mr, "Content-Type", r->content_type ? r->content_type : "text/plain");
+  MHD_add_response_header(mr, "Cache-Control", "no-store");
+  enum MHD_Result rc = MHD_queue_response(conn, r->status, mr);
+  MHD_destroy_response(mr);
+  return rc;
+}
+
+size_t fl_http_server_push(fl_http_server *s, const char *data, size_t len) {
+  if (!s)
+    return 0;
+  pthread_mutex_lock(&s->mu);
+  for (fl_http_stream *st = s->streams; st; st = st->next) {
+    if (st->closing)
+      continue;
+    if (st->len + len > FL_HTTP_STREAM_CAP) {
+      st->closing = 1; /* a reader this slow loses its stream, not the daemon's memory */
+    } else {
+      if (st->len + len > st->cap) {
+        size_t ncap = st->cap ? st->cap : 1024;
+        while (ncap < st->len + len)
+          ncap *= 2;
+        char *nb = fl_realloc(st->buf, ncap);
+        if (!nb) {
+          st->closing = 1;
+          goto wake;
+        }
+        st->buf = nb;
+        st->cap = ncap;
+      }
+      memcpy(st->buf + st->len, data, len);
+      st->len += len;
+    }
+  wake:
+    if (st->suspended) {
+      st->suspended = 0;
+      MHD_resume_connection(st->conn);
+    }
+  }
+  size_t n = s->nstreams;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+size_t fl_http_server_streams(fl_http_server *s) {
+  if (!s)
+    return 0;
+  pthread_mutex_lock(&s->mu);
+  size_t n = s->nstreams;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
 static enum MHD_Result fl_queue_resp(struct MHD_Connection *conn, const fl_http_resp *r) {
   struct MHD_Response *mr = MHD_create_response_from_buffer(r->len, r->body ? r->body : (void *)"",
                                                             MHD_RESPMEM_MUST_COPY);
@@ -119,7 +252,7 @@ static enum MHD_Result fl_queue_resp(struct MHD_Connection *conn, const fl_http_
 
 static enum MHD_Result fl_plain_now(struct MHD_Connection *conn, unsigned status,
                                     const char *text) {
-  fl_http_resp r = {status, "text/plain", (char *)text, strlen(text)};
+  fl_http_resp r = {status, "text/plain", (char *)text, strlen(text), 0};
   return fl_queue_resp(conn, &r);
 }
 
@@ -134,6 +267,8 @@ static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const c
   if (it) {
     if (!it->done)
       return MHD_YES;
+    if (it->resp.stream && it->resp.status == 200)
+      return fl_queue_stream(s, conn, &it->resp);
     return fl_queue_resp(conn, &it->resp);
   }
   if (strcmp(method, "GET") != 0)
@@ -142,8 +277,10 @@ static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const c
     return fl_plain_now(conn, 400, "a GET carries no body\n");
   fl_qbuf q = {{0}, 0};
   MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, fl_query_arg, &q);
+  const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
   it = fl_calloc(1, sizeof *it);
-  if (!it || !(it->path = fl_strdup(url)) || !(it->query = fl_strdup(q.buf))) {
+  if (!it || !(it->path = fl_strdup(url)) || !(it->query = fl_strdup(q.buf)) ||
+      !(it->authorization = fl_strdup(auth ? auth : ""))) {
     fl_item_free(it);
     return fl_plain_now(conn, 503, "out of memory\n");
   }
@@ -176,7 +313,11 @@ static void fl_mhd_log(void *cls, const char *fmt, va_list ap) {
   char line[512];
   vsnprintf(line, sizeof line, fmt, ap);
   line[strcspn(line, "\n")] = '\0';
-  fl_warn(NULL, "http: %s", line);
+  /* A client leaving an event stream is how streams end, not a fault. */
+  if (strncmp(line, "Failed to send the chunked response body", 40) == 0)
+    fl_debug(NULL, "http: %s", line);
+  else
+    fl_warn(NULL, "http: %s", line);
 }
 
 /* Parses "HOST:PORT" / "[V6]:PORT" into sa. 0 or FL_EINVAL. */
@@ -222,14 +363,19 @@ static int fl_parse_listen(const char *listen, struct sockaddr_storage *sa, sock
 
 int fl_http_server_start(uv_loop_t *loop, const char *listen, fl_http_server **out, char *err,
                          size_t errlen) {
+  return fl_http_server_start_for(loop, "rooms.listen", listen, out, err, errlen);
+}
+
+int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *listen,
+                             fl_http_server **out, char *err, size_t errlen) {
   *out = NULL;
   struct sockaddr_storage sa;
   socklen_t salen = 0;
   if (fl_parse_listen(listen, &sa, &salen) != 0) {
     fl_errf(err, errlen,
-            "rooms.listen \"%s\" is not HOST:PORT with a numeric address (e.g. 127.0.0.1:7777 or "
+            "%s \"%s\" is not HOST:PORT with a numeric address (e.g. 127.0.0.1:7777 or "
             "[::1]:7777)",
-            listen ? listen : "");
+            key, listen ? listen : "");
     return FL_EINVAL;
   }
   fl_http_server *s = fl_calloc(1, sizeof *s);
@@ -253,7 +399,7 @@ int fl_http_server_start(uv_loop_t *loop, const char *listen, fl_http_server **o
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)FL_HTTP_TIMEOUT_S,
                           MHD_OPTION_NOTIFY_COMPLETED, fl_completed, s, MHD_OPTION_END);
   if (!s->d) {
-    fl_errf(err, errlen, "cannot serve rooms on %s (address in use, or not this machine's?)",
+    fl_errf(err, errlen, "cannot serve %s %s (address in use, or not this machine's?)", key,
             listen);
     fl_xqueue_close(s->q, NULL);
     s->stopping = 2; /* free once the queue's handle closed */
@@ -307,6 +453,16 @@ void fl_http_server_stop(fl_http_server *s) {
       pthread_mutex_unlock(&s->mu);
     }
   }
+  /* Every stream ends; a parked one is woken to say so. */
+  pthread_mutex_lock(&s->mu);
+  for (fl_http_stream *st = s->streams; st; st = st->next) {
+    st->closing = 1;
+    if (st->suspended) {
+      st->suspended = 0;
+      MHD_resume_connection(st->conn);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
   MHD_stop_daemon(s->d);
   s->d = NULL;
   fl_xqueue_close(s->q, NULL);

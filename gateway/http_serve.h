@@ -19,8 +19,9 @@ typedef struct fl_http_server fl_http_server;
 
 /* One request, borrowed for the handler's call. */
 typedef struct fl_http_req {
-  const char *path;  /* without the query */
-  const char *query; /* the raw query after '?', or "" */
+  const char *path;          /* without the query */
+  const char *query;         /* the raw query after '?', or "" */
+  const char *authorization; /* the Authorization header, or "" */
 } fl_http_req;
 
 /* What the handler answers: status and a body it allocated with fl_malloc
@@ -30,6 +31,9 @@ typedef struct fl_http_resp {
   const char *content_type;
   char *body;
   size_t len;
+  /* 1: the connection stays open as a stream (Server-Sent Events): body is
+   * its first bytes, and fl_http_server_push adds more. */
+  int stream;
 } fl_http_resp;
 
 typedef void (*fl_http_handler)(void *ctx, const fl_http_req *req, fl_http_resp *resp);
@@ -48,12 +52,23 @@ typedef struct fl_http_route {
  * with err saying what to fix. */
 int fl_http_server_start(uv_loop_t *loop, const char *listen, fl_http_server **out, char *err,
                          size_t errlen);
+/* The same, with key naming the configuration key listen came from in
+ * what err says ("http.listen"). */
+int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *listen,
+                             fl_http_server **out, char *err, size_t errlen);
 /* Adds a route. 0 or FL_EFULL. */
 int fl_http_server_route(fl_http_server *s, const fl_http_route *r);
 /* The address actually bound, "HOST:PORT". */
 const char *fl_http_server_addr(const fl_http_server *s);
 /* Counts: requests answered, refused because the queue was full. */
 unsigned long long fl_http_server_served(const fl_http_server *s);
+/* Appends len bytes to every open stream (copied; a stream that already
+ * holds FL_HTTP_STREAM_CAP unsent bytes is closed instead). Loop thread.
+ * Returns how many streams are open. */
+#define FL_HTTP_STREAM_CAP (256 * 1024)
+size_t fl_http_server_push(fl_http_server *s, const char *data, size_t len);
+/* Streams open now. */
+size_t fl_http_server_streams(fl_http_server *s);
 /* Stops the thread (answering what waits with 503) and closes the queue;
  * run the loop once more, then fl_http_server_free. */
 void fl_http_server_stop(fl_http_server *s);

@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/ask.h"
+#include "gateway/dlq.h"
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/sign.h"
@@ -120,6 +121,7 @@ void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int cou
   fl_warn(d->env->trace_id, "dead-lettered %s from host '%s' (%s %s): %s",
           d->env->msg_id[0] ? d->env->msg_id : "(no msgId)", d->env->host,
           fl_is_uuid(key) ? "recipient gid" : "routing key", key, why);
+  fl_dlq_note(in->gw, d->env->msg_id, why);
   in->ops->reject(in->ctx, d->tag, 0);
 }
 

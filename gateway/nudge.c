@@ -27,6 +27,7 @@
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inject.h"
+#include "gateway/metrics.h"
 
 /* The shortest gap between two looks at a pane that is not idle. */
 #define FL_NUDGE_MIN_RECHECK_MS 50
@@ -63,12 +64,15 @@ static void fl_nudge_typed(void *ctx, int status) {
   e->nudge.typing = 0;
   if (status)
     fl_gw_count(e->gw, FL_C_NUDGE_FAILURES);
+  else
+    fl_metrics_observe(e->gw, FL_H_INJECT, fl_now_ms() - e->nudge.typed_at_ms);
 }
 
 /* Types the nudge line into the entity's own terminal, through its backend. */
 static void fl_nudge_type(fl_entity *e) {
   fl_gw *gw = e->gw;
   fl_inject_target t = {.pane = e->pane, .socket = e->tmux_socket, .label = e->name};
+  e->nudge.typed_at_ms = fl_now_ms();
   int rc = e->inject->nudge(gw->loop, &t, gw->cfg.nudge.text, fl_nudge_typed, e);
   e->nudge.typing = rc == 0;
   if (rc) {

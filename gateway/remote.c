@@ -95,6 +95,12 @@ json_t *fl_remote_describe(fl_gw *gw) {
   return gw->remote ? gw->remote->describe(gw->remote_ctx) : NULL;
 }
 
+int fl_remote_dlq(fl_gw *gw, int op, const char *msg_id, long long older_than_ms, void *req) {
+  return gw->remote && gw->remote->dlq
+             ? gw->remote->dlq(gw->remote_ctx, op, msg_id, older_than_ms, req)
+             : FL_EBROKER;
+}
+
 json_t *fl_remote_hosts(fl_gw *gw) {
   return gw->remote && gw->remote->hosts ? gw->remote->hosts(gw->remote_ctx) : json_array();
 }

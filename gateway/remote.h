@@ -92,6 +92,10 @@ typedef struct fl_remote_ops {
   int (*post)(void *ctx, fl_entity *dst, const fl_msg *m,
               void (*done)(void *done_ctx, int status, const char *why), void *done_ctx, char *err,
               size_t errlen);
+  /* Runs one fleet.dlq command (broker.h's fl_broker_dlq); dlq.c's
+   * fl_dlq_done gets the outcome with req. Optional: unset reads as no
+   * broker (FL_EBROKER). */
+  int (*dlq)(void *ctx, int op, const char *msg_id, long long older_than_ms, void *req);
   /* The gateway is shutting down: close handles; no callback after the
    * loop has run once more. */
   void (*stop)(void *ctx);
@@ -135,6 +139,7 @@ void fl_remote_drained(fl_gw *gw, const char *to_gid, const char *msg_id);
 void fl_remote_sweep(fl_gw *gw);
 const char *fl_remote_status(fl_gw *gw, const fl_entity *e);
 json_t *fl_remote_describe(fl_gw *gw);
+int fl_remote_dlq(fl_gw *gw, int op, const char *msg_id, long long older_than_ms, void *req);
 json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_remove_inbox(fl_gw *gw, const char *gid);

@@ -43,11 +43,12 @@ struct fl_entity {
     uv_timer_t recheck; /* the next look at a pane that was not idle; as timer */
     unsigned step;      /* reminders sent since the last drain */
     int armed;
-    int pending;  /* a nudge line waits for the pane to be idle */
-    int checking; /* a status look at the pane is in flight */
-    int deferred; /* the pending line was put off (counted and logged once) */
-    int typing;   /* the line is being typed (the forward path waits for it) */
-  } nudge;        /* nudge.c's */
+    int pending;           /* a nudge line waits for the pane to be idle */
+    int checking;          /* a status look at the pane is in flight */
+    int deferred;          /* the pending line was put off (counted and logged once) */
+    int typing;            /* the line is being typed (the forward path waits for it) */
+    long long typed_at_ms; /* when the last line started being typed */
+  } nudge;                 /* nudge.c's */
   /* A spawned agent (spawn.c): who spawned it (a gid, "" = not spawned; read
    * back from the store's spawn record when it attaches after a restart)
    * and the terminal its launch opened, which fleet_stop closes. */

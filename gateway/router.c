@@ -26,6 +26,7 @@
 #include "gateway/ask.h"
 #include "gateway/config.h"
 #include "gateway/coord.h"
+#include "gateway/dashboard.h"
 #include "gateway/envelope.h"
 #include "gateway/fanout.h"
 #include "gateway/forward.h"
@@ -43,6 +44,7 @@ static void fl_trace_remember(fl_gw *gw, const fl_msg *m) {
   fl_copy(gw->traces.at[i].to_gid, FL_ID_LEN, m->to_gid);
   gw->traces.at[i].is_send = fl_envelope_is_kind(m->kind, FL_KIND_SEND);
   gw->traces.next = (i + 1) % FL_TRACE_RING;
+  fl_dash_note_msg(gw, m);
 }
 
 static const char *fl_trace_lookup(fl_gw *gw, const char *msg_id) {

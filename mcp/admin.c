@@ -13,6 +13,7 @@
 #include "mcp/counters.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
+#include "mcp/tools.h"
 
 /* A trace id or msgId is a UUID (36 characters); 64 leaves room for any id
  * a peer made while still bounding what is searched for. */
@@ -26,6 +27,34 @@ void fl_admin_status(fl_session *s, json_t *id, json_t *params) {
     status = NULL;
   }
   fl_session_reply(s, id, status);
+}
+
+void fl_admin_dlq(fl_session *s, json_t *id, json_t *params) {
+  const char *op = json_string_value(json_object_get(params, "op"));
+  const char *msg = json_string_value(json_object_get(params, "msgId"));
+  json_t *older = json_object_get(params, "olderThanS");
+  if (!op || (older && !json_is_number(older))) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
+                           "fleet/dlq needs params.op (list, show, replay or purge), with "
+                           "params.msgId for show and replay and an optional params.olderThanS");
+    return;
+  }
+  fl_tool_call *call = fl_tools_admin_call(s);
+  if (!call) {
+    fl_session_reply(s, id, NULL);
+    return;
+  }
+  char err[512] = "";
+  fl_wait *wait = NULL;
+  int rc = fl_gw_dlq(fl_session_gw(s), fl_session_client(s), op, msg,
+                     older ? json_number_value(older) : 0, fl_tool_call_done, call, &wait, err,
+                     sizeof err);
+  if (rc == 0 && wait) {
+    fl_tools_admin_park(call, id, wait);
+    return;
+  }
+  fl_tools_admin_drop(&call);
+  fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
 }
 
 void fl_admin_identity(fl_session *s, json_t *id, json_t *params) {

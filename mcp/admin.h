@@ -19,6 +19,9 @@ void fl_admin_identity(fl_session *s, json_t *id, json_t *params);
 void fl_admin_peers(fl_session *s, json_t *id, json_t *params);
 /* fleet/rooms: the registered rooms, their sizes and the peers' cursors. */
 void fl_admin_rooms(fl_session *s, json_t *id, json_t *params);
+/* fleet/dlq {op, msgId?, olderThanS?}: fleet.dlq through the broker link;
+ * answered once the broker has (a parked call). */
+void fl_admin_dlq(fl_session *s, json_t *id, json_t *params);
 /* {host, publicKey, url?}: pins host's key. */
 void fl_admin_peer_add(fl_session *s, json_t *id, json_t *params);
 /* {host}: drops host's pin. */

@@ -526,3 +526,13 @@ void fl_server_free(fl_server **fep) {
   fl_free(*fep);
   *fep = NULL;
 }
+
+json_t *fl_server_status(void *ctx) {
+  fl_server *fe = ctx;
+  json_t *status = fl_gw_status(fe->gw);
+  if (status && fl_mcp_counters_to_json(fe->counters, json_object_get(status, "counters")) != 0) {
+    json_decref(status);
+    status = NULL;
+  }
+  return status;
+}

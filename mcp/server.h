@@ -20,6 +20,10 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
 /* Stops accepting, lets every session finish writing what it owes, closes
  * them and removes the socket file. Run the loop afterwards, then free. */
 void fl_server_stop(fl_server *fe);
+/* fleetctl status's JSON: the gateway's status with the MCP layer's
+ * counters merged into its counters (new reference, or NULL). ctx is the
+ * fl_server, so it fits fl_dash_status_fn. */
+json_t *fl_server_status(void *fe);
 void fl_server_free(fl_server **fe);
 
 #endif

@@ -30,6 +30,7 @@ struct fl_tool_call {
   fl_session *s;
   json_t *id; /* the request's id (owned) */
   fl_wait *wait;
+  int admin; /* answered as plain JSON-RPC, not as a tool result */
 };
 
 int fl_tools_init(void) {
@@ -123,10 +124,34 @@ static void fl_tool_call_free(fl_tool_call **call) {
 void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
   fl_tool_call *call = ctx;
   fl_tool_call_unlink(call);
-  fl_session_reply(call->s, call->id,
-                   result ? fl_tool_ok(result) : fl_tool_err(err ? err : "failed"));
+  if (call->admin && result)
+    fl_session_reply(call->s, call->id, result);
+  else if (call->admin)
+    fl_session_reply_error(call->s, call->id, FL_RPC_INVALID_PARAMS, err ? err : "failed");
+  else
+    fl_session_reply(call->s, call->id,
+                     result ? fl_tool_ok(result) : fl_tool_err(err ? err : "failed"));
   fl_tool_call_free(&call);
 }
+
+fl_tool_call *fl_tools_admin_call(fl_session *s) {
+  fl_tool_call *call = fl_calloc(1, sizeof *call);
+  if (call) {
+    call->s = s;
+    call->admin = 1;
+  }
+  return call;
+}
+
+void fl_tools_admin_park(fl_tool_call *call, json_t *id, fl_wait *wait) {
+  call->id = json_incref(id);
+  call->wait = wait;
+  fl_tool_call **head = fl_session_parked(call->s);
+  call->next = *head;
+  *head = call;
+}
+
+void fl_tools_admin_drop(fl_tool_call **call) { fl_tool_call_free(call); }
 
 void fl_tools_cancel(fl_session *s, json_t *request_id) {
   if (!request_id)

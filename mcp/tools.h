@@ -42,6 +42,14 @@ typedef struct fl_tool {
  * answers the call when the gateway calls back. */
 void fl_tool_call_done(void *ctx, json_t *result, const char *err);
 
+/* For a fleet/... admin method whose gateway call may wait: a call answered
+ * as plain JSON-RPC (the result, or an invalid-params error with err).
+ * fl_tools_admin_park parks it on its wait (cancelled with the session's
+ * other parked calls); fl_tools_admin_drop frees one that did not wait. */
+fl_tool_call *fl_tools_admin_call(fl_session *s);
+void fl_tools_admin_park(fl_tool_call *call, json_t *id, fl_wait *wait);
+void fl_tools_admin_drop(fl_tool_call **call);
+
 /* The handler table: *n entries, static. Every tool schema/tools.json
  * declares has exactly one entry and every entry is declared there
  * (tests/unit/test_tools.c checks both ways). */

@@ -143,7 +143,8 @@ static void on_batch(void *ctx, int begin) {
   }
 }
 
-static const fl_broker_events events = {on_state, on_delivery, on_publish_done, on_inbox, on_batch};
+static const fl_broker_events events = {on_state, on_delivery, on_publish_done,
+                                        on_inbox, on_batch,    NULL};
 
 static void on_timer(uv_timer_t *t) {
   struct fx *f = t->data;
