@@ -14,6 +14,7 @@
 #include "gateway/inbound.h"
 #include "gateway/remote.h"
 #include "gateway/topology.h"
+#include "gateway/wire.h"
 
 /* Reasons remembered, newest last; older ones read as x-death's alone. */
 #define FL_DLQ_NOTES 512
@@ -83,12 +84,23 @@ void fl_dlq_free(fl_gw *gw) {
 
 /* ---- answers ------------------------------------------------------------------- */
 
-/* The origin check a receiving gateway runs first, on d as it is now: 0, or
+/* The checks a receiving gateway runs first, on d as it is now: its origin
+ * (signature under the pinned key), then its body as the sealing policy
+ * takes it (sealed to this host and opening, or in clear only where that is
+ * accepted). A body sealed to another host is that host's to open. 0, or
  * the failed check's counter with why. */
 static int fl_dead_verify(fl_gw *gw, const fl_broker_dead *d, char *why, size_t n) {
   fl_broker_delivery del = {
       .env = &d->env, .body = d->body, .len = d->len, .routing_key = d->routing_key};
-  return fl_inbound_verify_origin(gw, &del, why, n);
+  int bad = fl_inbound_verify_origin(gw, &del, why, n);
+  if (bad || (d->env.sealed_to[0] && strcmp(d->env.sealed_to, gw->cfg.host_id) != 0))
+    return bad;
+  const char *body;
+  size_t len;
+  char *opened = NULL;
+  bad = fl_wire_open(gw, &del, &body, &len, &opened, why, n);
+  fl_free(opened);
+  return bad == FL_C_COUNT ? 0 : bad; /* out of memory says nothing of the message */
 }
 
 static json_t *fl_dead_json(fl_gw *gw, const fl_broker_dead *d, int with_body) {
@@ -223,9 +235,7 @@ void fl_dlq_done(fl_gw *gw, void *req, int status, const char *why, const fl_bro
     return;
   }
   char vwhy[384] = "";
-  fl_broker_delivery del = {
-      .env = &d->env, .body = d->body, .len = d->len, .routing_key = d->routing_key};
-  if (fl_inbound_verify_origin(gw, &del, vwhy, sizeof vwhy) != 0) {
+  if (fl_dead_verify(gw, d, vwhy, sizeof vwhy) != 0) {
     snprintf(msg, sizeof msg, "refused to replay %s: it still fails verification: %s", r->id, vwhy);
     fl_warn(d->env.trace_id, "dlq: %s", msg);
     fl_req_finish(r, NULL, msg);

@@ -33,10 +33,13 @@ async function dlqList(host) {
   return JSON.parse(r.stdout).messages;
 }
 
+// The messages below are built in JavaScript and travel in clear, so hostB
+// takes bodies in clear (broker.acceptUnsealed): a replay must pass that
+// policy as well as the signature check.
 hostsTest('fleetctl dlq: list with reasons, show, replay only what now verifies, purge', brokerRef, { timeout: 120000, start: false }, async (world) => {
   const { hostA, hostB, broker } = world;
   await hostA.startFleetd();
-  await hostB.startFleetd({ config: { http: { listen: '127.0.0.1:0' } } });
+  await hostB.startFleetd({ config: { http: { listen: '127.0.0.1:0' } }, broker: { acceptUnsealed: true } });
   await pinAll(world.hosts);
   const keyA = readIdentity(hostA.stateDir);
   const alice = await hostA.mcpClient('alice', { role: 'lead' });

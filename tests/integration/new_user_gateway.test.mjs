@@ -145,7 +145,7 @@ hostsTest('status reads degraded, naming the agent, while its inbox is not consu
   const user = `limited${process.pid}`;
   await broker.ctl(['add_user', user, 'pw']);
   try {
-    await broker.ctl(['set_permissions', '-p', '/', user, '.*', '.*', '^(fleet\\..*|roster\\..*|control\\..*)$']);
+    await broker.ctl(['set_permissions', '-p', '/', user, '.*', '.*', '^(fleet\\..*|roster\\..*|control\\..*|claims\\..*)$']);
     hostL.broker = { uri: `amqp://${user}:pw@127.0.0.1:${broker.port}/` };
     await hostL.startFleetd();
     const carol = await hostL.mcpClient('carol');
