@@ -60,12 +60,7 @@ static int fl_tmux_type(uv_loop_t *loop, const fl_inject_target *t, const char *
   if (!t || !t->pane || !t->pane[0] || !text)
     return FL_EINVAL;
   char *args[16];
-  int n = 0;
-  args[n++] = "tmux";
-  if (t->socket && t->socket[0]) {
-    args[n++] = "-S";
-    args[n++] = (char *)t->socket;
-  }
+  int n = fl_tmux_argv(args, t->socket);
   args[n++] = "send-keys";
   args[n++] = "-t";
   args[n++] = (char *)t->pane;
@@ -86,12 +81,7 @@ static int fl_tmux_close(uv_loop_t *loop, const fl_inject_target *t, fl_inject_d
   if (!t || !t->pane || !t->pane[0])
     return FL_EINVAL;
   char *args[8];
-  int n = 0;
-  args[n++] = "tmux";
-  if (t->socket && t->socket[0]) {
-    args[n++] = "-S";
-    args[n++] = (char *)t->socket;
-  }
+  int n = fl_tmux_argv(args, t->socket);
   args[n++] = "kill-pane";
   args[n++] = "-t";
   args[n++] = (char *)t->pane;
@@ -101,6 +91,16 @@ static int fl_tmux_close(uv_loop_t *loop, const fl_inject_target *t, fl_inject_d
 
 /* Runs one tmux command (args, NULL-terminated) with no stdio about t;
  * done gets its outcome. */
+int fl_tmux_argv(char **args, const char *socket) {
+  int n = 0;
+  args[n++] = "tmux";
+  if (socket && socket[0]) {
+    args[n++] = "-S";
+    args[n++] = (char *)socket;
+  }
+  return n;
+}
+
 int fl_tmux_run_args(uv_loop_t *loop, char **args, const char *what, const fl_inject_target *t,
                      fl_inject_done_cb done, void *ctx) {
   fl_tmux_run *run = fl_calloc(1, sizeof *run);
@@ -326,12 +326,7 @@ static int fl_tmux_capture_start(fl_tmux_probe *p) {
   }
   c->probe = p;
   char *args[16];
-  int n = 0;
-  args[n++] = "tmux";
-  if (p->socket[0]) {
-    args[n++] = "-S";
-    args[n++] = p->socket;
-  }
+  int n = fl_tmux_argv(args, p->socket);
   args[n++] = "display";
   args[n++] = "-p";
   args[n++] = "-t";
@@ -504,12 +499,7 @@ static int fl_tmux_window_open(uv_loop_t *loop, const fl_inject_launch *l, fl_in
   int rc = FL_ENOMEM;
   if (!args || !o)
     goto fail;
-  size_t n = 0;
-  args[n++] = "tmux";
-  if (l->socket && l->socket[0]) {
-    args[n++] = "-S";
-    args[n++] = (char *)l->socket;
-  }
+  size_t n = (size_t)fl_tmux_argv(args, l->socket);
   args[n++] = "new-window";
   args[n++] = "-d";
   args[n++] = "-P";

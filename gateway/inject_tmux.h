@@ -18,6 +18,10 @@ typedef void (*fl_tmux_looked_cb)(void *ctx, enum fl_inject_state state, uint64_
  * code (then it never runs). */
 int fl_tmux_look(uv_loop_t *loop, const fl_inject_target *t, fl_tmux_looked_cb looked, void *ctx);
 
+/* Starts a tmux command line in args: "tmux", then "-S socket" when socket
+ * names one (NULL or "" = the default server). Returns how many it wrote. */
+int fl_tmux_argv(char **args, const char *socket);
+
 /* Runs `tmux ARGS` (args NULL-terminated, args[0] "tmux"), no stdio, about
  * t (for log lines, what names the command); done (may be NULL) gets 0 or
  * FL_EOFFLINE. 0 or a negative code (then done never runs). */

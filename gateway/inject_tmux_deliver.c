@@ -121,12 +121,7 @@ static void fl_send_entered(void *ctx, int status) {
 
 static void fl_send_enter(fl_tmux_send *s) {
   char *args[8];
-  int n = 0;
-  args[n++] = "tmux";
-  if (s->socket[0]) {
-    args[n++] = "-S";
-    args[n++] = s->socket;
-  }
+  int n = fl_tmux_argv(args, s->socket);
   args[n++] = "send-keys";
   args[n++] = "-t";
   args[n++] = s->pane;
@@ -210,12 +205,7 @@ static int fl_tmux_send_line(fl_tmux_send *s) {
     arg[s->len + 1] = '\0';
   }
   char *args[12];
-  int n = 0;
-  args[n++] = "tmux";
-  if (s->socket[0]) {
-    args[n++] = "-S";
-    args[n++] = s->socket;
-  }
+  int n = fl_tmux_argv(args, s->socket);
   args[n++] = "send-keys";
   args[n++] = "-t";
   args[n++] = s->pane;
@@ -244,12 +234,7 @@ static void fl_paste_loaded(uv_process_t *p, int64_t status, int sig) {
     return;
   }
   char *args[16];
-  int n = 0;
-  args[n++] = "tmux";
-  if (s->socket[0]) {
-    args[n++] = "-S";
-    args[n++] = s->socket;
-  }
+  int n = fl_tmux_argv(args, s->socket);
   args[n++] = "paste-buffer";
   args[n++] = "-p";
   args[n++] = "-d";
@@ -277,12 +262,7 @@ static int fl_tmux_send_paste(fl_tmux_send *s) {
   fl_uuid(id);
   snprintf(s->buffer, sizeof s->buffer, "fleet-%.8s", id);
   char *args[10];
-  int n = 0;
-  args[n++] = "tmux";
-  if (s->socket[0]) {
-    args[n++] = "-S";
-    args[n++] = s->socket;
-  }
+  int n = fl_tmux_argv(args, s->socket);
   args[n++] = "load-buffer";
   args[n++] = "-b";
   args[n++] = s->buffer;
