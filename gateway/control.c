@@ -27,7 +27,6 @@
 #include "gateway/inbound.h"
 #include "gateway/sign.h"
 #include "gateway/topology.h"
-#include "gateway/wire.h"
 
 /* A control request outlives its waiting call by at most this much on the
  * wire: a SPAWN that sat in a down host's queue longer is dead-lettered
@@ -512,14 +511,11 @@ int fl_control_receive(fl_control *c, const fl_broker_delivery *d) {
   fl_gw *gw = c->gw;
   fl_gw_count(gw, FL_C_CONTROL_RECEIVED);
   char why[256];
-  int bad = fl_inbound_verify_origin(gw, d, why, sizeof why);
-  if (bad)
-    return fl_ctl_refuse(c, d, bad, why);
   /* Sealed to this host like any body that crosses the broker: from here
    * on the checks read the opened body (pd). */
-  fl_broker_delivery pd = *d;
-  char *opened = NULL;
-  bad = fl_wire_open(gw, d, &pd.body, &pd.len, &opened, why, sizeof why);
+  fl_broker_delivery pd;
+  char *opened;
+  int bad = fl_inbound_open(gw, d, &pd, &opened, why, sizeof why);
   if (bad)
     return fl_ctl_refuse(c, d, bad == FL_C_COUNT ? FL_C_VERIFY_MALFORMED : bad, why);
   int rc = fl_control_check(c, &pd);

@@ -261,17 +261,12 @@ static void fl_coord_on_mail(fl_coord *co, const fl_broker_delivery *d) {
     fl_coord_reject(co, d, FL_C_VERIFY_WRONG_RECIPIENT, "no local lead owns this mailbox");
     return;
   }
-  char why[160];
-  int bad = fl_inbound_verify_origin(gw, d, why, sizeof why);
-  if (bad) {
-    fl_coord_reject(co, d, bad, why);
-    return;
-  }
   /* Sealed to this host like every body that crosses a broker; the checks
    * below read the opened body. */
-  fl_broker_delivery pd = *d;
-  char *opened = NULL;
-  bad = fl_wire_open(gw, d, &pd.body, &pd.len, &opened, why, sizeof why);
+  char why[160];
+  fl_broker_delivery pd;
+  char *opened;
+  int bad = fl_inbound_open(gw, d, &pd, &opened, why, sizeof why);
   if (bad == FL_C_COUNT) {
     fl_broker_reject(co->broker, d->tag, 1); /* out of memory: it comes again */
     return;

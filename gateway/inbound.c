@@ -253,6 +253,16 @@ enum fl_inbound_dup fl_inbound_dup_rule(int held, int redelivered) {
 static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
                              const fl_broker_delivery *pd, fl_entity *to);
 
+int fl_inbound_open(fl_gw *gw, const fl_broker_delivery *d, fl_broker_delivery *pd, char **opened,
+                    char *why, size_t whylen) {
+  *opened = NULL;
+  int bad = fl_inbound_verify_origin(gw, d, why, whylen);
+  if (bad)
+    return bad;
+  *pd = *d;
+  return fl_wire_open(gw, d, &pd->body, &pd->len, opened, why, whylen);
+}
+
 void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
   fl_gw *gw = in->gw;
   fl_entity *to = fl_entity_by_gid(gw, d->gid);
@@ -262,14 +272,9 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
   }
   /* The receive checks, in the documented order. */
   char why[160];
-  int bad = fl_inbound_verify_origin(gw, d, why, sizeof why);
-  if (bad) {
-    fl_inbound_dead_letter(in, d, bad, why);
-    return;
-  }
-  fl_broker_delivery pd = *d;
-  char *opened = NULL;
-  bad = fl_wire_open(gw, d, &pd.body, &pd.len, &opened, why, sizeof why);
+  fl_broker_delivery pd;
+  char *opened;
+  int bad = fl_inbound_open(gw, d, &pd, &opened, why, sizeof why);
   if (bad == FL_C_COUNT) {
     in->ops->reject(in->ctx, d->tag, 1); /* out of memory: it comes again */
     return;

@@ -45,6 +45,15 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d);
  * fl_counter, or FL_C_COUNT for none), logs why, and rejects it. */
 void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int counter,
                             const char *why);
+/* The first checks of any delivery (an inbox's, a control message, a
+ * coordinator mailbox's): its origin (fl_inbound_verify_origin), then its
+ * body opened under the sealing policy (wire.h's fl_wire_open). 0 with *pd
+ * a copy of d whose body is the clear text (*opened, when not NULL, is the
+ * buffer to fl_free after pd is done with); else the failed check's
+ * fl_counter with why, or FL_C_COUNT when out of memory (give d back). */
+int fl_inbound_open(fl_gw *gw, const fl_broker_delivery *d, fl_broker_delivery *pd, char **opened,
+                    char *why, size_t whylen);
+
 /* What to do with a delivery whose msgId this gateway has already seen. */
 enum fl_inbound_dup {
   FL_DUP_REHOLD, /* still held and not acked: the same delivery again; keep the new tag */
