@@ -85,15 +85,10 @@ static void fl_event_row(void *ctx, long long seq, const char *item, int hops) {
   (void)seq;
   (void)hops;
   fl_events *ev = ctx;
-  json_t *o = json_loads(item, 0, NULL);
   fl_room_msg m;
-  fl_room_drop why;
-  if (o)
-    json_object_set_new(o, "hops", json_integer(0));
-  if (!o || fl_room_msg_parse(o, &m, &why) != 0) {
-    json_decref(o);
+  json_t *o = fl_room_item_load(item, &m);
+  if (!o)
     return;
-  }
   fl_claim_event e;
   memset(&e, 0, sizeof e);
   const char *res = json_string_value(json_object_get(m.payload, "resource"));

@@ -62,15 +62,10 @@ typedef struct fl_read {
 static void fl_read_row(void *ctx, long long seq, const char *item, int hops) {
   fl_read *rd = ctx;
   rd->cursor = seq;
-  json_t *o = json_loads(item, 0, NULL);
   fl_room_msg m;
-  fl_room_drop why;
-  if (o)
-    json_object_set_new(o, "hops", json_integer(0));
-  if (!o || fl_room_msg_parse(o, &m, &why) != 0) {
-    json_decref(o);
+  json_t *o = fl_room_item_load(item, &m);
+  if (!o)
     return; /* stored only after these checks: cannot happen */
-  }
   json_t *from = m.env.from[0] ? json_pack("{s:s, s:s, s:s}", "gid", m.env.from, "name",
                                            m.env.from_name, "host", m.env.host)
                                : NULL;
@@ -428,13 +423,9 @@ int fl_rooms_publish(fl_gw *gw, fl_client *c, const char *room, const char *msg_
             FL_ROOM_MAX_MSG_TYPE);
     return rc;
   }
-  json_t *o = json_loads(item, 0, NULL);
   fl_room_msg m;
-  fl_room_drop why;
-  if (o)
-    json_object_set_new(o, "hops", json_integer(0));
-  if (!o || fl_room_msg_parse(o, &m, &why) != 0) {
-    json_decref(o);
+  json_t *o = fl_room_item_load(item, &m);
+  if (!o) {
     fl_free(item);
     fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;

@@ -132,6 +132,18 @@ static int fl_fail(fl_room_msg *m, fl_room_drop *why, fl_room_drop d) {
   return -1;
 }
 
+json_t *fl_room_item_load(const char *item, fl_room_msg *out) {
+  json_t *o = json_loads(item, 0, NULL);
+  fl_room_drop why;
+  if (o)
+    json_object_set_new(o, "hops", json_integer(0));
+  if (!o || fl_room_msg_parse(o, out, &why) != 0) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
 int fl_room_msg_parse(json_t *item, fl_room_msg *out, fl_room_drop *why) {
   memset(out, 0, sizeof *out);
   if (!json_is_object(item))

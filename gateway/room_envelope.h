@@ -74,6 +74,11 @@ int fl_room_msg_build(const char *host, const char *from, const char *from_name,
  * 0, or a reason (> 0 is not used: returns -1 and sets *why). On success
  * free with fl_room_msg_clear. */
 int fl_room_msg_parse(json_t *item, fl_room_msg *out, fl_room_drop *why);
+
+/* An item as the room store keeps it (text, without hops) read back into
+ * *out: the parsed object (*out borrows from it; fl_room_msg_clear, then
+ * json_decref), or NULL when it does not load or parse. */
+json_t *fl_room_item_load(const char *item, fl_room_msg *out);
 void fl_room_msg_clear(fl_room_msg *m);
 
 /* The compact JSON text of m without hops, as stored (fl_free). NULL on
