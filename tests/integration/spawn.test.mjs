@@ -10,38 +10,17 @@
 // a lead or orchestrator) may stop it.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BIN_DIR, REPO, callTool, callToolRaw, fleetTest, resultText, waitFor } from './harness.mjs';
-import { panes, startTmux as startServer, stopTmux, tmux } from './tmux-harness.mjs';
+import { BIN_DIR, callTool, callToolRaw, fleetTest, resultText, waitFor } from './harness.mjs';
+import { panes, promptAgentProfile, spawnedInputs, startTmux as startServer, stopTmux, tmux } from './tmux-harness.mjs';
 
 /** A server on sock with one idle pane; returns its pane id. */
 const startTmux = (f, sock) => startServer(f, sock, 'exec cat');
 
-const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'prompt_agent.mjs');
-
-/** What the spawned agents submitted (prompt_agent's RECORD, one line each). */
-const submitted = (f) => {
-  try {
-    return readFileSync(path.join(f.dir, 'spawned.txt'), 'utf8');
-  } catch {
-    return '';
-  }
-};
-
 function profiles(f) {
   return {
     profiles: {
-      agent: {
-        backend: 'tmux',
-        command: [process.execPath, AGENT, path.join(f.dir, 'spawned.txt'), path.join(f.dir, 'spawned-busy'), '--mcp'],
-        env: { FLEET_BIN_DIR: BIN_DIR },
-        role: 'worker',
-        groups: ['spawned'],
-        readyTimeoutS: 30,
-        prompt: '^> ?$',
-        quietMs: 100,
-      },
+      agent: promptAgentProfile(f.dir, BIN_DIR, { groups: ['spawned'] }),
       mute: { backend: 'tmux', command: ['sleep', '600'], role: 'worker', readyTimeoutS: 2 },
     },
   };
@@ -82,8 +61,8 @@ fleetTest('fleet_spawn starts an agent that registers: ready, in fleet_list with
     const agentPane = mine.find((p) => !before.includes(p));
 
     // The brief is typed into its pane, once, as a brief from the spawner.
-    await waitFor(() => submitted(f).includes('your first task'), { what: 'the brief typed into the agent' });
-    assert.equal(submitted(f).split('\n').filter((l) => l === 'your first task').length, 1);
+    await waitFor(() => spawnedInputs(f.dir).includes('your first task'), { what: 'the brief typed into the agent' });
+    assert.equal(spawnedInputs(f.dir).filter((l) => l === 'your first task').length, 1);
     assert.ok(agentPane);
 
     // Someone unrelated may not stop it.

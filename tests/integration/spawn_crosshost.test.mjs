@@ -13,42 +13,22 @@
 // gateway goes on serving.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BIN_DIR, REPO, callTool, callToolRaw, resultText, waitFor } from './harness.mjs';
+import { BIN_DIR, callTool, callToolRaw, resultText, waitFor } from './harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
-import { panes, startTmux, stopTmux, tmux } from './tmux-harness.mjs';
+import { panes, promptAgentProfile, spawnedInputs, startTmux, stopTmux, tmux } from './tmux-harness.mjs';
 import { amqpClient, counters, freshKey, headersFor, readIdentity, rfc3339, signEnvelope, uuid } from './trust-helpers.mjs';
 
 const brokerRef = useBroker();
-const AGENT = path.join(REPO, 'tests', 'integration', 'agents', 'prompt_agent.mjs');
 
 /** Host B's profiles; the agents it spawns record what is typed into them in
- * B's dir (spawned.txt). */
+ * B's dir. */
 const profilesOf = (hostB) => ({
   profiles: {
-    agent: {
-      backend: 'tmux',
-      command: [process.execPath, AGENT, path.join(hostB.dir, 'spawned.txt'), path.join(hostB.dir, 'spawned-busy'), '--mcp'],
-      env: { FLEET_BIN_DIR: BIN_DIR },
-      role: 'worker',
-      groups: ['spawned'],
-      readyTimeoutS: 30,
-      prompt: '^> ?$',
-      quietMs: 100,
-    },
+    agent: promptAgentProfile(hostB.dir, BIN_DIR, { groups: ['spawned'] }),
     mute: { backend: 'tmux', command: ['sleep', '600'], role: 'worker', readyTimeoutS: 2 },
   },
 });
-
-/** The lines typed into host B's spawned agents. */
-const typedOnB = (hostB) => {
-  try {
-    return readFileSync(path.join(hostB.dir, 'spawned.txt'), 'utf8').split('\n');
-  } catch {
-    return [];
-  }
-};
 
 /** Starts both hosts: B with profiles and its tmux server; pins them. */
 async function startHosts(hostA, hostB) {
@@ -106,7 +86,7 @@ hostsTest('fleet_spawn onto another host: ready, listed on both, a repeated SPAW
     assert.equal(mine.length, before.length + 1, 'one new pane on host B');
     const agentPane = mine.find((p) => !before.includes(p));
     // The brief is typed into the worker's pane on B, once.
-    await waitFor(() => typedOnB(hostB).includes('first task from A'), { what: 'the brief typed into the worker' });
+    await waitFor(() => spawnedInputs(hostB.dir).includes('first task from A'), { what: 'the brief typed into the worker' });
     assert.ok(agentPane);
     await waitFor(() => listed(lead, res.gid), { what: 'the spawned gid in host A\'s fleet_list' });
 
@@ -131,7 +111,7 @@ hostsTest('fleet_spawn onto another host: ready, listed on both, a repeated SPAW
     assert.ok(await listed(lead, res.gid), 'still there after the refused stop');
 
     // However often the SPAWN came, its brief was typed once.
-    assert.equal(typedOnB(hostB).filter((l) => l === 'first task from A').length, 1, 'the brief typed once');
+    assert.equal(spawnedInputs(hostB.dir).filter((l) => l === 'first task from A').length, 1, 'the brief typed once');
     const stopped = await callTool(lead, 'fleet_stop', { to: 'w1@hostB' });
     assert.equal(stopped.status, 'stopped');
     assert.equal(stopped.gid, res.gid);

@@ -4,6 +4,39 @@
 // server from the TMUX variable a client passes (`${sock},0,0`).
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const PROMPT_AGENT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'agents', 'prompt_agent.mjs');
+
+/**
+ * A spawn profile whose agent is prompt_agent.mjs --mcp (it prompts "> ",
+ * registers through fleet-mcp with the environment of its window, and
+ * records every input typed into it in <dir>/spawned.txt), for binDir's
+ * fleet-mcp; extra keys override.
+ */
+export function promptAgentProfile(dir, binDir, extra = {}) {
+  return {
+    backend: 'tmux',
+    command: [process.execPath, PROMPT_AGENT, path.join(dir, 'spawned.txt'), path.join(dir, 'spawned-busy'), '--mcp'],
+    env: { FLEET_BIN_DIR: binDir },
+    role: 'worker',
+    readyTimeoutS: 30,
+    prompt: '^> ?$',
+    quietMs: 100,
+    ...extra,
+  };
+}
+
+/** The inputs typed into the agents of promptAgentProfile(dir), one a line. */
+export function spawnedInputs(dir) {
+  try {
+    return readFileSync(path.join(dir, 'spawned.txt'), 'utf8').split('\n').filter((l) => l !== '');
+  } catch {
+    return [];
+  }
+}
 
 /** Runs tmux ARGS on the server at sock; asserts it succeeded; returns stdout. */
 export async function tmux(f, sock, ...args) {
