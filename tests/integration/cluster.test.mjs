@@ -147,7 +147,7 @@ test('3-node cluster, quorum inboxes: node kill loses nothing, gateway takeover,
     for (let i = 0; i < 8; i++) {
       const r = await callTool(alice, 'fleet_send', { to: 'bob', content: `over:${i}` });
       assert.equal(r.status, 'sent', `over:${i}: ${JSON.stringify(r)}`);
-      sent.push(r.msgId ?? r.msg_id);
+      sent.push(r.msgId);
     }
     // A quorum inbox drops from its head: the three oldest are dead letters.
     const dlq = await waitFor(
@@ -170,14 +170,19 @@ test('3-node cluster, quorum inboxes: node kill loses nothing, gateway takeover,
       assert.equal(m.xDeath.reason, 'maxlen', JSON.stringify(m));
       assert.equal(m.xDeath.queue, bobQ.name, JSON.stringify(m));
     }
+    assert.deepEqual(deadList.map((m) => m.msgId).sort(), sent.slice(0, 3).sort(), 'the three oldest were dead-lettered');
     t.diagnostic(`overflow: 8 sent past max-length 5; fleet.dlq holds ${dlq.messages} (x-death maxlen), the inbox ${inbox.messages}`);
   } catch (e) {
     failure = e;
   }
-  await Promise.all([hostA.cleanup().catch(() => {}), hostB.cleanup().catch(() => {})]);
+  // Clean-up checks each fleetd exits 0 on SIGTERM with no sanitizer report.
+  const cleanupErrors = [];
+  await Promise.all([hostA, hostB].map((h) => h.cleanup().catch((e) => cleanupErrors.push(`[${h.hostId}] ${e.message}`))));
   await cluster.stop();
+  const diag = () => `\n===== hostA =====${hostA.diagnostics()}\n===== hostB =====${hostB.diagnostics()}`;
   if (failure) {
-    failure.message += `\n===== hostA =====${hostA.diagnostics()}\n===== hostB =====${hostB.diagnostics()}`;
+    failure.message += diag();
     throw failure;
   }
+  if (cleanupErrors.length) throw new Error(`clean-up failed:\n${cleanupErrors.join('\n')}${diag()}`);
 });
