@@ -40,7 +40,7 @@ function counts(list) {
 }
 
 async function inboxQueues(node) {
-  const qs = await node.listQueues(['name', 'type', 'messages']);
+  const qs = await node.listQueues(['name', 'type', 'messages', 'arguments']);
   return qs.filter((q) => q.name.startsWith('agent.'));
 }
 
@@ -71,6 +71,10 @@ test('3-node cluster, quorum inboxes: node kill loses nothing, gateway takeover,
     for (const q of qs) assert.equal(q.type, 'quorum', `${q.name} is a quorum queue`);
     const bobQ = qs.find((q) => q.name.includes(bobEntity.gid));
     assert.ok(bobQ, `bob's inbox among ${JSON.stringify(qs)}`);
+    // Quorum queues know no reject-publish-dlx: the inbox says what it does.
+    const arg = (q, name) => (Array.isArray(q.arguments) ? q.arguments.find((a) => a[0] === name)?.at(-1) : q.arguments?.[name]);
+    const overflow = arg(bobQ, 'x-overflow');
+    assert.equal(overflow, 'drop-head', `x-overflow of ${JSON.stringify(bobQ)}`);
 
     // ---- messages wait in bob's quorum inbox while hostB is down ----
     await hostB.closeClient(bob);
