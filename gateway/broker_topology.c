@@ -62,6 +62,19 @@ static int topo_name(int rc, const char *what, const char *part, char *why, size
   return rc;
 }
 
+/* 1 if the durable system queues are declared as quorum queues too. A
+ * classic one is declared without x-queue-type, as it always was, so an
+ * existing queue still matches its declaration. */
+static int quorum(const fl_broker *b) { return strcmp(b->queue_type, "quorum") == 0; }
+
+/* The overflow policy of an inbox. A classic inbox refuses the newest
+ * message (the publisher gets a nack) and dead-letters it; a quorum queue
+ * does not support reject-publish-dlx, so a quorum inbox says drop-head:
+ * the oldest message is dead-lettered to fleet.dlq. */
+static const char *inbox_overflow(const fl_broker *b) {
+  return quorum(b) ? "drop-head" : "reject-publish-dlx";
+}
+
 int fl_broker_topology_declare(fl_broker *b, char *why, size_t n) {
   const uint16_t ch = FL_BROKER_CH_SYSTEM;
   char q[FL_BROKER_SHORTSTR];
@@ -73,8 +86,12 @@ int fl_broker_topology_declare(fl_broker *b, char *why, size_t n) {
       (rc = declare_exchange(b, FL_EX_DLX, FL_EX_DLX_TYPE, why, n)))
     return rc;
 
-  amqp_table_entry_t dlq_args[] = {fl_broker_entry_long("x-max-length", FL_BROKER_DLQ_MAX_LENGTH)};
-  amqp_table_t dlq_table = {1, dlq_args};
+  /* With queueType quorum every durable queue is a quorum queue: on a
+   * cluster a classic queue lives on one node and is gone with it. The
+   * x-queue-type entry comes last, so a classic declaration leaves it out. */
+  amqp_table_entry_t dlq_args[] = {fl_broker_entry_long("x-max-length", FL_BROKER_DLQ_MAX_LENGTH),
+                                   fl_broker_entry_str("x-queue-type", b->queue_type)};
+  amqp_table_t dlq_table = {quorum(b) ? 2 : 1, dlq_args};
   amqp_queue_declare(b->conn, ch, amqp_cstring_bytes(FL_Q_DLQ), 0, 1, 0, 0, dlq_table);
   if ((rc = fl_broker_rpc_result(b, ch, "declare queue " FL_Q_DLQ, why, n)) ||
       (rc = bind_queue(b, ch, FL_Q_DLQ, FL_EX_DLX, FL_KEY_DLQ, why, n)))
@@ -88,7 +105,9 @@ int fl_broker_topology_declare(fl_broker *b, char *why, size_t n) {
   if ((rc = topo_name(fl_topology_control_queue(q, sizeof(q), b->host_id), "control queue",
                       b->host_id, why, n)))
     return rc;
-  amqp_queue_declare(b->conn, ch, amqp_cstring_bytes(q), 0, 1, 0, 0, amqp_empty_table);
+  amqp_table_entry_t control_args[] = {fl_broker_entry_str("x-queue-type", b->queue_type)};
+  amqp_table_t control_table = {quorum(b) ? 1 : 0, control_args};
+  amqp_queue_declare(b->conn, ch, amqp_cstring_bytes(q), 0, 1, 0, 0, control_table);
   if ((rc = fl_broker_rpc_result(b, ch, "declare control queue", why, n)) ||
       (rc = bind_queue(b, ch, q, FL_EX_CONTROL, b->host_id, why, n)) ||
       (rc = consume(b, ch, q, FL_BROKER_TAG_CONTROL, why, n)))
@@ -111,8 +130,9 @@ int fl_broker_topology_declare(fl_broker *b, char *why, size_t n) {
     return rc;
   amqp_table_entry_t claims_args[] = {
       fl_broker_entry_long("x-max-length", FL_BROKER_CLAIMS_MAX_LENGTH),
-      fl_broker_entry_long("x-expires", FL_BROKER_CLAIMS_EXPIRES_MS)};
-  amqp_table_t claims_table = {2, claims_args};
+      fl_broker_entry_long("x-expires", FL_BROKER_CLAIMS_EXPIRES_MS),
+      fl_broker_entry_str("x-queue-type", b->queue_type)};
+  amqp_table_t claims_table = {quorum(b) ? 3 : 2, claims_args};
   amqp_queue_declare(b->conn, ch, amqp_cstring_bytes(q), 0, 1, 0, 0, claims_table);
   if ((rc = fl_broker_rpc_result(b, ch, "declare claims queue", why, n)) ||
       (rc = bind_queue(b, ch, q, FL_EX_CLAIMS, FL_KEY_CLAIMS, why, n)) ||
@@ -198,9 +218,8 @@ int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
   int na = 0;
   args[na++] = fl_broker_entry_str("x-dead-letter-exchange", FL_EX_DLX);
   args[na++] = fl_broker_entry_long("x-max-length", b->max_length);
-  /* Overflow dead-letters (and nacks the publish) instead of dropping the
-   * oldest message silently. */
-  args[na++] = fl_broker_entry_str("x-overflow", "reject-publish-dlx");
+  /* Overflow dead-letters, never drops silently (see inbox_overflow). */
+  args[na++] = fl_broker_entry_str("x-overflow", inbox_overflow(b));
   args[na++] = fl_broker_entry_long("x-message-ttl", b->message_ttl_ms);
   args[na++] = fl_broker_entry_long("x-expires", b->queue_expires_ms);
   args[na++] = fl_broker_entry_str("x-queue-type", b->queue_type);

@@ -6,6 +6,9 @@
 #   tests/rabbitmq.sh ctl DIR ARGS...  run rabbitmqctl ARGS against that node
 #   tests/rabbitmq.sh kill9 DIR        kill -9 the node (a crash: nothing is flushed)
 #   tests/rabbitmq.sh restart DIR      start the node of DIR again, on its old data
+#   tests/rabbitmq.sh join DIR OTHERDIR  make the node of DIR join the cluster of
+#                                      the node of OTHERDIR (stop_app,
+#                                      join_cluster, start_app)
 #
 # Everything the node writes (database, logs, config, Erlang cookie) lives
 # under DIR, so several nodes (and a system rabbitmq-server from the package
@@ -18,6 +21,12 @@
 #
 # The AMQP URI is amqp://guest:guest@127.0.0.1:PORT/ (guest is allowed on
 # loopback). Exit status: 0 ok, 1 failure, 2 usage.
+#
+# Clusters: the nodes of one cluster must share an Erlang cookie. Set
+# FLEET_RMQ_COOKIE (letters and digits, 16-255 of them) for `start` and the
+# node (and rabbitmqctl) use it instead of a random one; start each node of
+# the cluster with the same value, then `join` every node but the first to
+# the first. `join` refuses nodes whose cookies differ.
 #
 # Optional TLS listener (for amqps:// tests): set FLEET_RMQ_TLS_PORT and
 # FLEET_RMQ_TLS_CERTDIR (a directory holding cacert.pem, cert.pem and
@@ -32,7 +41,7 @@ RMQ_BIN=${RMQ_BIN:-/usr/lib/rabbitmq/bin}
 START_TIMEOUT=${RABBITMQ_START_TIMEOUT:-60}
 
 usage() {
-  echo "usage: $0 start DIR PORT | stop DIR | ctl DIR ARGS... | kill9 DIR | restart DIR" >&2
+  echo "usage: $0 start DIR PORT | stop DIR | ctl DIR ARGS... | kill9 DIR | restart DIR | join DIR OTHERDIR" >&2
   exit 2
 }
 
@@ -113,7 +122,14 @@ EOF
   echo '[].' >"$DIR/enabled_plugins"
   : >"$DIR/rabbitmq-env.conf"
   # One cookie for the node and rabbitmqctl; Erlang insists it is private.
-  od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$DIR/home/.erlang.cookie"
+  if [ -n "${FLEET_RMQ_COOKIE:-}" ]; then
+    case "$FLEET_RMQ_COOKIE" in *[!A-Za-z0-9]*) die "FLEET_RMQ_COOKIE must be letters and digits" ;; esac
+    [ ${#FLEET_RMQ_COOKIE} -ge 16 ] && [ ${#FLEET_RMQ_COOKIE} -le 255 ] ||
+      die "FLEET_RMQ_COOKIE must be 16-255 characters long"
+    printf '%s' "$FLEET_RMQ_COOKIE" >"$DIR/home/.erlang.cookie"
+  else
+    od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$DIR/home/.erlang.cookie"
+  fi
   chmod 400 "$DIR/home/.erlang.cookie"
   printf '%s\n%s\n' "$NODE" "$PORT" >"$DIR/node"
   if [ "$(id -u)" = 0 ]; then
@@ -177,6 +193,20 @@ cmd_restart() {
   echo "$NODE"
 }
 
+# Joins the node of DIR to the cluster of the node of OTHER.
+cmd_join() {
+  load_node
+  [ -f "$OTHER/node" ] || die "no node was started in $OTHER"
+  other_node=$(sed -n 1p "$OTHER/node")
+  cmp -s "$DIR/home/.erlang.cookie" "$OTHER/home/.erlang.cookie" ||
+    die "$DIR and $OTHER have different Erlang cookies; start both with the same FLEET_RMQ_COOKIE"
+  ctl stop_app >/dev/null || die "stop_app on $NODE failed"
+  ctl join_cluster "$other_node" >/dev/null || die "$NODE could not join $other_node"
+  ctl start_app >/dev/null || die "start_app on $NODE failed"
+  ctl await_startup --timeout "$START_TIMEOUT" >/dev/null || die "$NODE did not start again after joining"
+  echo "$NODE"
+}
+
 cmd_stop_quiet() {
   ctl stop >/dev/null 2>&1 || true
   # If the node never answered, end the process we started (by its pid file).
@@ -218,6 +248,12 @@ kill9)
 restart)
   [ $# -eq 2 ] || usage
   cmd_restart
+  ;;
+join)
+  [ $# -eq 3 ] || usage
+  OTHER=$3
+  case "$OTHER" in /*) ;; *) OTHER="$(pwd)/$OTHER" ;; esac
+  cmd_join
   ;;
 *) usage ;;
 esac

@@ -445,3 +445,44 @@ hostsTest('a message sent while the recipient\'s gateway is down waits in its in
   const st = JSON.parse((await hostB.fleetctl(['--json', 'status'])).stdout);
   assert.equal(st.counters.verify_misattributed, 0, JSON.stringify(st.counters));
 });
+
+hostsTest('a full classic inbox refuses the send (nack, remote_publish_failed) and dead-letters it to fleet.dlq', brokerRef, async ({ hostA, hostB, broker }) => {
+  const alice = await hostA.mcpClient('alice');
+  const bob = await hostB.mcpClient('bob');
+  const { entity } = await waitEntity(alice, 'bob', 'hostB', () => true, { timeout: 10000 });
+  await hostB.closeClient(bob);
+  await hostB.stopFleetd();
+  const inbox = `agent.${entity.gid}.inbox.v2`;
+  const policy = `fleet-full-${entity.gid}`;
+  const dlqCount = async () => (await broker.listQueues(['name', 'messages'])).find((q) => q.name === 'fleet.dlq')?.messages ?? 0;
+  const dlq0 = await dlqCount();
+  await broker.ctl(['set_policy', '--apply-to', 'queues', policy, `^agent\\.${entity.gid}\\.`, '{"max-length":2}']);
+  try {
+    const failed0 = JSON.parse((await hostA.fleetctl(['--json', 'status'])).stdout).counters.remote_publish_failed ?? 0;
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await callToolRaw(alice, 'fleet_send', { to: 'bob', content: `full:${i}` }));
+    assert.deepEqual(results.slice(0, 2).map((r) => r.structuredContent?.status), ['sent', 'sent'], JSON.stringify(results));
+    for (const r of results.slice(2)) {
+      assert.ok(r.isError, `a send past max-length is refused: ${JSON.stringify(r)}`);
+      assert.match(resultText(r), /refused the message \(nack\): the inbox may be full/);
+    }
+    const failed1 = JSON.parse((await hostA.fleetctl(['--json', 'status'])).stdout).counters.remote_publish_failed ?? 0;
+    assert.equal(failed1 - failed0, 2, 'remote_publish_failed counts both');
+    await waitFor(async () => (await dlqCount()) === dlq0 + 2, { timeout: 10000, what: 'two more dead letters in fleet.dlq' });
+    const listed = await hostA.fleetctl(['--json', 'dlq', 'list']);
+    assert.equal(listed.code, 0, listed.stderr);
+    const parsed = JSON.parse(listed.stdout);
+    const mine = (Array.isArray(parsed) ? parsed : parsed.messages).filter((m) => m.xDeath?.queue === inbox);
+    assert.equal(mine.length, 2, listed.stdout);
+    for (const m of mine) assert.equal(m.xDeath.reason, 'maxlen', JSON.stringify(m));
+    assert.equal((await broker.listQueues(['name', 'messages'])).find((q) => q.name === inbox)?.messages, 2, 'the inbox keeps the first two');
+  } finally {
+    await broker.ctl(['clear_policy', policy], { check: false });
+  }
+  // Leave the broker as found for the next test: restart hostB so it drains the inbox, purge the dead letters.
+  await hostB.startFleetd();
+  const bob2 = await hostB.mcpClient('bob');
+  const got = await callTool(bob2, 'fleet_poll', { wait_s: 10, max: 10 });
+  assert.deepEqual(got.messages.map((m) => m.content).sort(), ['full:0', 'full:1']);
+  await hostA.fleetctl(['dlq', 'purge']);
+});
