@@ -23,6 +23,22 @@
  *       latency is the fleet_broadcast call: request written → result read,
  *       which waits for the broker's confirm of every copy it published (one
  *       per receiving host when sealed, one in all when not).
+ * sessions: opens N sessions (connected and initialized, one name each) on
+ *       SOCK and reports the resident memory (VmRSS) of the fleetd with pid
+ *       PID before and with them all connected.
+ * held: a sender on SOCK sends N messages to a receiver on SOCK that never
+ *       polls, so all N are held for it; reports PID's VmRSS before and after.
+ * mcp:  starts fleet-mcp (the path FLEET_MCP) on SOCK as an MCP client does
+ *       (pipes on stdin/stdout, FLEET_NAME in its environment), initializes
+ *       and calls fleet_list, and reports fleet-mcp's VmRSS.
+ * startup: starts FLEETD (embedded mode: no broker) N+1 times on the state
+ *       dir DIR and times exec → its socket accepting a connection; the first
+ *       start (which creates the identity and the store) is not counted.
+ *
+ *   fleet_bench sessions SOCK PID [-n N] [-l LABEL]
+ *   fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]
+ *   fleet_bench mcp SOCK FLEET_MCP [-l LABEL]
+ *   fleet_bench startup FLEETD DIR [-n N] [-l LABEL]
  *
  * Each session is one connection with its own thread; nothing is shared but
  * counters read after join. Results are "RESULT LABEL.KEY VALUE" lines on
@@ -33,6 +49,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +57,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_util.h"
@@ -546,11 +564,225 @@ static void run_bcast(const struct opts *o) {
     sess_close(&rx[k].s);
 }
 
+/* ---- memory and start-up ---------------------------------------------------------- */
+
+/* VmRSS of pid in KiB, or dies. */
+static long rss_kib(long pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%ld/status", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    die("cannot read %s: %s", path, strerror(errno));
+  long kib = -1;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      kib = strtol(line + 6, NULL, 10);
+  fclose(f);
+  if (kib < 0)
+    die("no VmRSS in %s", path);
+  return kib;
+}
+
+static void run_sessions(const struct opts *o, long pid) {
+  struct sess *ss = calloc(o->n, sizeof *ss);
+  if (!ss)
+    die("out of memory");
+  long before = rss_kib(pid);
+  for (size_t i = 0; i < o->n; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "%s-%zu", o->label, i);
+    sess_open(&ss[i], o->sock_a, name);
+  }
+  /* One call on the last session: every initialize before it was answered
+   * and every notifications/initialized read. */
+  json_decref(sess_call(&ss[o->n - 1], "fleet_list", "{}"));
+  long with = rss_kib(pid);
+  printf("RESULT %s.sessions %zu\n", o->label, o->n);
+  printf("RESULT %s.rss_idle_kib %ld\n", o->label, before);
+  printf("RESULT %s.rss_kib %ld\n", o->label, with);
+  fflush(stdout);
+  for (size_t i = 0; i < o->n; i++)
+    sess_close(&ss[i]);
+  free(ss);
+}
+
+static void run_held(const struct opts *o, long pid) {
+  char rxname[64], txname[64];
+  snprintf(rxname, sizeof rxname, "%s-rx", o->label);
+  snprintf(txname, sizeof txname, "%s-tx", o->label);
+  struct sess rx, tx;
+  sess_open(&rx, o->sock_a, rxname);
+  sess_open(&tx, o->sock_a, txname);
+  long before = rss_kib(pid);
+  size_t cap = o->size + 512;
+  char *args = malloc(cap), *scratch = malloc(cap + 256);
+  if (!args || !scratch)
+    die("out of memory");
+  size_t issued = 0, done = 0, inflight = 0;
+  while (done < o->n) {
+    while (inflight < o->window && issued < o->n) {
+      char *content = make_content(o->size, issued++);
+      snprintf(args, cap, "{\"to\":\"%s\",\"content\":\"%s\"}", rxname, content);
+      free(content);
+      sess_call_start(&tx, "fleet_send", args, scratch, cap + 256);
+      inflight++;
+    }
+    json_t *r = sess_recv(&tx);
+    inflight--;
+    const char *st =
+        json_string_value(json_object_get(tool_result(&tx, r, "fleet_send"), "status"));
+    if (!st || strcmp(st, "sent") != 0)
+      die("%s: fleet_send returned status %s, expected sent", txname, st ? st : "(none)");
+    json_decref(r);
+    done++;
+  }
+  long with = rss_kib(pid);
+  printf("RESULT %s.held %zu\n", o->label, o->n);
+  printf("RESULT %s.rss_idle_kib %ld\n", o->label, before);
+  printf("RESULT %s.rss_kib %ld\n", o->label, with);
+  fflush(stdout);
+  free(args);
+  free(scratch);
+  sess_close(&tx);
+  sess_close(&rx);
+}
+
+/* Starts path with stdin and stdout on pipes; *in and *out are our ends. */
+static pid_t spawn_piped(char *const argv[], char *const envp[], int *in, int *out) {
+  int a[2], b[2];
+  if (pipe(a) != 0 || pipe(b) != 0)
+    die("pipe: %s", strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0)
+    die("fork: %s", strerror(errno));
+  if (pid == 0) {
+    dup2(a[0], 0);
+    dup2(b[1], 1);
+    close(a[0]);
+    close(a[1]);
+    close(b[0]);
+    close(b[1]);
+    execve(argv[0], argv, envp);
+    _exit(127);
+  }
+  close(a[0]);
+  close(b[1]);
+  *in = a[1];
+  *out = b[0];
+  return pid;
+}
+
+static void run_mcp(const struct opts *o, const char *fleet_mcp) {
+  char name_env[96], sock_env[600], home_env[600];
+  snprintf(name_env, sizeof name_env, "FLEET_NAME=%s", o->label);
+  snprintf(home_env, sizeof home_env, "HOME=%s", getenv("HOME") ? getenv("HOME") : "/");
+  snprintf(sock_env, sizeof sock_env, "FLEET_SOCKET=%s", o->sock_a);
+  char *argv[] = {(char *)fleet_mcp, NULL};
+  char *envp[] = {name_env, sock_env, "FLEET_ROLE=worker", "PATH=/usr/bin:/bin", home_env, NULL};
+  int in, out;
+  pid_t pid = spawn_piped(argv, envp, &in, &out);
+  struct sess s;
+  memset(&s, 0, sizeof s);
+  snprintf(s.name, sizeof s.name, "%s", o->label);
+  s.fd = out;
+  s.next_id = 1;
+  static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+                             "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                             "\"clientInfo\":{\"name\":\"fleet_bench\",\"version\":\"1.0\"}}}\n"
+                             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+  struct sess w = s;
+  w.fd = in;
+  sess_write(&w, init, sizeof init - 1);
+  json_t *r = sess_recv(&s);
+  if (json_object_get(r, "error"))
+    die("fleet-mcp: initialize refused");
+  json_decref(r);
+  static const char list[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"fleet_list\",\"arguments\":{}}}\n";
+  sess_write(&w, list, sizeof list - 1);
+  r = sess_recv(&s);
+  tool_result(&s, r, "fleet_list");
+  json_decref(r);
+  long kib = rss_kib((long)pid);
+  close(in);
+  int st;
+  waitpid(pid, &st, 0);
+  close(out);
+  free(s.buf);
+  printf("RESULT %s.rss_kib %ld\n", o->label, kib);
+  fflush(stdout);
+}
+
+/* Tries to connect to sock; 1 when something accepts. */
+static int sock_ready(const char *sock) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(sock) >= sizeof a.sun_path)
+    die("socket path too long: %s", sock);
+  strcpy(a.sun_path, sock);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return 0;
+  int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+static void run_startup(const struct opts *o, const char *fleetd, const char *dir) {
+  char state[512], sock[512], cfg[512], logp[512];
+  snprintf(state, sizeof state, "%s/state", dir);
+  snprintf(sock, sizeof sock, "%s/fleetd.sock", dir);
+  snprintf(cfg, sizeof cfg, "%s/fleetd.json", dir);
+  snprintf(logp, sizeof logp, "%s/fleetd.log", dir);
+  FILE *f = fopen(cfg, "w");
+  if (!f)
+    die("cannot write %s", cfg);
+  fputs("{\"logLevel\":\"info\"}\n", f);
+  fclose(f);
+  uint64_t *lat = calloc(o->n, sizeof *lat);
+  if (!lat)
+    die("out of memory");
+  for (size_t i = 0; i <= o->n; i++) {
+    unlink(sock);
+    uint64_t t0 = fb_now_ns();
+    pid_t pid = fork();
+    if (pid < 0)
+      die("fork: %s", strerror(errno));
+    if (pid == 0) {
+      FILE *lf = freopen(logp, "a", stderr);
+      (void)lf;
+      execl(fleetd, fleetd, "--state-dir", state, "--socket", sock, "--host-id", "hostS",
+            "--config", cfg, (char *)NULL);
+      _exit(127);
+    }
+    while (!sock_ready(sock)) {
+      if (fb_now_ns() - t0 > 10ull * 1000000000u)
+        die("fleetd's socket %s was not ready within 10 s (see %s)", sock, logp);
+      int st;
+      if (waitpid(pid, &st, WNOHANG) == pid)
+        die("fleetd exited before its socket was ready (see %s)", logp);
+      fb_sleep_until(fb_now_ns() + 100000u);
+    }
+    uint64_t dt = fb_now_ns() - t0;
+    if (i > 0)
+      lat[i - 1] = dt;
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+  }
+  fb_report_latency(o->label, lat, o->n);
+  free(lat);
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: fleet_bench tput|rtt SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] "
                   "[-r RATE] [-W WARMUP] [-l LABEL]\n"
                   "       fleet_bench bcast SOCK_A SOCK_B [SOCK_C ...] [-n N] [-s SIZE] "
-                  "[-r RATE] [-W WARMUP] [-l LABEL]\n");
+                  "[-r RATE] [-W WARMUP] [-l LABEL]\n"
+                  "       fleet_bench sessions SOCK PID [-n N] [-l LABEL]\n"
+                  "       fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]\n"
+                  "       fleet_bench mcp SOCK FLEET_MCP [-l LABEL]\n"
+                  "       fleet_bench startup FLEETD DIR [-n N] [-l LABEL]\n");
   exit(2);
 }
 
@@ -601,6 +833,14 @@ int main(int argc, char **argv) {
     run_rtt(&o);
   else if (strcmp(o.mode, "bcast") == 0)
     run_bcast(&o);
+  else if (strcmp(o.mode, "sessions") == 0)
+    run_sessions(&o, strtol(o.sock_b, NULL, 10));
+  else if (strcmp(o.mode, "held") == 0)
+    run_held(&o, strtol(o.sock_b, NULL, 10));
+  else if (strcmp(o.mode, "mcp") == 0)
+    run_mcp(&o, o.sock_b);
+  else if (strcmp(o.mode, "startup") == 0)
+    run_startup(&o, o.sock_a, o.sock_b);
   else
     usage();
   return 0;
