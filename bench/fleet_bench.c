@@ -40,11 +40,16 @@
  *   fleet_bench mcp SOCK FLEET_MCP [-l LABEL]
  *   fleet_bench startup FLEETD DIR [-n N] [-l LABEL]
  *
+ * With -m FLEET_MCP, tput, rtt and bcast run every session through its own
+ * fleet-mcp process (stdio pipes, identity from its environment), the way an
+ * MCP client reaches fleetd; without it they talk to the socket directly.
+ *
  * Each session is one connection with its own thread; nothing is shared but
  * counters read after join. Results are "RESULT LABEL.KEY VALUE" lines on
  * stdout; anything unexpected (an error result, a status other than the one
  * expected, a silent gateway) ends the run with a message and exit 1. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <poll.h>
@@ -82,7 +87,9 @@ struct opts {
 };
 
 struct sess {
-  int fd;
+  int fd;      /* read from (the socket, or fleet-mcp's stdout) */
+  int wfd;     /* written to (the socket again, or fleet-mcp's stdin) */
+  pid_t child; /* fleet-mcp's pid when the session goes through it, else 0 */
   char name[64];
   char *buf;
   size_t len, off, cap;
@@ -102,7 +109,7 @@ static void die(const char *fmt, ...) {
 
 static void sess_write(struct sess *s, const char *p, size_t n) {
   while (n) {
-    ssize_t w = write(s->fd, p, n);
+    ssize_t w = write(s->wfd, p, n);
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0)
@@ -220,11 +227,37 @@ static json_t *sess_call(struct sess *s, const char *tool, const char *args) {
   return r;
 }
 
-/* Connects to sock and registers as the worker name. */
+/* When set (-m), every session goes through this fleet-mcp, as an MCP client's does. */
+static const char *g_fleet_mcp;
+
+static pid_t spawn_piped(char *const argv[], char *const envp[], int *in, int *out);
+
+/* Starts fleet-mcp for the worker name on sock; it adds the identity to
+ * initialize from its environment. */
+static void sess_open_mcp(struct sess *s, const char *sock, const char *name) {
+  char name_env[96], sock_env[600], home_env[600];
+  snprintf(name_env, sizeof name_env, "FLEET_NAME=%s", name);
+  snprintf(sock_env, sizeof sock_env, "FLEET_SOCKET=%s", sock);
+  snprintf(home_env, sizeof home_env, "HOME=%s", getenv("HOME") ? getenv("HOME") : "/");
+  char *argv[] = {(char *)g_fleet_mcp, NULL};
+  char *envp[] = {name_env, sock_env, "FLEET_ROLE=worker", "PATH=/usr/bin:/bin", home_env, NULL};
+  s->child = spawn_piped(argv, envp, &s->wfd, &s->fd);
+  static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+                             "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                             "\"clientInfo\":{\"name\":\"fleet_bench\",\"version\":\"1.0\"}}}\n";
+  sess_write(s, init, sizeof init - 1);
+}
+
+/* Connects to sock (or starts fleet-mcp on it, with -m) and registers as the
+ * worker name. */
 static void sess_open(struct sess *s, const char *sock, const char *name) {
   memset(s, 0, sizeof *s);
   snprintf(s->name, sizeof s->name, "%s", name);
   s->next_id = 1;
+  if (g_fleet_mcp) {
+    sess_open_mcp(s, sock, name);
+    goto initialized;
+  }
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   if (strlen(sock) >= sizeof a.sun_path)
     die("socket path too long: %s", sock);
@@ -232,6 +265,7 @@ static void sess_open(struct sess *s, const char *sock, const char *name) {
   s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&a, sizeof a) != 0)
     die("cannot connect to fleetd at %s: %s", sock, strerror(errno));
+  s->wfd = s->fd;
   char line[1024];
   int n = snprintf(line, sizeof line,
                    "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
@@ -240,6 +274,7 @@ static void sess_open(struct sess *s, const char *sock, const char *name) {
                    "\"_meta\":{\"fleet/identity\":{\"name\":\"%s\",\"role\":\"worker\"}}}}\n",
                    name);
   sess_write(s, line, (size_t)n);
+initialized:;
   json_t *r = sess_recv(s);
   json_t *err = json_object_get(r, "error");
   if (err)
@@ -250,9 +285,16 @@ static void sess_open(struct sess *s, const char *sock, const char *name) {
 }
 
 static void sess_close(struct sess *s) {
+  if (s->wfd >= 0 && s->wfd != s->fd)
+    close(s->wfd);
   if (s->fd >= 0)
     close(s->fd);
-  s->fd = -1;
+  s->fd = s->wfd = -1;
+  if (s->child > 0) { /* fleet-mcp exits when its stdin closes */
+    int st;
+    waitpid(s->child, &st, 0);
+    s->child = 0;
+  }
   free(s->buf);
   s->buf = NULL;
 }
@@ -650,7 +692,8 @@ static void run_held(const struct opts *o, long pid) {
 /* Starts path with stdin and stdout on pipes; *in and *out are our ends. */
 static pid_t spawn_piped(char *const argv[], char *const envp[], int *in, int *out) {
   int a[2], b[2];
-  if (pipe(a) != 0 || pipe(b) != 0)
+  /* O_CLOEXEC: a later child must not hold an earlier one's pipes open. */
+  if (pipe2(a, O_CLOEXEC) != 0 || pipe2(b, O_CLOEXEC) != 0)
     die("pipe: %s", strerror(errno));
   pid_t pid = fork();
   if (pid < 0)
@@ -673,43 +716,14 @@ static pid_t spawn_piped(char *const argv[], char *const envp[], int *in, int *o
 }
 
 static void run_mcp(const struct opts *o, const char *fleet_mcp) {
-  char name_env[96], sock_env[600], home_env[600];
-  snprintf(name_env, sizeof name_env, "FLEET_NAME=%s", o->label);
-  snprintf(home_env, sizeof home_env, "HOME=%s", getenv("HOME") ? getenv("HOME") : "/");
-  snprintf(sock_env, sizeof sock_env, "FLEET_SOCKET=%s", o->sock_a);
-  char *argv[] = {(char *)fleet_mcp, NULL};
-  char *envp[] = {name_env, sock_env, "FLEET_ROLE=worker", "PATH=/usr/bin:/bin", home_env, NULL};
-  int in, out;
-  pid_t pid = spawn_piped(argv, envp, &in, &out);
+  g_fleet_mcp = fleet_mcp;
   struct sess s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.name, sizeof s.name, "%s", o->label);
-  s.fd = out;
-  s.next_id = 1;
-  static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
-                             "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                             "\"clientInfo\":{\"name\":\"fleet_bench\",\"version\":\"1.0\"}}}\n"
-                             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
-  struct sess w = s;
-  w.fd = in;
-  sess_write(&w, init, sizeof init - 1);
-  json_t *r = sess_recv(&s);
-  if (json_object_get(r, "error"))
-    die("fleet-mcp: initialize refused");
-  json_decref(r);
-  static const char list[] =
-      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
-      "\"fleet_list\",\"arguments\":{}}}\n";
-  sess_write(&w, list, sizeof list - 1);
-  r = sess_recv(&s);
+  sess_open(&s, o->sock_a, o->label);
+  json_t *r = sess_call(&s, "fleet_list", "{}");
   tool_result(&s, r, "fleet_list");
   json_decref(r);
-  long kib = rss_kib((long)pid);
-  close(in);
-  int st;
-  waitpid(pid, &st, 0);
-  close(out);
-  free(s.buf);
+  long kib = rss_kib((long)s.child);
+  sess_close(&s);
   printf("RESULT %s.rss_kib %ld\n", o->label, kib);
   fflush(stdout);
 }
@@ -775,14 +789,16 @@ static void run_startup(const struct opts *o, const char *fleetd, const char *di
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: fleet_bench tput|rtt SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] "
-                  "[-r RATE] [-W WARMUP] [-l LABEL]\n"
-                  "       fleet_bench bcast SOCK_A SOCK_B [SOCK_C ...] [-n N] [-s SIZE] "
-                  "[-r RATE] [-W WARMUP] [-l LABEL]\n"
-                  "       fleet_bench sessions SOCK PID [-n N] [-l LABEL]\n"
-                  "       fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]\n"
-                  "       fleet_bench mcp SOCK FLEET_MCP [-l LABEL]\n"
-                  "       fleet_bench startup FLEETD DIR [-n N] [-l LABEL]\n");
+  fprintf(stderr,
+          "usage: fleet_bench tput|rtt SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] "
+          "[-r RATE] [-W WARMUP] [-l LABEL]\n"
+          "       fleet_bench bcast SOCK_A SOCK_B [SOCK_C ...] [-n N] [-s SIZE] "
+          "[-r RATE] [-W WARMUP] [-l LABEL]\n"
+          "       (tput, rtt and bcast take -m FLEET_MCP: every session through fleet-mcp)\n"
+          "       fleet_bench sessions SOCK PID [-n N] [-l LABEL]\n"
+          "       fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]\n"
+          "       fleet_bench mcp SOCK FLEET_MCP [-l LABEL]\n"
+          "       fleet_bench startup FLEETD DIR [-n N] [-l LABEL]\n");
   exit(2);
 }
 
@@ -801,8 +817,11 @@ int main(int argc, char **argv) {
     o.more[o.nmore++] = argv[optind++];
   }
   int ch;
-  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:")) != -1) {
+  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:m:")) != -1) {
     switch (ch) {
+    case 'm':
+      g_fleet_mcp = optarg;
+      break;
     case 'n':
       o.n = strtoul(optarg, NULL, 10);
       break;
