@@ -40,6 +40,9 @@
  *   fleet_bench mcp SOCK FLEET_MCP [-l LABEL]
  *   fleet_bench startup FLEETD DIR [-n N] [-l LABEL]
  *
+ * rtt -c PAIRS runs that many requester/responder pairs at once, each pair
+ * with its own sessions and one call in flight, so PAIRS calls are in flight
+ * in all; the latencies are reported together, with calls_per_s.
  * With -m FLEET_MCP, tput, rtt and bcast run every session through its own
  * fleet-mcp process (stdio pipes, identity from its environment), the way an
  * MCP client reaches fleetd; without it they talk to the socket directly.
@@ -82,7 +85,7 @@ struct opts {
   const char *mode, *sock_a, *sock_b, *label;
   const char *more[MAX_RECEIVERS]; /* bcast: receiving gateways after SOCK_B */
   size_t nmore;
-  size_t n, size, window, warmup;
+  size_t n, size, window, warmup, pairs;
   double rate;
 };
 
@@ -497,54 +500,106 @@ static void *responder_main(void *arg) {
   return NULL;
 }
 
-static void run_rtt(const struct opts *o) {
-  size_t total = o->n + o->warmup;
-  struct responder rs = {.expect = total};
-  snprintf(rs.name, sizeof rs.name, "%s-rsp", o->label);
-  char rqname[64];
-  snprintf(rqname, sizeof rqname, "%s-req", o->label);
-  sess_open(&rs.s, o->sock_b, rs.name);
+/* One requester and its responder: the U1 loop of one pair (rtt -c runs many). */
+struct pair {
+  const struct opts *o;
+  size_t k;
+  struct responder rs;
   struct sess rq;
-  sess_open(&rq, o->sock_a, rqname);
-  wait_online(&rq, rs.name);
-  if (pthread_create(&rs.th, NULL, responder_main, &rs) != 0)
-    die("cannot start a thread");
+  char rqname[64];
+  uint64_t *lat; /* o->n samples */
+  size_t nlat, late;
+  pthread_t th;
+};
 
-  uint64_t *lat = calloc(o->n, sizeof *lat);
+static void *requester_main(void *arg) {
+  struct pair *p = arg;
+  const struct opts *o = p->o;
+  size_t total = o->n + o->warmup;
   size_t cap = o->size + 512;
   char *args = malloc(cap);
-  if (!lat || !args)
+  if (!args)
     die("out of memory");
-  size_t nlat = 0, late = 0;
   uint64_t period = (uint64_t)(1e9 / o->rate);
   uint64_t t0 = fb_now_ns();
   for (size_t i = 0; i < total; i++) {
     uint64_t due = t0 + i * period;
     if (fb_now_ns() > due + period / 2)
-      late++;
+      p->late++;
     fb_sleep_until(due);
     char *content = make_content(o->size, i);
-    snprintf(args, cap, "{\"to\":\"%s\",\"content\":\"%s\",\"wait_s\":10}", rs.name, content);
+    snprintf(args, cap, "{\"to\":\"%s\",\"content\":\"%s\",\"wait_s\":10}", p->rs.name, content);
     free(content);
     uint64_t t = fb_now_ns();
-    json_t *r = sess_call(&rq, "fleet_send", args);
+    json_t *r = sess_call(&p->rq, "fleet_send", args);
     uint64_t dt = fb_now_ns() - t;
     const char *st =
-        json_string_value(json_object_get(tool_result(&rq, r, "fleet_send"), "status"));
+        json_string_value(json_object_get(tool_result(&p->rq, r, "fleet_send"), "status"));
     if (!st || strcmp(st, "replied") != 0)
-      die("%s: fleet_send returned status %s, expected replied", rqname, st ? st : "(none)");
+      die("%s: fleet_send returned status %s, expected replied", p->rqname, st ? st : "(none)");
     json_decref(r);
     if (i >= o->warmup)
-      lat[nlat++] = dt;
+      p->lat[p->nlat++] = dt;
   }
-  pthread_join(rs.th, NULL);
+  free(args);
+  return NULL;
+}
+
+/* U1 with o->pairs requester/responder pairs at once (each pair one call in
+ * flight, so pairs calls in flight in all). The latencies of all pairs are
+ * reported together, with the rate of answered calls. */
+static void run_rtt(const struct opts *o) {
+  size_t np = o->pairs;
+  struct pair *ps = calloc(np, sizeof *ps);
+  uint64_t *lat = calloc(np * o->n, sizeof *lat);
+  if (!ps || !lat)
+    die("out of memory");
+  for (size_t k = 0; k < np; k++) {
+    struct pair *p = &ps[k];
+    p->o = o;
+    p->k = k;
+    p->lat = lat + k * o->n;
+    p->rs.expect = o->n + o->warmup;
+    if (np == 1) {
+      snprintf(p->rs.name, sizeof p->rs.name, "%s-rsp", o->label);
+      snprintf(p->rqname, sizeof p->rqname, "%s-req", o->label);
+    } else {
+      snprintf(p->rs.name, sizeof p->rs.name, "%s-rsp%zu", o->label, k);
+      snprintf(p->rqname, sizeof p->rqname, "%s-req%zu", o->label, k);
+    }
+    sess_open(&p->rs.s, o->sock_b, p->rs.name);
+    sess_open(&p->rq, o->sock_a, p->rqname);
+  }
+  for (size_t k = 0; k < np; k++)
+    wait_online(&ps[k].rq, ps[k].rs.name);
+  uint64_t t0 = fb_now_ns();
+  for (size_t k = 0; k < np; k++)
+    if (pthread_create(&ps[k].rs.th, NULL, responder_main, &ps[k].rs) != 0 ||
+        pthread_create(&ps[k].th, NULL, requester_main, &ps[k]) != 0)
+      die("cannot start a thread");
+  size_t nlat = 0, late = 0;
+  for (size_t k = 0; k < np; k++) {
+    pthread_join(ps[k].th, NULL);
+    pthread_join(ps[k].rs.th, NULL);
+    late += ps[k].late;
+  }
+  double secs = (double)(fb_now_ns() - t0) / 1e9;
+  /* Pack the samples of every pair together (each filled o->n). */
+  for (size_t k = 0; k < np; k++) {
+    memmove(lat + nlat, ps[k].lat, ps[k].nlat * sizeof *lat);
+    nlat += ps[k].nlat;
+  }
   fb_report_latency(o->label, lat, nlat);
   printf("RESULT %s.late_starts %zu\n", o->label, late);
+  printf("RESULT %s.pairs %zu\n", o->label, np);
+  printf("RESULT %s.calls_per_s %.1f\n", o->label, (double)(np * (o->n + o->warmup)) / secs);
   fflush(stdout);
+  for (size_t k = 0; k < np; k++) {
+    sess_close(&ps[k].rq);
+    sess_close(&ps[k].rs.s);
+  }
   free(lat);
-  free(args);
-  sess_close(&rq);
-  sess_close(&rs.s);
+  free(ps);
 }
 
 /* ---- bcast ---------------------------------------------------------------------- */
@@ -803,7 +858,7 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {.n = 20000, .size = 1024, .window = 64, .warmup = 10, .rate = 20};
+  struct opts o = {.n = 20000, .size = 1024, .window = 64, .warmup = 10, .rate = 20, .pairs = 1};
   if (argc < 4)
     usage();
   o.mode = argv[1];
@@ -817,10 +872,13 @@ int main(int argc, char **argv) {
     o.more[o.nmore++] = argv[optind++];
   }
   int ch;
-  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:m:")) != -1) {
+  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:m:c:")) != -1) {
     switch (ch) {
     case 'm':
       g_fleet_mcp = optarg;
+      break;
+    case 'c':
+      o.pairs = strtoul(optarg, NULL, 10);
       break;
     case 'n':
       o.n = strtoul(optarg, NULL, 10);
@@ -844,7 +902,8 @@ int main(int argc, char **argv) {
       usage();
     }
   }
-  if (o.n == 0 || o.size < 12 || o.window == 0 || o.rate <= 0 || strlen(o.label) > 40)
+  if (o.pairs == 0 || o.pairs > 256 || o.n == 0 || o.size < 12 || o.window == 0 || o.rate <= 0 ||
+      strlen(o.label) > 40)
     usage();
   if (strcmp(o.mode, "tput") == 0)
     run_tput(&o);
