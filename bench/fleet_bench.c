@@ -23,16 +23,41 @@
  *       latency is the fleet_broadcast call: request written → result read,
  *       which waits for the broker's confirm of every copy it published (one
  *       per receiving host when sealed, one in all when not).
+ * sessions: opens N sessions (connected and initialized, one name each) on
+ *       SOCK and reports the resident memory (VmRSS) of the fleetd with pid
+ *       PID before and with them all connected.
+ * held: a sender on SOCK sends N messages to a receiver on SOCK that never
+ *       polls, so all N are held for it; reports PID's VmRSS before and after.
+ * mcp:  starts fleet-mcp (the path FLEET_MCP) on SOCK as an MCP client does
+ *       (pipes on stdin/stdout, FLEET_NAME in its environment), initializes
+ *       and calls fleet_list, and reports fleet-mcp's VmRSS.
+ * startup: starts FLEETD (embedded mode: no broker) N+1 times on the state
+ *       dir DIR and times exec → its socket accepting a connection; the first
+ *       start (which creates the identity and the store) is not counted.
+ *
+ *   fleet_bench sessions SOCK PID [-n N] [-l LABEL]
+ *   fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]
+ *   fleet_bench mcp SOCK FLEET_MCP [-l LABEL]
+ *   fleet_bench startup FLEETD DIR [-n N] [-l LABEL]
+ *
+ * rtt -c PAIRS runs that many requester/responder pairs at once, each pair
+ * with its own sessions and one call in flight, so PAIRS calls are in flight
+ * in all; the latencies are reported together, with calls_per_s.
+ * With -m FLEET_MCP, tput, rtt and bcast run every session through its own
+ * fleet-mcp process (stdio pipes, identity from its environment), the way an
+ * MCP client reaches fleetd; without it they talk to the socket directly.
  *
  * Each session is one connection with its own thread; nothing is shared but
  * counters read after join. Results are "RESULT LABEL.KEY VALUE" lines on
  * stdout; anything unexpected (an error result, a status other than the one
  * expected, a silent gateway) ends the run with a message and exit 1. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +65,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_util.h"
@@ -59,12 +85,14 @@ struct opts {
   const char *mode, *sock_a, *sock_b, *label;
   const char *more[MAX_RECEIVERS]; /* bcast: receiving gateways after SOCK_B */
   size_t nmore;
-  size_t n, size, window, warmup;
+  size_t n, size, window, warmup, pairs;
   double rate;
 };
 
 struct sess {
-  int fd;
+  int fd;      /* read from (the socket, or fleet-mcp's stdout) */
+  int wfd;     /* written to (the socket again, or fleet-mcp's stdin) */
+  pid_t child; /* fleet-mcp's pid when the session goes through it, else 0 */
   char name[64];
   char *buf;
   size_t len, off, cap;
@@ -84,7 +112,7 @@ static void die(const char *fmt, ...) {
 
 static void sess_write(struct sess *s, const char *p, size_t n) {
   while (n) {
-    ssize_t w = write(s->fd, p, n);
+    ssize_t w = write(s->wfd, p, n);
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0)
@@ -202,11 +230,37 @@ static json_t *sess_call(struct sess *s, const char *tool, const char *args) {
   return r;
 }
 
-/* Connects to sock and registers as the worker name. */
+/* When set (-m), every session goes through this fleet-mcp, as an MCP client's does. */
+static const char *g_fleet_mcp;
+
+static pid_t spawn_piped(char *const argv[], char *const envp[], int *in, int *out);
+
+/* Starts fleet-mcp for the worker name on sock; it adds the identity to
+ * initialize from its environment. */
+static void sess_open_mcp(struct sess *s, const char *sock, const char *name) {
+  char name_env[96], sock_env[600], home_env[600];
+  snprintf(name_env, sizeof name_env, "FLEET_NAME=%s", name);
+  snprintf(sock_env, sizeof sock_env, "FLEET_SOCKET=%s", sock);
+  snprintf(home_env, sizeof home_env, "HOME=%s", getenv("HOME") ? getenv("HOME") : "/");
+  char *argv[] = {(char *)g_fleet_mcp, NULL};
+  char *envp[] = {name_env, sock_env, "FLEET_ROLE=worker", "PATH=/usr/bin:/bin", home_env, NULL};
+  s->child = spawn_piped(argv, envp, &s->wfd, &s->fd);
+  static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+                             "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                             "\"clientInfo\":{\"name\":\"fleet_bench\",\"version\":\"1.0\"}}}\n";
+  sess_write(s, init, sizeof init - 1);
+}
+
+/* Connects to sock (or starts fleet-mcp on it, with -m) and registers as the
+ * worker name. */
 static void sess_open(struct sess *s, const char *sock, const char *name) {
   memset(s, 0, sizeof *s);
   snprintf(s->name, sizeof s->name, "%s", name);
   s->next_id = 1;
+  if (g_fleet_mcp) {
+    sess_open_mcp(s, sock, name);
+    goto initialized;
+  }
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   if (strlen(sock) >= sizeof a.sun_path)
     die("socket path too long: %s", sock);
@@ -214,6 +268,7 @@ static void sess_open(struct sess *s, const char *sock, const char *name) {
   s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&a, sizeof a) != 0)
     die("cannot connect to fleetd at %s: %s", sock, strerror(errno));
+  s->wfd = s->fd;
   char line[1024];
   int n = snprintf(line, sizeof line,
                    "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
@@ -222,6 +277,7 @@ static void sess_open(struct sess *s, const char *sock, const char *name) {
                    "\"_meta\":{\"fleet/identity\":{\"name\":\"%s\",\"role\":\"worker\"}}}}\n",
                    name);
   sess_write(s, line, (size_t)n);
+initialized:;
   json_t *r = sess_recv(s);
   json_t *err = json_object_get(r, "error");
   if (err)
@@ -232,9 +288,16 @@ static void sess_open(struct sess *s, const char *sock, const char *name) {
 }
 
 static void sess_close(struct sess *s) {
+  if (s->wfd >= 0 && s->wfd != s->fd)
+    close(s->wfd);
   if (s->fd >= 0)
     close(s->fd);
-  s->fd = -1;
+  s->fd = s->wfd = -1;
+  if (s->child > 0) { /* fleet-mcp exits when its stdin closes */
+    int st;
+    waitpid(s->child, &st, 0);
+    s->child = 0;
+  }
   free(s->buf);
   s->buf = NULL;
 }
@@ -437,54 +500,106 @@ static void *responder_main(void *arg) {
   return NULL;
 }
 
-static void run_rtt(const struct opts *o) {
-  size_t total = o->n + o->warmup;
-  struct responder rs = {.expect = total};
-  snprintf(rs.name, sizeof rs.name, "%s-rsp", o->label);
-  char rqname[64];
-  snprintf(rqname, sizeof rqname, "%s-req", o->label);
-  sess_open(&rs.s, o->sock_b, rs.name);
+/* One requester and its responder: the U1 loop of one pair (rtt -c runs many). */
+struct pair {
+  const struct opts *o;
+  size_t k;
+  struct responder rs;
   struct sess rq;
-  sess_open(&rq, o->sock_a, rqname);
-  wait_online(&rq, rs.name);
-  if (pthread_create(&rs.th, NULL, responder_main, &rs) != 0)
-    die("cannot start a thread");
+  char rqname[64];
+  uint64_t *lat; /* o->n samples */
+  size_t nlat, late;
+  pthread_t th;
+};
 
-  uint64_t *lat = calloc(o->n, sizeof *lat);
+static void *requester_main(void *arg) {
+  struct pair *p = arg;
+  const struct opts *o = p->o;
+  size_t total = o->n + o->warmup;
   size_t cap = o->size + 512;
   char *args = malloc(cap);
-  if (!lat || !args)
+  if (!args)
     die("out of memory");
-  size_t nlat = 0, late = 0;
   uint64_t period = (uint64_t)(1e9 / o->rate);
   uint64_t t0 = fb_now_ns();
   for (size_t i = 0; i < total; i++) {
     uint64_t due = t0 + i * period;
     if (fb_now_ns() > due + period / 2)
-      late++;
+      p->late++;
     fb_sleep_until(due);
     char *content = make_content(o->size, i);
-    snprintf(args, cap, "{\"to\":\"%s\",\"content\":\"%s\",\"wait_s\":10}", rs.name, content);
+    snprintf(args, cap, "{\"to\":\"%s\",\"content\":\"%s\",\"wait_s\":10}", p->rs.name, content);
     free(content);
     uint64_t t = fb_now_ns();
-    json_t *r = sess_call(&rq, "fleet_send", args);
+    json_t *r = sess_call(&p->rq, "fleet_send", args);
     uint64_t dt = fb_now_ns() - t;
     const char *st =
-        json_string_value(json_object_get(tool_result(&rq, r, "fleet_send"), "status"));
+        json_string_value(json_object_get(tool_result(&p->rq, r, "fleet_send"), "status"));
     if (!st || strcmp(st, "replied") != 0)
-      die("%s: fleet_send returned status %s, expected replied", rqname, st ? st : "(none)");
+      die("%s: fleet_send returned status %s, expected replied", p->rqname, st ? st : "(none)");
     json_decref(r);
     if (i >= o->warmup)
-      lat[nlat++] = dt;
+      p->lat[p->nlat++] = dt;
   }
-  pthread_join(rs.th, NULL);
+  free(args);
+  return NULL;
+}
+
+/* U1 with o->pairs requester/responder pairs at once (each pair one call in
+ * flight, so pairs calls in flight in all). The latencies of all pairs are
+ * reported together, with the rate of answered calls. */
+static void run_rtt(const struct opts *o) {
+  size_t np = o->pairs;
+  struct pair *ps = calloc(np, sizeof *ps);
+  uint64_t *lat = calloc(np * o->n, sizeof *lat);
+  if (!ps || !lat)
+    die("out of memory");
+  for (size_t k = 0; k < np; k++) {
+    struct pair *p = &ps[k];
+    p->o = o;
+    p->k = k;
+    p->lat = lat + k * o->n;
+    p->rs.expect = o->n + o->warmup;
+    if (np == 1) {
+      snprintf(p->rs.name, sizeof p->rs.name, "%s-rsp", o->label);
+      snprintf(p->rqname, sizeof p->rqname, "%s-req", o->label);
+    } else {
+      snprintf(p->rs.name, sizeof p->rs.name, "%s-rsp%zu", o->label, k);
+      snprintf(p->rqname, sizeof p->rqname, "%s-req%zu", o->label, k);
+    }
+    sess_open(&p->rs.s, o->sock_b, p->rs.name);
+    sess_open(&p->rq, o->sock_a, p->rqname);
+  }
+  for (size_t k = 0; k < np; k++)
+    wait_online(&ps[k].rq, ps[k].rs.name);
+  uint64_t t0 = fb_now_ns();
+  for (size_t k = 0; k < np; k++)
+    if (pthread_create(&ps[k].rs.th, NULL, responder_main, &ps[k].rs) != 0 ||
+        pthread_create(&ps[k].th, NULL, requester_main, &ps[k]) != 0)
+      die("cannot start a thread");
+  size_t nlat = 0, late = 0;
+  for (size_t k = 0; k < np; k++) {
+    pthread_join(ps[k].th, NULL);
+    pthread_join(ps[k].rs.th, NULL);
+    late += ps[k].late;
+  }
+  double secs = (double)(fb_now_ns() - t0) / 1e9;
+  /* Pack the samples of every pair together (each filled o->n). */
+  for (size_t k = 0; k < np; k++) {
+    memmove(lat + nlat, ps[k].lat, ps[k].nlat * sizeof *lat);
+    nlat += ps[k].nlat;
+  }
   fb_report_latency(o->label, lat, nlat);
   printf("RESULT %s.late_starts %zu\n", o->label, late);
+  printf("RESULT %s.pairs %zu\n", o->label, np);
+  printf("RESULT %s.calls_per_s %.1f\n", o->label, (double)(np * (o->n + o->warmup)) / secs);
   fflush(stdout);
+  for (size_t k = 0; k < np; k++) {
+    sess_close(&ps[k].rq);
+    sess_close(&ps[k].rs.s);
+  }
   free(lat);
-  free(args);
-  sess_close(&rq);
-  sess_close(&rs.s);
+  free(ps);
 }
 
 /* ---- bcast ---------------------------------------------------------------------- */
@@ -546,16 +661,204 @@ static void run_bcast(const struct opts *o) {
     sess_close(&rx[k].s);
 }
 
+/* ---- memory and start-up ---------------------------------------------------------- */
+
+/* VmRSS of pid in KiB, or dies. */
+static long rss_kib(long pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%ld/status", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    die("cannot read %s: %s", path, strerror(errno));
+  long kib = -1;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      kib = strtol(line + 6, NULL, 10);
+  fclose(f);
+  if (kib < 0)
+    die("no VmRSS in %s", path);
+  return kib;
+}
+
+static void run_sessions(const struct opts *o, long pid) {
+  struct sess *ss = calloc(o->n, sizeof *ss);
+  if (!ss)
+    die("out of memory");
+  long before = rss_kib(pid);
+  for (size_t i = 0; i < o->n; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "%s-%zu", o->label, i);
+    sess_open(&ss[i], o->sock_a, name);
+  }
+  /* One call on the last session: every initialize before it was answered
+   * and every notifications/initialized read. */
+  json_decref(sess_call(&ss[o->n - 1], "fleet_list", "{}"));
+  long with = rss_kib(pid);
+  printf("RESULT %s.sessions %zu\n", o->label, o->n);
+  printf("RESULT %s.rss_idle_kib %ld\n", o->label, before);
+  printf("RESULT %s.rss_kib %ld\n", o->label, with);
+  fflush(stdout);
+  for (size_t i = 0; i < o->n; i++)
+    sess_close(&ss[i]);
+  free(ss);
+}
+
+static void run_held(const struct opts *o, long pid) {
+  char rxname[64], txname[64];
+  snprintf(rxname, sizeof rxname, "%s-rx", o->label);
+  snprintf(txname, sizeof txname, "%s-tx", o->label);
+  struct sess rx, tx;
+  sess_open(&rx, o->sock_a, rxname);
+  sess_open(&tx, o->sock_a, txname);
+  long before = rss_kib(pid);
+  size_t cap = o->size + 512;
+  char *args = malloc(cap), *scratch = malloc(cap + 256);
+  if (!args || !scratch)
+    die("out of memory");
+  size_t issued = 0, done = 0, inflight = 0;
+  while (done < o->n) {
+    while (inflight < o->window && issued < o->n) {
+      char *content = make_content(o->size, issued++);
+      snprintf(args, cap, "{\"to\":\"%s\",\"content\":\"%s\"}", rxname, content);
+      free(content);
+      sess_call_start(&tx, "fleet_send", args, scratch, cap + 256);
+      inflight++;
+    }
+    json_t *r = sess_recv(&tx);
+    inflight--;
+    const char *st =
+        json_string_value(json_object_get(tool_result(&tx, r, "fleet_send"), "status"));
+    if (!st || strcmp(st, "sent") != 0)
+      die("%s: fleet_send returned status %s, expected sent", txname, st ? st : "(none)");
+    json_decref(r);
+    done++;
+  }
+  long with = rss_kib(pid);
+  printf("RESULT %s.held %zu\n", o->label, o->n);
+  printf("RESULT %s.rss_idle_kib %ld\n", o->label, before);
+  printf("RESULT %s.rss_kib %ld\n", o->label, with);
+  fflush(stdout);
+  free(args);
+  free(scratch);
+  sess_close(&tx);
+  sess_close(&rx);
+}
+
+/* Starts path with stdin and stdout on pipes; *in and *out are our ends. */
+static pid_t spawn_piped(char *const argv[], char *const envp[], int *in, int *out) {
+  int a[2], b[2];
+  /* O_CLOEXEC: a later child must not hold an earlier one's pipes open. */
+  if (pipe2(a, O_CLOEXEC) != 0 || pipe2(b, O_CLOEXEC) != 0)
+    die("pipe: %s", strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0)
+    die("fork: %s", strerror(errno));
+  if (pid == 0) {
+    dup2(a[0], 0);
+    dup2(b[1], 1);
+    close(a[0]);
+    close(a[1]);
+    close(b[0]);
+    close(b[1]);
+    execve(argv[0], argv, envp);
+    _exit(127);
+  }
+  close(a[0]);
+  close(b[1]);
+  *in = a[1];
+  *out = b[0];
+  return pid;
+}
+
+static void run_mcp(const struct opts *o, const char *fleet_mcp) {
+  g_fleet_mcp = fleet_mcp;
+  struct sess s;
+  sess_open(&s, o->sock_a, o->label);
+  json_t *r = sess_call(&s, "fleet_list", "{}");
+  tool_result(&s, r, "fleet_list");
+  json_decref(r);
+  long kib = rss_kib((long)s.child);
+  sess_close(&s);
+  printf("RESULT %s.rss_kib %ld\n", o->label, kib);
+  fflush(stdout);
+}
+
+/* Tries to connect to sock; 1 when something accepts. */
+static int sock_ready(const char *sock) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(sock) >= sizeof a.sun_path)
+    die("socket path too long: %s", sock);
+  strcpy(a.sun_path, sock);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return 0;
+  int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+static void run_startup(const struct opts *o, const char *fleetd, const char *dir) {
+  char state[512], sock[512], cfg[512], logp[512];
+  snprintf(state, sizeof state, "%s/state", dir);
+  snprintf(sock, sizeof sock, "%s/fleetd.sock", dir);
+  snprintf(cfg, sizeof cfg, "%s/fleetd.json", dir);
+  snprintf(logp, sizeof logp, "%s/fleetd.log", dir);
+  FILE *f = fopen(cfg, "w");
+  if (!f)
+    die("cannot write %s", cfg);
+  fputs("{\"logLevel\":\"info\"}\n", f);
+  fclose(f);
+  uint64_t *lat = calloc(o->n, sizeof *lat);
+  if (!lat)
+    die("out of memory");
+  for (size_t i = 0; i <= o->n; i++) {
+    unlink(sock);
+    uint64_t t0 = fb_now_ns();
+    pid_t pid = fork();
+    if (pid < 0)
+      die("fork: %s", strerror(errno));
+    if (pid == 0) {
+      FILE *lf = freopen(logp, "a", stderr);
+      (void)lf;
+      execl(fleetd, fleetd, "--state-dir", state, "--socket", sock, "--host-id", "hostS",
+            "--config", cfg, (char *)NULL);
+      _exit(127);
+    }
+    while (!sock_ready(sock)) {
+      if (fb_now_ns() - t0 > 10ull * 1000000000u)
+        die("fleetd's socket %s was not ready within 10 s (see %s)", sock, logp);
+      int st;
+      if (waitpid(pid, &st, WNOHANG) == pid)
+        die("fleetd exited before its socket was ready (see %s)", logp);
+      fb_sleep_until(fb_now_ns() + 100000u);
+    }
+    uint64_t dt = fb_now_ns() - t0;
+    if (i > 0)
+      lat[i - 1] = dt;
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+  }
+  fb_report_latency(o->label, lat, o->n);
+  free(lat);
+}
+
 static void usage(void) {
-  fprintf(stderr, "usage: fleet_bench tput|rtt SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] "
-                  "[-r RATE] [-W WARMUP] [-l LABEL]\n"
-                  "       fleet_bench bcast SOCK_A SOCK_B [SOCK_C ...] [-n N] [-s SIZE] "
-                  "[-r RATE] [-W WARMUP] [-l LABEL]\n");
+  fprintf(stderr,
+          "usage: fleet_bench tput|rtt SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] "
+          "[-r RATE] [-W WARMUP] [-l LABEL]\n"
+          "       fleet_bench bcast SOCK_A SOCK_B [SOCK_C ...] [-n N] [-s SIZE] "
+          "[-r RATE] [-W WARMUP] [-l LABEL]\n"
+          "       (tput, rtt and bcast take -m FLEET_MCP: every session through fleet-mcp)\n"
+          "       fleet_bench sessions SOCK PID [-n N] [-l LABEL]\n"
+          "       fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]\n"
+          "       fleet_bench mcp SOCK FLEET_MCP [-l LABEL]\n"
+          "       fleet_bench startup FLEETD DIR [-n N] [-l LABEL]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {.n = 20000, .size = 1024, .window = 64, .warmup = 10, .rate = 20};
+  struct opts o = {.n = 20000, .size = 1024, .window = 64, .warmup = 10, .rate = 20, .pairs = 1};
   if (argc < 4)
     usage();
   o.mode = argv[1];
@@ -569,8 +872,14 @@ int main(int argc, char **argv) {
     o.more[o.nmore++] = argv[optind++];
   }
   int ch;
-  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:")) != -1) {
+  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:m:c:")) != -1) {
     switch (ch) {
+    case 'm':
+      g_fleet_mcp = optarg;
+      break;
+    case 'c':
+      o.pairs = strtoul(optarg, NULL, 10);
+      break;
     case 'n':
       o.n = strtoul(optarg, NULL, 10);
       break;
@@ -593,7 +902,8 @@ int main(int argc, char **argv) {
       usage();
     }
   }
-  if (o.n == 0 || o.size < 12 || o.window == 0 || o.rate <= 0 || strlen(o.label) > 40)
+  if (o.pairs == 0 || o.pairs > 256 || o.n == 0 || o.size < 12 || o.window == 0 || o.rate <= 0 ||
+      strlen(o.label) > 40)
     usage();
   if (strcmp(o.mode, "tput") == 0)
     run_tput(&o);
@@ -601,6 +911,14 @@ int main(int argc, char **argv) {
     run_rtt(&o);
   else if (strcmp(o.mode, "bcast") == 0)
     run_bcast(&o);
+  else if (strcmp(o.mode, "sessions") == 0)
+    run_sessions(&o, strtol(o.sock_b, NULL, 10));
+  else if (strcmp(o.mode, "held") == 0)
+    run_held(&o, strtol(o.sock_b, NULL, 10));
+  else if (strcmp(o.mode, "mcp") == 0)
+    run_mcp(&o, o.sock_b);
+  else if (strcmp(o.mode, "startup") == 0)
+    run_startup(&o, o.sock_a, o.sock_b);
   else
     usage();
   return 0;

@@ -23,6 +23,12 @@
 #   BENCH_LOG_LEVEL=info   fleetd's log level (info is the default a user gets)
 #   BENCH_PREFETCH=        fleetd broker.prefetch (empty = fleetd's default)
 #   BENCH_KEEP=1           keep the work dir (fleetd logs, results) in /tmp
+#   BENCH_C32_N=50         calls per pair in the 32-in-flight U1 runs (direct, then via fleet-mcp)
+#   BENCH_STARTS=20        embedded start-ups timed (median reported)
+#   BENCH_SESSIONS=1000    sessions held connected for the memory row
+#   BENCH_HELD=10000       messages held for one receiver for the memory row
+#   BENCH_SYNC_N=3000      local sends per store.synchronous run (normal, then full)
+#   BENCH_EMBEDDED_ONLY=1  run only the one-gateway table (e), no broker
 #   FLEET_BUILD_DIR=build  where fleet is built; BENCH_NO_BUILD=1 skips building
 set -euo pipefail
 
@@ -39,6 +45,11 @@ BCAST_N=${BENCH_BCAST_N:-200}
 LAT_RATE=${BENCH_LAT_RATE:-200}
 LAT_N=${BENCH_LAT_N:-2000}
 LOG_LEVEL=${BENCH_LOG_LEVEL:-info}
+STARTS=${BENCH_STARTS:-20}
+C32_N=${BENCH_C32_N:-50}
+SESSIONS=${BENCH_SESSIONS:-1000}
+HELD=${BENCH_HELD:-10000}
+SYNC_N=${BENCH_SYNC_N:-3000}
 PREFETCH=${BENCH_PREFETCH:-}
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -84,12 +95,12 @@ T_START=$(date +%s)
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
   log "building fleet in $BUILD"
   cmake -S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$BUILD" -j2 --target fleetd fleetctl >/dev/null
+  cmake --build "$BUILD" -j2 --target fleetd fleetctl fleet-mcp >/dev/null
   log "building the drivers in $BBUILD"
   cmake -S "$REPO/bench" -B "$BBUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$BBUILD" -j2 >/dev/null
 fi
-for b in "$BUILD/fleetd" "$BUILD/fleetctl" "$BBUILD/amqp_baseline" "$BBUILD/fleet_bench"; do
+for b in "$BUILD/fleetd" "$BUILD/fleetctl" "$BUILD/fleet-mcp" "$BBUILD/amqp_baseline" "$BBUILD/fleet_bench"; do
   [ -x "$b" ] || { echo "bench: $b is missing (build it, or unset BENCH_NO_BUILD)" >&2; exit 1; }
 done
 
@@ -99,6 +110,100 @@ WORK=$(mktemp -d /tmp/flbench-XXXXXX)
 chmod 755 "$WORK"
 RESULTS=$WORK/results.txt
 : >"$RESULTS"
+
+# ---- (e) one embedded gateway (no broker): start-up, memory, store.synchronous ----
+fb() { "$BBUILD/fleet_bench" "$@" | tee -a "$RESULTS" | sed 's/^/  /' >&2; }
+EMB_PID=
+emb_start() { # NAME [STORE_SYNC]
+  local d=$WORK/emb-$1
+  mkdir -p "$d"
+  if [ -n "${2:-}" ]; then
+    printf '{"logLevel":"%s","store":{"synchronous":"%s"}}\n' "$LOG_LEVEL" "$2" >"$d/fleetd.json"
+  else
+    printf '{"logLevel":"%s"}\n' "$LOG_LEVEL" >"$d/fleetd.json"
+  fi
+  "$BUILD/fleetd" --state-dir "$d/state" --socket "$d/fleetd.sock" --host-id "emb$1" \
+    --config "$d/fleetd.json" 2>"$d/fleetd.log" &
+  EMB_PID=$!
+  FLEETD_PIDS+=("$EMB_PID")
+  for _ in $(seq 200); do
+    [ -S "$d/fleetd.sock" ] && return 0
+    sleep 0.05
+  done
+  echo "bench: embedded fleetd $1 did not come up; its log:" >&2
+  tail -n 30 "$d/fleetd.log" >&2
+  exit 1
+}
+emb_stop() {
+  kill -TERM "$EMB_PID" 2>/dev/null || true
+  wait "$EMB_PID" 2>/dev/null || true
+  local keep=() pid
+  for pid in "${FLEETD_PIDS[@]}"; do [ "$pid" = "$EMB_PID" ] || keep+=("$pid"); done
+  FLEETD_PIDS=("${keep[@]}")
+}
+log "(e) embedded start-up to socket ready, $STARTS starts"
+mkdir -p "$WORK/emb-start"
+fb startup "$BUILD/fleetd" "$WORK/emb-start" -n "$STARTS" -l emb_startup
+log "(e) fleetd RSS with $SESSIONS sessions connected"
+emb_start sess
+fb sessions "$WORK/emb-sess/fleetd.sock" "$EMB_PID" -n "$SESSIONS" -l emb_sessions
+log "(e) fleet-mcp RSS (one session through it)"
+fb mcp "$WORK/emb-sess/fleetd.sock" "$BUILD/fleet-mcp" -l emb_mcp
+emb_stop
+log "(e) fleetd RSS with $HELD x $SIZE B messages held for one receiver"
+emb_start held
+fb held "$WORK/emb-held/fleetd.sock" "$EMB_PID" -n "$HELD" -s "$SIZE" -w "$WINDOW" -l emb_held
+emb_stop
+log "(e) local send throughput, $SYNC_N x $SIZE B, store.synchronous normal then full"
+emb_start syncn normal
+fb tput "$WORK/emb-syncn/fleetd.sock" "$WORK/emb-syncn/fleetd.sock" -n "$SYNC_N" -s "$SIZE" -w "$WINDOW" -l emb_sync_normal
+fb rtt "$WORK/emb-syncn/fleetd.sock" "$WORK/emb-syncn/fleetd.sock" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l emb_u1_normal
+emb_stop
+emb_start syncf full
+fb tput "$WORK/emb-syncf/fleetd.sock" "$WORK/emb-syncf/fleetd.sock" -n "$SYNC_N" -s "$SIZE" -w "$WINDOW" -l emb_sync_full
+fb rtt "$WORK/emb-syncf/fleetd.sock" "$WORK/emb-syncf/fleetd.sock" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l emb_u1_full
+emb_stop
+
+get() { awk -v k="$1" '$1 == "RESULT" && $2 == k { v = $3 } END { print (v == "" ? "nan" : v) }' "$RESULTS"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
+verdict() { awk -v r="$1" -v op="$2" -v t="$3" 'BEGIN {
+  if (r == "n/a" || r == "nan") { print "n/a"; exit }
+  ok = (op == ">=") ? (r + 0 >= t + 0) : (r + 0 <= t + 0)
+  printf "%s (target %s %s)", ok ? "MET" : "MISSED", op, t }'; }
+mib() { awk -v k="$1" 'BEGIN { if (k + 0 > 0) printf "%.1f", k / 1024; else print "nan" }'; }
+
+embedded_table() {
+  local st rs rh rm tn tf un uf
+  st=$(get emb_startup.p50_ms)
+  rs=$(mib "$(get emb_sessions.rss_kib)")
+  rh=$(mib "$(get emb_held.rss_kib)")
+  rm=$(mib "$(get emb_mcp.rss_kib)")
+  tn=$(get emb_sync_normal.msgs_per_s)
+  tf=$(get emb_sync_full.msgs_per_s)
+  un=$(get emb_u1_normal.p50_ms)
+  uf=$(get emb_u1_full.p50_ms)
+  echo
+  echo "one embedded gateway (no broker): start-up, memory, store.synchronous"
+  echo
+  printf '| %-58s | %12s | %-26s |\n' "metric" "value" "verdict"
+  printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 60))" "$(printf -- '-%.0s' $(seq 14))" "$(printf -- '-%.0s' $(seq 28))"
+  printf '| %-58s | %12s | %-26s |\n' "start-up to socket ready p50 ms (median of $STARTS)" "$st" "$(verdict "$st" '<=' 50)"
+  printf '| %-58s | %12s | %-26s |\n' "start-up to socket ready max ms" "$(get emb_startup.max_ms)" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "fleetd RSS MiB, idle" "$(mib "$(get emb_sessions.rss_idle_kib)")" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "fleetd RSS MiB with $(get emb_sessions.sessions) sessions connected" "$rs" "$(verdict "$rs" '<=' 20)"
+  printf '| %-58s | %12s | %-26s |\n' "fleetd RSS MiB with $(get emb_held.held) messages held" "$rh" "$(verdict "$rh" '<=' 32)"
+  printf '| %-58s | %12s | %-26s |\n' "fleet-mcp RSS MiB (one session)" "$rm" "$(verdict "$rm" '<=' 2)"
+  printf '| %-58s | %12s | %-26s |\n' "local send msgs/s, store.synchronous normal" "$tn" ""
+  printf '| %-58s | %12s | %-26s |\n' "local send msgs/s, store.synchronous full" "$tf" "full/normal $(ratio "$tf" "$tn")"
+  printf '| %-58s | %12s | %-26s |\n' "local U1 p50 ms, store.synchronous normal" "$un" ""
+  printf '| %-58s | %12s | %-26s |\n' "local U1 p50 ms, store.synchronous full" "$uf" "full/normal $(ratio "$uf" "$un")"
+}
+if [ "${BENCH_EMBEDDED_ONLY:-0}" = 1 ]; then
+  embedded_table | tee "$WORK/table.txt"
+  echo
+  echo "whole run: $(($(date +%s) - T_START)) s"
+  exit 0
+fi
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 PORT=
@@ -190,13 +295,22 @@ for h in "${HOSTS[@]}"; do
 done
 log "pinned every gateway's key on every other"
 
-fb() { "$BBUILD/fleet_bench" "$@" | tee -a "$RESULTS" | sed 's/^/  /' >&2; }
 measure() { # SUFFIX ("" sealed, "_clear" in clear)
   local x=$1
   log "(b$x) fleet cross-host throughput: $N x $SIZE B, hostA -> hostB, window $WINDOW, poll max 100"
   fb tput "$SA" "$SB" -n "$N" -s "$SIZE" -w "$WINDOW" -l "fleet_tput$x"
   log "(b$x) fleet U1 round trip hostA -> hostB at $RATE/s x $RTT_N (send wait_s, reply)"
   fb rtt "$SA" "$SB" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "fleet_u1$x"
+  if [ -z "$x" ]; then
+    log "(b) the same U1 with both agents' sessions through fleet-mcp (stdio), as an MCP client's"
+    fb rtt "$SA" "$SB" -n "$RTT_N" -s "$SIZE" -r "$RATE" -m "$BUILD/fleet-mcp" -l fleet_u1_mcp
+    # 32 pairs, each calling again as soon as its answer is read (the rate is
+    # a ceiling, not a pace): 32 calls in flight, direct and then through
+    # one fleet-mcp per session.
+    log "(b) U1 with 32 calls in flight (32 pairs x $C32_N, unpaced), direct, then through fleet-mcp"
+    fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -l fleet_u1_c32
+    fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -m "$BUILD/fleet-mcp" -l fleet_u1_c32_mcp
+  fi
   log "(b$x) fleet broadcast hostA -> hostB, hostC, hostD at $RATE/s x $BCAST_N"
   fb bcast "$SA" "$SB" "$SC" "$SD" -n "$BCAST_N" -s "$SIZE" -r "$RATE" -l "fleet_bcast$x"
 }
@@ -217,12 +331,6 @@ measure "_clear"
 
 
 # ---- the table ----
-get() { awk -v k="$1" '$1 == "RESULT" && $2 == k { v = $3 } END { print (v == "" ? "nan" : v) }' "$RESULTS"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
-verdict() { awk -v r="$1" -v op="$2" -v t="$3" 'BEGIN {
-  if (r == "n/a") { print "n/a"; exit }
-  ok = (op == ">=") ? (r + 0 >= t + 0) : (r + 0 <= t + 0)
-  printf "%s (target %s %s)", ok ? "MET" : "MISSED", op, t }'; }
 
 RAW_T=$(get raw_tput.msgs_per_s)
 FL_T=$(get fleet_tput.msgs_per_s)
@@ -258,6 +366,11 @@ R_SEAL_T=$(ratio "$FL_T" "$FL_TC")
   printf '| %-58s | %12s | %12s | %14s |\n' "round trip p50 ms: raw one-way p50 vs fleet U1 p50" "$RAW_L" "$U1" "$R_U1"
   printf '| %-58s | %12s | %12s | %14s |\n' "round trip p50 ms: raw request/reply p50 vs fleet U1 p50" "$RAW_R" "$U1" "$R_U1R"
   printf '| %-58s | %12s | %12s | %14s |\n' "round trip p99 ms: raw request/reply p99 vs fleet U1 p99" "$RAW_R99" "$U1_99" "$(ratio "$U1_99" "$RAW_R99")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "U1 p50 ms: socket direct vs through fleet-mcp (stdio)" "$U1" "$(get fleet_u1_mcp.p50_ms)" "$(ratio "$(get fleet_u1_mcp.p50_ms)" "$U1")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "U1 p99 ms: socket direct vs through fleet-mcp (stdio)" "$U1_99" "$(get fleet_u1_mcp.p99_ms)" "$(ratio "$(get fleet_u1_mcp.p99_ms)" "$U1_99")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "U1 p50 ms, 32 in flight: direct vs through fleet-mcp" "$(get fleet_u1_c32.p50_ms)" "$(get fleet_u1_c32_mcp.p50_ms)" "$(ratio "$(get fleet_u1_c32_mcp.p50_ms)" "$(get fleet_u1_c32.p50_ms)")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "U1 p99 ms, 32 in flight: direct vs through fleet-mcp" "$(get fleet_u1_c32.p99_ms)" "$(get fleet_u1_c32_mcp.p99_ms)" "$(ratio "$(get fleet_u1_c32_mcp.p99_ms)" "$(get fleet_u1_c32.p99_ms)")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "U1 calls/s, 32 in flight: direct vs through fleet-mcp" "$(get fleet_u1_c32.calls_per_s)" "$(get fleet_u1_c32_mcp.calls_per_s)" "$(ratio "$(get fleet_u1_c32_mcp.calls_per_s)" "$(get fleet_u1_c32.calls_per_s)")"
   printf '| %-58s | %12s | %12s | %14s |\n' "local round trip (one gateway) p50 ms, vs raw req/reply" "$RAW_R" "$LOC" "$(ratio "$LOC" "$RAW_R")"
   printf '| %-58s | %12s | %12s | %14s |\n' "local round trip (one gateway) p99 ms, vs raw req/reply" "$RAW_R99" "$LOC99" "$(ratio "$LOC99" "$RAW_R99")"
   echo
@@ -283,6 +396,13 @@ R_SEAL_T=$(ratio "$FL_T" "$FL_TC")
   echo "  cross-host throughput >= 0.5 x raw (fleet hostA->hostB msgs/s / raw msgs/s = $R_T): $(verdict "$R_T" '>=' 0.5)"
   echo "  round-trip p50 <= 4 x raw publish->consume p50 at $RATE/s (fleet U1 p50 / raw one-way p50 = $R_U1): $(verdict "$R_U1" '<=' 4)"
   echo "  sealing costs U1 p50 at most 10% (sealed U1 p50 / clear U1 p50 = $R_SEAL_U1): $(verdict "$R_SEAL_U1" '<=' 1.10)"
+  echo "  U1 p50 <= 1.5 x raw request/reply p50 (= $R_U1R): $(verdict "$R_U1R" '<=' 1.5)"
+  echo "  U1 p99 <= 2.5 x raw request/reply p99 (= $(ratio "$U1_99" "$RAW_R99")): $(verdict "$(ratio "$U1_99" "$RAW_R99")" '<=' 2.5)"
+  echo "  cross-host throughput >= 0.4 x raw (= $R_T): $(verdict "$R_T" '>=' 0.4)"
+  R_HOP=$(ratio "$(get fleet_u1_c32_mcp.p50_ms)" "$(get fleet_u1_c32.p50_ms)")
+  echo "  the stdio hop adds at most 15% to U1 p50 with 32 calls in flight (through fleet-mcp / direct = $R_HOP): $(verdict "$R_HOP" '<=' 1.15)"
+  echo "  (with one call in flight: through fleet-mcp / direct = $(ratio "$(get fleet_u1_mcp.p50_ms)" "$U1"), for information)"
+  embedded_table
   echo
   echo "whole run: $(($(date +%s) - T_START)) s"
 } | tee "$WORK/table.txt"

@@ -11,7 +11,9 @@
  * A feed scans only the bytes it adds (plus, rarely, a bounded look-back, see
  * fl_linebuf_tail), so a long line that arrives in many small reads costs
  * linear time, not quadratic. A pop moves the remaining bytes down once; that
- * is a copy of what one read left buffered, which the read size bounds. */
+ * is a copy of what one read left buffered, which the read size bounds. Once
+ * every buffered line has been handed out the block is freed, so a client
+ * between requests costs no buffer. */
 #include "mcp/jsonrpc.h"
 
 #include "common/alloc.h"
@@ -193,8 +195,14 @@ int fl_linebuf_next(fl_linebuf *lb, char **line, size_t *len) {
 done:
   lb->head = off;
   if (lb->head == lb->len) {
+    /* Nothing left buffered: give the block back. An idle client then holds
+     * no buffer at all (a thousand of them would otherwise pin 4 MiB), and
+     * the next read takes one block from the allocator, likely the one just
+     * freed. */
     lb->head = lb->len = 0;
-    fl_linebuf_shrink(lb);
+    fl_free(lb->buf);
+    lb->buf = NULL;
+    lb->cap = 0;
   }
   return rc;
 }

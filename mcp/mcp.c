@@ -27,6 +27,7 @@
 #include "mcp/hints.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
+#include "mcp/tool_result.h"
 #include "mcp/tools.h"
 
 #define FL_PROTO_LATEST "2025-11-25"
@@ -75,6 +76,16 @@ void fl_session_reply_error(fl_session *s, json_t *id, int code, const char *msg
 
 void fl_session_reply(fl_session *s, json_t *id, json_t *result) {
   char *line = fl_rpc_result(id, result);
+  if (!line) {
+    fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
+                           "fleetd could not build the response (out of memory)");
+    return;
+  }
+  fl_send_line(s, line);
+}
+
+void fl_session_reply_tool(fl_session *s, json_t *id, json_t *structured) {
+  char *line = fl_tool_result_line(id, structured);
   if (!line) {
     fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
                            "fleetd could not build the response (out of memory)");

@@ -36,6 +36,10 @@ fl_iface fl_session_iface(const fl_session *s);
  * result that could not be built) is answered with an internal error, so a
  * request never goes unanswered. */
 void fl_session_reply(fl_session *s, json_t *id, json_t *result);
+/* Writes the response to tool call id (borrowed): a tool result whose
+ * structured content (stolen) is serialized once (tool_result.h); NULL is
+ * answered with an internal error. */
+void fl_session_reply_tool(fl_session *s, json_t *id, json_t *structured);
 /* Writes a JSON-RPC error response; msg is copied. */
 void fl_session_reply_error(fl_session *s, json_t *id, int code, const char *msg);
 

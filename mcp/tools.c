@@ -6,7 +6,8 @@
  * tool result with isError naming it), and then the tool's handler runs its
  * gateway verb. The result comes back now, or later through
  * fl_tool_call_done for a call the verb parked; either way it goes out as
- * structuredContent plus the same JSON as text. */
+ * structuredContent plus the same JSON as text, serialized once
+ * (tool_result.h). */
 #include "mcp/tools.h"
 
 #include <string.h>
@@ -65,15 +66,6 @@ static json_t *fl_tool_def(const char *name) {
 
 /* ---- results ---------------------------------------------------------------- */
 
-/* A tool result: structuredContent (stolen) plus the same JSON as text. */
-static json_t *fl_tool_ok(json_t *structured) {
-  char *text = json_dumps(structured, JSON_COMPACT);
-  json_t *r = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text",
-                        text ? text : "{}", "structuredContent", structured);
-  fl_free(text);
-  return r;
-}
-
 /* Cuts a UTF-8 sequence that a bounded format left unfinished at the end of
  * s, so the message still goes into JSON. */
 static void fl_utf8_trim_tail(char *s) {
@@ -128,9 +120,10 @@ void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
     fl_session_reply(call->s, call->id, result);
   else if (call->admin)
     fl_session_reply_error(call->s, call->id, FL_RPC_INVALID_PARAMS, err ? err : "failed");
+  else if (result)
+    fl_session_reply_tool(call->s, call->id, result);
   else
-    fl_session_reply(call->s, call->id,
-                     result ? fl_tool_ok(result) : fl_tool_err(err ? err : "failed"));
+    fl_session_reply(call->s, call->id, fl_tool_err(err ? err : "failed"));
   fl_tool_call_free(&call);
 }
 
@@ -355,7 +348,7 @@ static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *ar
     fl_hints_refusal(fl_session_iface(s), rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
     fl_session_reply(s, id, fl_tool_err(msg));
   } else if (result) {
-    fl_session_reply(s, id, fl_tool_ok(result));
+    fl_session_reply_tool(s, id, result);
   } else { /* a verb that neither answered nor waited: still one answer */
     fl_session_reply(s, id, fl_tool_err("fleetd returned no result; see its log"));
   }

@@ -213,6 +213,35 @@ static void test_linebuf_big_line_gives_memory_back(void **state) {
   free(big);
 }
 
+/* A client between requests holds no buffer: once every whole line is
+ * popped the block is freed; a line still unfinished keeps it. */
+static void test_linebuf_idle_holds_nothing(void **state) {
+  (void)state;
+  fl_linebuf lb;
+  fl_linebuf_init(&lb, 1024);
+  char *line = NULL;
+  size_t len = 0;
+  const char *first = "{\"a\":1}\n{\"b\"";
+  assert_int_equal(fl_linebuf_feed(&lb, first, strlen(first)), 0);
+  assert_int_equal(fl_linebuf_next(&lb, &line, &len), 1);
+  assert_string_equal(line, "{\"a\":1}");
+  fl_free(line);
+  assert_int_equal(fl_linebuf_next(&lb, &line, &len), 0);
+  assert_non_null(lb.buf); /* {"b" is still on its way */
+  assert_int_equal(fl_linebuf_feed(&lb, ":2}\n", 4), 0);
+  assert_int_equal(fl_linebuf_next(&lb, &line, &len), 1);
+  assert_string_equal(line, "{\"b\":2}");
+  fl_free(line);
+  assert_null(lb.buf);
+  assert_int_equal(lb.cap, 0);
+  assert_int_equal(fl_linebuf_feed(&lb, "{}\n", 3), 0); /* and it works again */
+  assert_int_equal(fl_linebuf_next(&lb, &line, &len), 1);
+  assert_string_equal(line, "{}");
+  fl_free(line);
+  assert_null(lb.buf);
+  fl_linebuf_free(&lb);
+}
+
 static void test_linebuf_bad_args_and_oom(void **state) {
   (void)state;
   fl_linebuf lb;
@@ -698,6 +727,7 @@ int main(void) {
       cmocka_unit_test(test_linebuf_oversize_across_feeds),
       cmocka_unit_test(test_linebuf_exact_cap),
       cmocka_unit_test(test_linebuf_big_line_gives_memory_back),
+      cmocka_unit_test(test_linebuf_idle_holds_nothing),
       cmocka_unit_test(test_linebuf_bad_args_and_oom),
       cmocka_unit_test(test_parse_request),
       cmocka_unit_test(test_parse_notification),
