@@ -123,7 +123,7 @@ static int id_key_bytes(json_t *root, const char *key, unsigned char *out, size_
   return 0;
 }
 
-/* Parses and checks the identity JSON in buf. */
+/* Parses and checks the identity JSON in buf into *out (zeroed first). */
 static int id_parse(const char *path, const char *buf, size_t len, const char *host_id,
                     fl_identity *out, char *err, size_t errlen) {
   json_error_t jerr;
@@ -198,6 +198,30 @@ out:
       sodium_memzero((char *)json_string_value(sks), json_string_length(sks));
     json_decref(root);
   }
+  return rc;
+}
+
+int fl_identity_parse(const char *path, const char *buf, size_t len, const char *host_id,
+                      fl_identity *out, char *err, size_t errlen) {
+  if (!out)
+    return FL_EINVAL;
+  sodium_memzero(out, sizeof *out);
+  if (!path || (!buf && len)) {
+    fl_errf(err, errlen, "no identity text to read");
+    return FL_EINVAL;
+  }
+  if (!fl_name_valid(host_id, FL_MAX_NAME)) {
+    fl_errf(err, errlen, "host id \"%s\" is not valid: use %s", host_id ? host_id : "",
+            fl_name_rule);
+    return FL_EINVAL;
+  }
+  if (sodium_init() < 0) {
+    fl_errf(err, errlen, "libsodium failed to initialise");
+    return FL_ENOMEM;
+  }
+  int rc = id_parse(path, buf ? buf : "", len, host_id, out, err, errlen);
+  if (rc)
+    sodium_memzero(out, sizeof *out);
   return rc;
 }
 
@@ -322,7 +346,7 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
               "cleaning the state directory?",
               path);
   }
-  int rc = n < 0 ? (int)n : id_parse(path, buf, (size_t)n, host_id, out, err, errlen);
+  int rc = n < 0 ? (int)n : fl_identity_parse(path, buf, (size_t)n, host_id, out, err, errlen);
   sodium_memzero(buf, sizeof buf);
   if (rc)
     sodium_memzero(out, sizeof *out);

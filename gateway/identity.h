@@ -48,6 +48,15 @@ typedef struct fl_identity {
 int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *out, char *err,
                      size_t errlen);
 
+/* Parses the text of an identity file (len bytes at buf, not necessarily
+ * NUL-terminated) into *out, with every check fl_identity_load makes on
+ * what it read, except the file's mode; path only names the file in
+ * messages. This is the parser fl_identity_load uses. Returns 0; FL_EINVAL
+ * for a bad argument or host id; FL_ECONFIG when the text is refused;
+ * FL_ENOMEM. On failure *out is zeroed and err says why. */
+int fl_identity_parse(const char *path, const char *buf, size_t len, const char *host_id,
+                      fl_identity *out, char *err, size_t errlen);
+
 /* Zeroes all of *id, secret key included. NULL-safe. */
 void fl_identity_clear(fl_identity *id);
 

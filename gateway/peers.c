@@ -222,32 +222,10 @@ static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *er
   return rc;
 }
 
-/* Reads the open file fd into p. */
-static int peers_load_fd(fl_peers *p, int fd, char *err, size_t errlen) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    fl_errf(err, errlen, "%s: cannot stat: %s", p->path, strerror(e));
-    return -e;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    fl_errf(err, errlen, "%s is not a regular file; move it away", p->path);
-    return FL_ECONFIG;
-  }
-  if (st.st_mode & 022) {
-    fl_errf(err, errlen,
-            "%s is mode %04o: whoever can write it can change which keys this "
-            "host trusts; run: chmod 600 %s",
-            p->path, (unsigned)(st.st_mode & 07777), p->path);
-    return FL_ECONFIG;
-  }
-  if (st.st_size > PEERS_MAX_FILE) {
-    fl_errf(err, errlen, "%s is larger than %ld bytes; it is not a pin list fleet wrote", p->path,
-            PEERS_MAX_FILE);
-    return FL_ECONFIG;
-  }
+/* Parses the pin list text in buf into p, which is empty. */
+static int peers_parse_into(fl_peers *p, const char *buf, size_t len, char *err, size_t errlen) {
   json_error_t jerr;
-  json_t *root = json_loadfd(fd, 0, &jerr);
+  json_t *root = json_loadb(buf, len, 0, &jerr);
   if (!root) {
     fl_errf(err, errlen, "%s:%d: %s (fix the JSON by hand)", p->path, jerr.line, jerr.text);
     return FL_ECONFIG;
@@ -277,6 +255,113 @@ static int peers_load_fd(fl_peers *p, int fd, char *err, size_t errlen) {
   return rc;
 }
 
+/* A new empty set that saves to path. */
+static int peers_new(const char *path, fl_peers **out, char *err, size_t errlen) {
+  fl_peers *p = fl_calloc(1, sizeof *p);
+  if (!p) {
+    fl_errf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  int w = snprintf(p->path, sizeof p->path, "%s", path);
+  if (w < 0 || (size_t)w >= sizeof p->path) {
+    fl_free(p);
+    fl_errf(err, errlen, "state directory path is too long");
+    return -ENAMETOOLONG;
+  }
+  *out = p;
+  return 0;
+}
+
+int fl_peers_parse(const char *path, const char *buf, size_t len, fl_peers **out, char *err,
+                   size_t errlen) {
+  if (!out)
+    return FL_EINVAL;
+  *out = NULL;
+  if (!path || !path[0] || (!buf && len)) {
+    fl_errf(err, errlen, "no pin list text to read");
+    return FL_EINVAL;
+  }
+  fl_peers *p;
+  int rc = peers_new(path, &p, err, errlen);
+  if (rc)
+    return rc;
+  rc = peers_parse_into(p, buf ? buf : "", len, err, errlen);
+  if (rc) {
+    fl_peers_free(&p);
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+/* Reads the open file fd (named path) into a new buffer *text of *len
+ * bytes, after checking what it is. */
+static int peers_read_fd(const char *path, int fd, char **text, size_t *len, char *err,
+                         size_t errlen) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    fl_errf(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+    return -e;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    fl_errf(err, errlen, "%s is not a regular file; move it away", path);
+    return FL_ECONFIG;
+  }
+  if (st.st_mode & 022) {
+    fl_errf(err, errlen,
+            "%s is mode %04o: whoever can write it can change which keys this "
+            "host trusts; run: chmod 600 %s",
+            path, (unsigned)(st.st_mode & 07777), path);
+    return FL_ECONFIG;
+  }
+  const char *big = "%s is larger than %ld bytes; it is not a pin list fleet wrote";
+  if (st.st_size > PEERS_MAX_FILE) {
+    fl_errf(err, errlen, big, path, PEERS_MAX_FILE);
+    return FL_ECONFIG;
+  }
+  /* One byte more than the cap, so a file that grew since fstat shows. */
+  size_t cap = (size_t)st.st_size + 1, got = 0;
+  char *buf = fl_malloc(cap);
+  if (!buf) {
+    fl_errf(err, errlen, "out of memory");
+    return FL_ENOMEM;
+  }
+  for (;;) {
+    ssize_t r = read(fd, buf + got, cap - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int e = errno;
+      fl_free(buf);
+      fl_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+      return -e;
+    }
+    if (r == 0)
+      break;
+    got += (size_t)r;
+    if (got == cap) {
+      if (cap > (size_t)PEERS_MAX_FILE) {
+        fl_free(buf);
+        fl_errf(err, errlen, big, path, PEERS_MAX_FILE);
+        return FL_ECONFIG;
+      }
+      size_t ncap = cap * 2 > (size_t)PEERS_MAX_FILE + 1 ? (size_t)PEERS_MAX_FILE + 1 : cap * 2;
+      char *nbuf = fl_realloc(buf, ncap);
+      if (!nbuf) {
+        fl_free(buf);
+        fl_errf(err, errlen, "out of memory");
+        return FL_ENOMEM;
+      }
+      buf = nbuf;
+      cap = ncap;
+    }
+  }
+  *text = buf;
+  *len = got;
+  return 0;
+}
+
 int fl_peers_load(const char *state_dir, fl_peers **out, char *err, size_t errlen) {
   if (!out)
     return FL_EINVAL;
@@ -285,35 +370,28 @@ int fl_peers_load(const char *state_dir, fl_peers **out, char *err, size_t errle
     fl_errf(err, errlen, "no state directory to keep pinned peers in");
     return FL_EINVAL;
   }
-  fl_peers *p = fl_calloc(1, sizeof *p);
-  if (!p) {
-    fl_errf(err, errlen, "out of memory");
-    return FL_ENOMEM;
-  }
-  int rc = 0;
-  int w = snprintf(p->path, sizeof p->path, "%s/%s", state_dir, FL_PEERS_FILE);
-  if (w < 0 || (size_t)w >= sizeof p->path) {
+  char path[4096];
+  int w = snprintf(path, sizeof path, "%s/%s", state_dir, FL_PEERS_FILE);
+  if (w < 0 || (size_t)w >= sizeof path) {
     fl_errf(err, errlen, "state directory path is too long");
-    rc = -ENAMETOOLONG;
-    goto out;
+    return -ENAMETOOLONG;
   }
-  int fd = open(p->path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno != ENOENT) {
-      rc = -errno;
-      fl_errf(err, errlen, "%s: cannot open: %s", p->path, strerror(-rc));
-    }
-    goto out; /* no file yet: nobody is pinned */
+    int e = errno;
+    if (e == ENOENT) /* no file yet: nobody is pinned */
+      return peers_new(path, out, err, errlen);
+    fl_errf(err, errlen, "%s: cannot open: %s", path, strerror(e));
+    return -e;
   }
-  rc = peers_load_fd(p, fd, err, errlen);
+  char *text = NULL;
+  size_t len = 0;
+  int rc = peers_read_fd(path, fd, &text, &len, err, errlen);
   close(fd);
-out:
-  if (rc) {
-    fl_peers_free(&p);
-    return rc;
-  }
-  *out = p;
-  return 0;
+  if (rc == 0)
+    rc = fl_peers_parse(path, text, len, out, err, errlen);
+  fl_free(text);
+  return rc;
 }
 
 int fl_peers_save(const fl_peers *p, char *err, size_t errlen) {

@@ -52,6 +52,15 @@ typedef struct fl_peer {
  * FL_ENOMEM; FL_EINVAL for bad arguments. err (errlen bytes) may be NULL. */
 int fl_peers_load(const char *state_dir, fl_peers **out, char *err, size_t errlen);
 
+/* Parses the text of a pin list (len bytes at buf, not necessarily
+ * NUL-terminated) into a new set, with every check fl_peers_load makes on
+ * what it read, except the file's mode and size; path names the file in
+ * messages and is where fl_peers_save writes. This is the parser
+ * fl_peers_load uses. Returns as fl_peers_load does; on failure *out is
+ * NULL. */
+int fl_peers_parse(const char *path, const char *buf, size_t len, fl_peers **out, char *err,
+                   size_t errlen);
+
 /* Frees *p and sets it to NULL. NULL-safe. */
 void fl_peers_free(fl_peers **p);
 
