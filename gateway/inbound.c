@@ -133,7 +133,7 @@ static int fl_bound_to(const fl_gw *gw, const fl_entity *e, const char *key) {
     group = fl_topology_broadcast_key_group(key);
   if (!group)
     return 0;
-  if (strcmp(group, FL_KEY_BROADCAST_ALL + strlen(FL_KEY_BROADCAST_PREFIX)) == 0)
+  if (strcmp(group, &FL_KEY_BROADCAST_ALL[strlen(FL_KEY_BROADCAST_PREFIX)]) == 0)
     return 1;
   for (size_t i = 0; i < e->ngroups; i++)
     if (strcmp(e->groups[i], group) == 0)
