@@ -128,12 +128,17 @@ static void fl_on_batch(void *ctx, int begin) {
   fl_gw *gw = f->gw;
   if (begin) {
     f->in_batch = fl_store_batch_begin(gw->store) == 0;
+    if (f->in_batch)
+      fl_wait_defer_begin(gw);
     return;
   }
   if (!f->in_batch)
     return;
   f->in_batch = 0;
-  if (fl_store_batch_end(gw->store) != 0) {
+  int failed = fl_store_batch_end(gw->store) != 0;
+  /* Only now may the calls completed in the burst have their answers. */
+  fl_wait_defer_end(gw);
+  if (failed) {
     /* Nothing of the burst is durable: ack none of it. */
     fl_gw_count(gw, FL_C_STORE_ERRORS);
     fl_error(NULL,

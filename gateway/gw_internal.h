@@ -119,6 +119,10 @@ struct fl_gw {
   struct fl_wire_keys *wire_keys;
   /* Spawns waiting for their agent to register (spawn.c). */
   struct fl_spawn *spawns;
+  /* Results of calls completed while a store batch is open, given out once
+   * it committed (wait.c's fl_wait_defer_begin/end). */
+  int defer_done;
+  struct fl_wait_done *done_head, **done_tail;
   /* Room federation (room.h), NULL when rooms are off. */
   struct fl_rooms *rooms;
   /* The forward path's queues and timers (forward.c). */

@@ -82,20 +82,73 @@ void fl_wait_release(fl_wait *w) {
   uv_close((uv_handle_t *)&w->timer, fl_wait_close_cb);
 }
 
-void fl_wait_complete(fl_wait *w, json_t *result, const char *err) {
-  fl_gw_cb cb = w->cb;
-  void *ctx = w->ctx;
-  fl_entity *e = w->client->entity;
-  fl_wait_release(w);
-  if (!result && !err)
-    err = "out of memory";
+/* A completed call's answer, held back until the open batch committed. */
+struct fl_wait_done {
+  struct fl_wait_done *next;
+  fl_gw_cb cb;
+  void *ctx;
+  json_t *result;
+  char *err;
+  char gid[FL_ID_LEN]; /* whose call it was, for the nudge after it */
+};
+
+/* Gives the answer, then re-arms the nudge of what is still held. */
+static void fl_wait_answer(fl_gw *gw, fl_gw_cb cb, void *ctx, json_t *result, const char *err,
+                           const char *gid) {
   cb(ctx, err ? NULL : result, err);
   if (err)
     json_decref(result);
   /* Whatever is still held after this call needs a nudge again. */
+  fl_entity *e = gid[0] ? fl_entity_by_gid(gw, gid) : NULL;
   size_t held = 0;
-  if (e && e->client && fl_store_count(e->gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
+  if (e && e->client && fl_store_count(gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
     fl_nudge_arm(e);
+}
+
+void fl_wait_complete(fl_wait *w, json_t *result, const char *err) {
+  fl_gw *gw = w->gw;
+  fl_gw_cb cb = w->cb;
+  void *ctx = w->ctx;
+  char gid[FL_ID_LEN] = "";
+  if (w->client->entity)
+    fl_copy(gid, sizeof gid, w->client->entity->gid);
+  fl_wait_release(w);
+  if (!result && !err)
+    err = "out of memory";
+  if (gw->defer_done) {
+    struct fl_wait_done *d = fl_calloc(1, sizeof *d);
+    if (d && (!err || (d->err = fl_strdup(err)))) {
+      d->cb = cb;
+      d->ctx = ctx;
+      d->result = result;
+      fl_copy(d->gid, sizeof d->gid, gid);
+      *gw->done_tail = d;
+      gw->done_tail = &d->next;
+      return;
+    }
+    fl_free(d); /* out of memory: answer now rather than never */
+  }
+  fl_wait_answer(gw, cb, ctx, result, err, gid);
+}
+
+void fl_wait_defer_begin(fl_gw *gw) {
+  gw->defer_done = 1;
+  if (!gw->done_tail)
+    gw->done_tail = &gw->done_head;
+}
+
+void fl_wait_defer_end(fl_gw *gw) {
+  gw->defer_done = 0;
+  struct fl_wait_done *d = gw->done_head;
+  gw->done_head = NULL;
+  gw->done_tail = &gw->done_head;
+  while (d) {
+    struct fl_wait_done *next = d->next;
+    fl_wait_answer(gw, d->cb, d->ctx, d->result, d->err, d->gid);
+    fl_free(d->err);
+    fl_free(d);
+    d = next;
+  }
 }
 
 void fl_wait_restart(fl_wait *w, enum fl_wait_kind kind, const fl_wait_ops *ops, double wait_s) {

@@ -92,4 +92,12 @@ void fl_wait_restart(fl_wait *w, enum fl_wait_kind kind, const fl_wait_ops *ops,
 /* Runs w's timeout now (shutdown). */
 void fl_wait_expire(fl_wait *w);
 
+/* A burst of broker events is taken into one store transaction (fabric.c):
+ * between these two calls, the results of calls completed meanwhile are
+ * held back, and given out at fl_wait_defer_end, after the commit. So no
+ * client is handed a message (a poll's, a send's reply) that the store could
+ * still roll back, which a crash before the commit would hand out again. */
+void fl_wait_defer_begin(fl_gw *gw);
+void fl_wait_defer_end(fl_gw *gw);
+
 #endif

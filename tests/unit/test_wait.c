@@ -212,6 +212,36 @@ static void test_poll_woken_by_message(void **state) {
   fl_gw_detach(f->g.gw, &bob);
 }
 
+/* Inside a store batch a poll woken by a message is answered only once the
+ * batch committed: the take it made is durable before any client sees it. */
+static void test_answer_waits_for_the_commit(void **state) {
+  fixture *f = *state;
+  fl_client *alice = attach(f, "alice"), *bob = attach(f, "bob");
+  seen s = {0};
+  json_t *result = NULL;
+  fl_wait *w = NULL;
+  char err[256] = "";
+  assert_int_equal(
+      fl_gw_poll(f->g.gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err), 0);
+  assert_non_null(w);
+  assert_int_equal(fl_store_batch_begin(f->g.gw->store), 0);
+  fl_wait_defer_begin(f->g.gw);
+  json_t *sent = NULL;
+  fl_wait *sw = NULL;
+  assert_int_equal(
+      fl_gw_send(f->g.gw, bob, "alice", "hello", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
+  json_decref(sent);
+  assert_int_equal(s.calls, 0); /* taken, but not handed out before the commit */
+  assert_int_equal(fl_store_batch_end(f->g.gw->store), 0);
+  fl_wait_defer_end(f->g.gw);
+  assert_int_equal(s.calls, 1);
+  json_t *msgs = json_object_get(s.result, "messages");
+  assert_int_equal(json_array_size(msgs), 1);
+  json_decref(s.result);
+  fl_gw_detach(f->g.gw, &alice);
+  fl_gw_detach(f->g.gw, &bob);
+}
+
 /* A blocking send is resolved by its reply. */
 static void test_send_resolved_by_reply(void **state) {
   fixture *f = *state;
@@ -280,6 +310,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_per_client_cap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_poll_woken_by_message, setup, teardown),
       cmocka_unit_test_setup_teardown(test_send_resolved_by_reply, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_answer_waits_for_the_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shutdown_ends_waits, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
