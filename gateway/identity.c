@@ -201,15 +201,8 @@ out:
   return rc;
 }
 
-int fl_identity_parse(const char *path, const char *buf, size_t len, const char *host_id,
-                      fl_identity *out, char *err, size_t errlen) {
-  if (!out)
-    return FL_EINVAL;
-  sodium_memzero(out, sizeof *out);
-  if (!path || (!buf && len)) {
-    fl_errf(err, errlen, "no identity text to read");
-    return FL_EINVAL;
-  }
+/* What parsing and loading both need first: a valid host id, libsodium. */
+static int fl_id_ready(const char *host_id, char *err, size_t errlen) {
   if (!fl_name_valid(host_id, FL_MAX_NAME)) {
     fl_errf(err, errlen, "host id \"%s\" is not valid: use %s", host_id ? host_id : "",
             fl_name_rule);
@@ -219,6 +212,21 @@ int fl_identity_parse(const char *path, const char *buf, size_t len, const char 
     fl_errf(err, errlen, "libsodium failed to initialise");
     return FL_ENOMEM;
   }
+  return 0;
+}
+
+int fl_identity_parse(const char *path, const char *buf, size_t len, const char *host_id,
+                      fl_identity *out, char *err, size_t errlen) {
+  if (!out)
+    return FL_EINVAL;
+  sodium_memzero(out, sizeof *out);
+  if (!path || (!buf && len)) {
+    fl_errf(err, errlen, "no identity text to read");
+    return FL_EINVAL;
+  }
+  int rc0 = fl_id_ready(host_id, err, errlen);
+  if (rc0)
+    return rc0;
   int rc = id_parse(path, buf ? buf : "", len, host_id, out, err, errlen);
   if (rc)
     sodium_memzero(out, sizeof *out);
@@ -315,15 +323,9 @@ int fl_identity_load(const char *state_dir, const char *host_id, fl_identity *ou
     fl_errf(err, errlen, "no state directory to keep the node identity in");
     return FL_EINVAL;
   }
-  if (!fl_name_valid(host_id, FL_MAX_NAME)) {
-    fl_errf(err, errlen, "host id \"%s\" is not valid: use %s", host_id ? host_id : "",
-            fl_name_rule);
-    return FL_EINVAL;
-  }
-  if (sodium_init() < 0) {
-    fl_errf(err, errlen, "libsodium failed to initialise");
-    return FL_ENOMEM;
-  }
+  int rc0 = fl_id_ready(host_id, err, errlen);
+  if (rc0)
+    return rc0;
   char path[4096];
   int w = snprintf(path, sizeof path, "%s/%s", state_dir, FL_IDENTITY_FILE);
   if (w < 0 || (size_t)w >= sizeof path) {
