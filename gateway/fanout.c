@@ -17,6 +17,7 @@
 #include "gateway/envelope.h"
 #include "gateway/gw_internal.h"
 #include "gateway/remote.h"
+#include "gateway/router.h"
 
 typedef struct fl_fanout fl_fanout;
 struct fl_fanout {
@@ -91,9 +92,11 @@ static void fl_fanout_forget(fl_wait *w) {
 
 static const fl_wait_ops fl_fanout_ops = {.timeout = fl_fanout_timeout, .forget = fl_fanout_forget};
 
-int fl_fanout_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
+/* The waiting parallel brief of to that expects the reply m, and which of
+ * its recipients m answers; NULL if none. */
+static fl_wait *fl_fanout_match(const fl_entity *to, const fl_msg *m, size_t *slot) {
   if (!to->client || !fl_envelope_is_kind(m->kind, FL_KIND_REPLY))
-    return 0;
+    return NULL;
   for (fl_wait *w = to->client->waits; w; w = w->next) {
     if (w->kind != FL_WAIT_FANOUT || !w->ext)
       continue;
@@ -102,29 +105,44 @@ int fl_fanout_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
       if (fo->at[i].replied || strcmp(fo->at[i].to_gid, m->from_gid) != 0 ||
           (m->in_reply_to[0] && strcmp(m->in_reply_to, fo->at[i].msg_id) != 0))
         continue;
-      fl_msg got;
-      if (fl_store_take_id(gw->store, to->gid, m->msg_id, &got) != 0)
-        return 0;
-      gw->counters[FL_C_MSGS_DRAINED]++;
-      fl_remote_drained(gw, to->gid, got.msg_id);
-      char ts[32];
-      fl_rfc3339(got.ts_ms, ts);
-      json_array_append_new(
-          fo->replies,
-          json_pack("{s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "from", "gid", got.from_gid, "name",
-                    got.from_name, "msgId", got.msg_id, "content", got.content ? got.content : "",
-                    got.content ? got.content_len : 0, "ts", ts, "inReplyTo", fo->at[i].msg_id));
-      fl_free(got.content);
-      fo->at[i].replied = 1;
-      fo->nreplied++;
-      fl_info(m->trace_id, "parallel brief: reply %s from '%s' (%zu of %zu)", m->msg_id,
-              m->from_name, fo->nreplied, fo->n);
-      if (fo->nreplied == fo->n)
-        fl_wait_complete(w, fl_fanout_result(gw, fo, w->trace_id, 1), NULL);
-      return 1;
+      *slot = i;
+      return w;
     }
   }
-  return 0;
+  return NULL;
+}
+
+int fl_fanout_wants(const fl_entity *to, const fl_msg *m) {
+  size_t i;
+  return fl_fanout_match(to, m, &i) != NULL;
+}
+
+int fl_fanout_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
+  size_t i;
+  fl_wait *w = fl_fanout_match(to, m, &i);
+  if (!w)
+    return 0;
+  fl_fanout *fo = w->ext;
+  fl_msg got;
+  if (fl_router_take(gw, to, m, &got) != 0)
+    return 0;
+  gw->counters[FL_C_MSGS_DRAINED]++;
+  fl_remote_drained(gw, to->gid, got.msg_id);
+  char ts[32];
+  fl_rfc3339(got.ts_ms, ts);
+  json_array_append_new(
+      fo->replies,
+      json_pack("{s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "from", "gid", got.from_gid, "name",
+                got.from_name, "msgId", got.msg_id, "content", got.content ? got.content : "",
+                got.content ? got.content_len : 0, "ts", ts, "inReplyTo", fo->at[i].msg_id));
+  fl_free(got.content);
+  fo->at[i].replied = 1;
+  fo->nreplied++;
+  fl_info(m->trace_id, "parallel brief: reply %s from '%s' (%zu of %zu)", m->msg_id, m->from_name,
+          fo->nreplied, fo->n);
+  if (fo->nreplied == fo->n)
+    fl_wait_complete(w, fl_fanout_result(gw, fo, w->trace_id, 1), NULL);
+  return 1;
 }
 
 int fl_gw_send_many(fl_gw *gw, fl_client *c, const char *const *to, size_t nto, const char *content,

@@ -20,5 +20,7 @@ typedef struct fl_entity fl_entity;
  * brief of to expects, takes it out of the store into that brief's result
  * and returns 1; else 0. */
 int fl_fanout_wake(fl_gw *gw, fl_entity *to, const fl_msg *m);
+/* 1 when fl_fanout_wake would take m for to (a pure check). */
+int fl_fanout_wants(const fl_entity *to, const fl_msg *m);
 
 #endif

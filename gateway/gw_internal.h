@@ -27,6 +27,7 @@
 #define FL_COUNTERS(X)                                                                             \
   X(MSGS_ACCEPTED, "messages_accepted")                                                            \
   X(MSGS_DRAINED, "messages_drained")                                                              \
+  X(MSGS_HANDED, "messages_handed")                                                                \
   X(MSGS_DUPLICATE, "messages_duplicate")                                                          \
   X(MSGS_REFUSED_FULL, "messages_refused_full")                                                    \
   X(MSGS_EXPIRED, "messages_expired")                                                              \

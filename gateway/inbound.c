@@ -209,7 +209,7 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
     fl_free(content);
     return;
   }
-  int rc = fl_router_accept(gw, to, &m, err, sizeof err);
+  int rc = fl_router_deliver(gw, to, &m, err, sizeof err);
   if (rc == 0) {
     /* Remember the tag first: waking may drain it, which acks. */
     in->ops->hold(in->ctx, to->gid, m.msg_id, d->tag);

@@ -8,7 +8,9 @@
  * store in the same step; otherwise it stays held, the session's held
  * callback (if it has one) sees it, and the recipient's nudge is armed.
  * So a message the gateway accepted is either in the store or in a result
- * on its way to the client, never only in memory.
+ * on its way to the client, never only in memory. fl_router_deliver is the
+ * hot paths' accept: a message a waiting call will take, for a recipient
+ * that holds nothing, is handed over with only its msgId recorded.
  *
  * The routing fork: a recipient on another host is handed to the cross-host
  * backend (remote.h) instead, and the sender's call waits for it to be
@@ -116,23 +118,31 @@ int fl_gw_each_held(fl_gw *gw, fl_client *c, size_t max, fl_gw_held_cb cb, void 
   return 0;
 }
 
-static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t max) {
+/* Takes up to max held messages of e (from one sender, or any) into a poll
+ * result. A handed message (fl_router_deliver) is the whole result: its
+ * recipient held nothing when it came. */
+static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t max,
+                              const fl_msg *handed) {
   fl_msg *msgs = NULL;
   size_t n = 0, remaining = 0;
   long long now = fl_now_ms();
-  if (fl_store_take(gw->store, e->gid, from, max, now, &msgs, &n) != 0) {
+  if (handed) {
+    n = 1;
+  } else if (fl_store_take(gw->store, e->gid, from, max, now, &msgs, &n) != 0) {
     fl_gw_count(gw, FL_C_STORE_ERRORS);
     n = 0;
   }
   json_t *arr = json_array();
   for (size_t i = 0; i < n; i++) {
-    json_array_append_new(arr, fl_msg_json(&msgs[i]));
-    fl_remote_drained(gw, e->gid, msgs[i].msg_id);
-    fl_debug(msgs[i].trace_id, "drained %s for '%s'", msgs[i].msg_id, e->name);
+    const fl_msg *m = handed ? handed : &msgs[i];
+    json_array_append_new(arr, fl_msg_json(m));
+    fl_remote_drained(gw, e->gid, m->msg_id);
+    fl_debug(m->trace_id, "drained %s for '%s'", m->msg_id, e->name);
   }
   gw->counters[FL_C_MSGS_DRAINED] += n;
-  fl_msgs_free(msgs, n);
-  fl_store_count(gw->store, e->gid, now, &remaining);
+  fl_msgs_free(msgs, handed ? 0 : n);
+  if (!handed)
+    fl_store_count(gw->store, e->gid, now, &remaining);
   if (remaining == 0)
     fl_nudge_stop(e);
   return json_pack("{s:o, s:I}", "messages", arr, "remaining", (json_int_t)remaining);
@@ -155,7 +165,8 @@ static void fl_send_timeout(fl_wait *w) {
 /* A long poll's time is up: it returns what is held (likely nothing). */
 static void fl_poll_timeout(fl_wait *w) {
   fl_wait_complete(
-      w, fl_poll_result(w->gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL, w->max),
+      w,
+      fl_poll_result(w->gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL, w->max, NULL),
       NULL);
 }
 
@@ -174,26 +185,49 @@ void fl_router_expect_reply(fl_wait *w, double wait_s) {
   fl_wait_restart(w, FL_WAIT_SEND, &fl_send_wait_ops, wait_s);
 }
 
-int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
-  fl_client *c = to->client;
-  if (!c)
-    return 0;
-  if (fl_fanout_wake(gw, to, m)) /* a reply to a brief sent to several */
-    return 1;
+/* The send of c waiting for the reply m, or NULL. A send still waiting for
+ * the broker's confirm can already get its reply: the confirm and the
+ * reply race on separate channels. */
+static fl_wait *fl_reply_waiter(fl_client *c, const fl_msg *m) {
+  if (!fl_envelope_is_kind(m->kind, FL_KIND_REPLY))
+    return NULL;
   for (fl_wait *w = c->waits; w; w = w->next) {
-    /* A send still waiting for the broker's confirm can already get its
-     * reply: the confirm and the reply race on separate channels. */
     int wants_reply =
         w->kind == FL_WAIT_SEND ||
         (w->kind == FL_WAIT_CONFIRM && w->wants_reply && (!w->forward || w->reply_wait_s > 0)) ||
         (w->kind == FL_WAIT_FORWARD && w->reply_wait_s > 0);
-    if (!wants_reply || !fl_envelope_is_kind(m->kind, FL_KIND_REPLY) ||
-        strcmp(w->peer_gid, m->from_gid) != 0 ||
-        (m->in_reply_to[0] && strcmp(m->in_reply_to, w->msg_id) != 0))
-      continue;
-    fl_msg got;
-    if (fl_store_take_id(gw->store, to->gid, m->msg_id, &got) != 0)
-      break;
+    if (wants_reply && strcmp(w->peer_gid, m->from_gid) == 0 &&
+        (!m->in_reply_to[0] || strcmp(m->in_reply_to, w->msg_id) == 0))
+      return w;
+  }
+  return NULL;
+}
+
+/* The long poll of c that m would answer, or NULL. */
+static fl_wait *fl_poll_waiter(fl_client *c, const fl_msg *m) {
+  for (fl_wait *w = c->waits; w; w = w->next)
+    if (w->kind == FL_WAIT_POLL && (!w->peer_gid[0] || strcmp(w->peer_gid, m->from_gid) == 0))
+      return w;
+  return NULL;
+}
+
+int fl_router_take(fl_gw *gw, fl_entity *to, const fl_msg *m, fl_msg *out) {
+  if (!m->handed)
+    return fl_store_take_id(gw->store, to->gid, m->msg_id, out);
+  *out = *m;
+  out->content = fl_strndup(m->content ? m->content : "", m->content ? m->content_len : 0);
+  return out->content ? 0 : FL_ENOMEM;
+}
+
+int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
+  fl_client *c = to->client;
+  if (!c)
+    return 0; /* fl_router_deliver hands nothing to an entity without a session */
+  if (fl_fanout_wake(gw, to, m)) /* a reply to a brief sent to several */
+    return 1;
+  fl_wait *w = fl_reply_waiter(c, m);
+  fl_msg got;
+  if (w && fl_router_take(gw, to, m, &got) == 0) {
     gw->counters[FL_C_MSGS_DRAINED]++;
     fl_remote_drained(gw, to->gid, got.msg_id);
     json_t *reply = fl_msg_json(&got);
@@ -207,12 +241,27 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     fl_wait_complete(w, res, NULL);
     return 1;
   }
-  for (fl_wait *w = c->waits; w; w = w->next) {
-    if (w->kind != FL_WAIT_POLL || (w->peer_gid[0] && strcmp(w->peer_gid, m->from_gid) != 0))
-      continue;
-    json_t *res = fl_poll_result(gw, to, w->peer_gid[0] ? w->peer_gid : NULL, w->max);
+  if ((w = fl_poll_waiter(c, m))) {
+    json_t *res =
+        fl_poll_result(gw, to, w->peer_gid[0] ? w->peer_gid : NULL, w->max, m->handed ? m : NULL);
     fl_wait_complete(w, res, NULL);
     return 1;
+  }
+  if (m->handed) {
+    /* fl_router_deliver found a call that would take m, and nothing ran in
+     * between that could end it; should that ever change, m is held now
+     * rather than lost. */
+    fl_msg keep = *m;
+    if (fl_store_admit(gw->store, &keep, FL_ADMIT_SEEN_ALREADY) != 0) {
+      fl_gw_count(gw, FL_C_STORE_ERRORS);
+      fl_error(m->trace_id,
+               "%s %s for '%s' was to be handed to a waiting call that is gone, and "
+               "holding it failed",
+               m->kind, m->msg_id, to->name);
+      return 0;
+    }
+    fl_warn(m->trace_id, "%s %s for '%s': its waiting call was gone; held", m->kind, m->msg_id,
+            to->name);
   }
   if (c->ops && c->ops->held) {
     fl_msg_view v;
@@ -223,8 +272,10 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   return 0;
 }
 
-int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
-  int rc = fl_store_put(gw->store, m);
+/* Admits m for to as how says (store.h), counting and wording refusals. */
+static int fl_router_admit(fl_gw *gw, fl_entity *to, fl_msg *m, enum fl_admit how, char *err,
+                           size_t errlen) {
+  int rc = fl_store_admit(gw->store, m, how);
   if (rc == FL_EDUP) {
     fl_gw_count(gw, FL_C_MSGS_DUPLICATE);
     fl_errf(err, errlen, "message %s was already delivered to '%s'", m->msg_id, to->name);
@@ -247,8 +298,25 @@ int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errl
   }
   fl_gw_count(gw, FL_C_MSGS_ACCEPTED);
   fl_trace_remember(gw, m);
-  fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name, to->name);
+  if (m->handed) {
+    fl_gw_count(gw, FL_C_MSGS_HANDED);
+    fl_info(m->trace_id, "%s %s from '%s' handed to a waiting call of '%s'", m->kind, m->msg_id,
+            m->from_name, to->name);
+  } else {
+    fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name,
+            to->name);
+  }
   return 0;
+}
+
+int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
+  return fl_router_admit(gw, to, m, FL_ADMIT_HOLD, err, errlen);
+}
+
+int fl_router_deliver(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
+  fl_client *c = to->client;
+  int taker = c && (fl_fanout_wants(to, m) || fl_reply_waiter(c, m) || fl_poll_waiter(c, m));
+  return fl_router_admit(gw, to, m, taker ? FL_ADMIT_HAND : FL_ADMIT_HOLD, err, errlen);
 }
 
 /* ---- verbs --------------------------------------------------------------------- */
@@ -329,7 +397,7 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
       fl_trace_remember(gw, &m);
     return rc;
   }
-  if ((rc = fl_router_accept(gw, dst, &m, err, errlen)))
+  if ((rc = fl_router_deliver(gw, dst, &m, err, errlen)))
     return rc;
   if (wait_s > 0) {
     fl_wait *w;
@@ -396,7 +464,7 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
     json_t *sent = fl_sent_result(&m, dst, "sent");
     return fl_remote_publish(gw, c, dst, &m, 0, sent, cb, ctx, wait, err, errlen);
   }
-  if ((rc = fl_router_accept(gw, dst, &m, err, errlen)))
+  if ((rc = fl_router_deliver(gw, dst, &m, err, errlen)))
     return rc;
   int taken = fl_router_wake(gw, dst, &m);
   *result = fl_sent_result(&m, dst, taken ? "delivered" : "held");
@@ -422,7 +490,7 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
   if (max > FL_MAX_POLL)
     max = FL_MAX_POLL;
   wait_s = fl_clamp_wait(wait_s);
-  json_t *res = fl_poll_result(gw, c->entity, from_gid, max);
+  json_t *res = fl_poll_result(gw, c->entity, from_gid, max, NULL);
   if (!res) {
     fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;

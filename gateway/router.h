@@ -40,6 +40,17 @@ typedef struct fl_trace_ring {
  * before), FL_EFULL (to holds its cap) or the store's code, counted, with
  * err saying what happened and what to do. */
 int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen);
+/* As fl_router_accept, for a caller that calls fl_router_wake(to, m) right
+ * after, with nothing between that could end a call of to: when a waiting
+ * call of to will take m and to holds nothing, m is not held at all, only
+ * its msgId is recorded (one small write instead of a store and a take),
+ * and m->handed is set; the wake hands m itself to the call. A message is
+ * then either in the store or in that call's result, as before. */
+int fl_router_deliver(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen);
+/* Takes the just-accepted m of to out of the store into *out (the caller
+ * frees out->content), or copies it when it was handed (never held). 0 or
+ * the store's code. */
+int fl_router_take(fl_gw *gw, fl_entity *to, const fl_msg *m, fl_msg *out);
 /* Hands the just-accepted m to a waiting call of to if one matches, else
  * arms to's nudge. Returns 1 if a call took it. */
 int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m);

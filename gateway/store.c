@@ -462,30 +462,36 @@ static int fl_msg_check(const fl_msg *m) {
   return 0;
 }
 
-int fl_store_put(fl_store *s, fl_msg *m) {
+int fl_store_put(fl_store *s, fl_msg *m) { return fl_store_admit(s, m, FL_ADMIT_HOLD); }
+
+int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
   if (!s || !m)
     return FL_EINVAL;
   int rc = fl_msg_check(m);
   if (rc)
     return rc;
+  m->handed = 0;
   const char *trace = m->trace_id;
   sqlite3_stmt *known = s->st[FL_ST_KNOWN];
   sqlite3_stmt *all = s->st[FL_ST_HELD_ALL];
   sqlite3_stmt *ins = s->st[FL_ST_INSERT_HELD];
   sqlite3_stmt *seen = s->st[FL_ST_INSERT_SEEN];
+  int handed = 0;
   if ((rc = fl_begin(s, trace)))
     return rc;
 
-  if (fl_store_bind_text(known, 1, m->msg_id) != SQLITE_OK ||
-      fl_store_bind_text(known, 2, m->to_gid) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, trace, "binding the dedup check");
-    goto out;
-  }
-  if ((rc = fl_store_step(s, known, trace, "dedup check")) < 0)
-    goto out;
-  if (rc == 1) {
-    rc = FL_EDUP;
-    goto out;
+  if (how != FL_ADMIT_SEEN_ALREADY) {
+    if (fl_store_bind_text(known, 1, m->msg_id) != SQLITE_OK ||
+        fl_store_bind_text(known, 2, m->to_gid) != SQLITE_OK) {
+      rc = fl_store_db_fail(s, trace, "binding the dedup check");
+      goto out;
+    }
+    if ((rc = fl_store_step(s, known, trace, "dedup check")) < 0)
+      goto out;
+    if (rc == 1) {
+      rc = FL_EDUP;
+      goto out;
+    }
   }
 
   if (fl_store_bind_text(all, 1, m->to_gid) != SQLITE_OK) {
@@ -498,38 +504,48 @@ int fl_store_put(fl_store *s, fl_msg *m) {
     rc = fl_store_db_fail(s, trace, "held count (no row)");
     goto out;
   }
-  if (sqlite3_column_int64(all, 0) >= FL_MAX_HELD_PER_ENTITY) {
+  sqlite3_int64 held = sqlite3_column_int64(all, 0);
+  /* Handing over is only for a recipient with nothing held: what is held
+   * goes first, in order. A message already seen is kept even at the cap:
+   * it was accepted before. */
+  handed = how == FL_ADMIT_HAND && held == 0;
+  if (how != FL_ADMIT_SEEN_ALREADY && held >= FL_MAX_HELD_PER_ENTITY) {
     rc = FL_EFULL;
     goto out;
   }
 
-  /* A zero-length blob needs a non-NULL pointer, or SQLite binds NULL. */
-  if (fl_store_bind_text(ins, 1, m->msg_id) != SQLITE_OK ||
-      fl_store_bind_text(ins, 2, m->to_gid) != SQLITE_OK ||
-      fl_store_bind_text(ins, 3, m->trace_id) != SQLITE_OK ||
-      fl_store_bind_text(ins, 4, m->kind) != SQLITE_OK ||
-      fl_store_bind_text(ins, 5, m->from_gid) != SQLITE_OK ||
-      fl_store_bind_text(ins, 6, m->from_name) != SQLITE_OK ||
-      fl_store_bind_text(ins, 7, m->in_reply_to) != SQLITE_OK ||
-      sqlite3_bind_int64(ins, 8, m->ts_ms) != SQLITE_OK ||
-      sqlite3_bind_int64(ins, 9, m->expires_ms) != SQLITE_OK ||
-      sqlite3_bind_blob(ins, 10, m->content_len ? m->content : "", (int)m->content_len,
-                        SQLITE_STATIC) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, trace, "binding the message");
-    goto out;
+  int64_t seq = 0;
+  if (!handed) {
+    /* A zero-length blob needs a non-NULL pointer, or SQLite binds NULL. */
+    if (fl_store_bind_text(ins, 1, m->msg_id) != SQLITE_OK ||
+        fl_store_bind_text(ins, 2, m->to_gid) != SQLITE_OK ||
+        fl_store_bind_text(ins, 3, m->trace_id) != SQLITE_OK ||
+        fl_store_bind_text(ins, 4, m->kind) != SQLITE_OK ||
+        fl_store_bind_text(ins, 5, m->from_gid) != SQLITE_OK ||
+        fl_store_bind_text(ins, 6, m->from_name) != SQLITE_OK ||
+        fl_store_bind_text(ins, 7, m->in_reply_to) != SQLITE_OK ||
+        sqlite3_bind_int64(ins, 8, m->ts_ms) != SQLITE_OK ||
+        sqlite3_bind_int64(ins, 9, m->expires_ms) != SQLITE_OK ||
+        sqlite3_bind_blob(ins, 10, m->content_len ? m->content : "", (int)m->content_len,
+                          SQLITE_STATIC) != SQLITE_OK) {
+      rc = fl_store_db_fail(s, trace, "binding the message");
+      goto out;
+    }
+    if ((rc = fl_store_step(s, ins, trace, "storing the message")) < 0)
+      goto out;
+    seq = sqlite3_last_insert_rowid(s->db);
   }
-  if ((rc = fl_store_step(s, ins, trace, "storing the message")) < 0)
-    goto out;
-  int64_t seq = sqlite3_last_insert_rowid(s->db);
 
-  if (fl_store_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
-      fl_store_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
-      sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, trace, "binding the seen entry");
-    goto out;
+  if (how != FL_ADMIT_SEEN_ALREADY) {
+    if (fl_store_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
+        fl_store_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
+        sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK) {
+      rc = fl_store_db_fail(s, trace, "binding the seen entry");
+      goto out;
+    }
+    if ((rc = fl_store_step(s, seen, trace, "recording the msgId as seen")) < 0)
+      goto out;
   }
-  if ((rc = fl_store_step(s, seen, trace, "recording the msgId as seen")) < 0)
-    goto out;
 
   fl_store_stmt_done(known);
   fl_store_stmt_done(all);
@@ -538,6 +554,7 @@ int fl_store_put(fl_store *s, fl_msg *m) {
   if ((rc = fl_commit(s, trace)))
     return rc;
   m->seq = seq;
+  m->handed = handed;
   return 0;
 
 out:

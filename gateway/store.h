@@ -35,6 +35,7 @@ typedef struct fl_msg {
   int64_t expires_ms;          /* 0 = never */
   char *content;               /* owned; NUL-terminated UTF-8 */
   size_t content_len;
+  int handed; /* set by fl_store_admit: recorded as seen only, for a waiting call */
 } fl_msg;
 
 typedef struct fl_entity_rec {
@@ -66,6 +67,22 @@ void fl_store_close(fl_store **s);
  * FL_EINVAL if msg_id or to_gid is "" or a field is not NUL-terminated,
  * FL_ETOOBIG if content_len > FL_MAX_CONTENT, FL_ESTORE on a database error. */
 int fl_store_put(fl_store *s, fl_msg *m);
+
+/* How fl_store_admit takes a message in. */
+enum fl_admit {
+  FL_ADMIT_HOLD, /* as fl_store_put */
+  /* A waiting call of the recipient will take it: when the recipient holds
+   * nothing, only its msgId is recorded (the seen-set dedups it from then
+   * on) and m->handed is set; otherwise it is held as by fl_store_put. */
+  FL_ADMIT_HAND,
+  /* Holds a message admitted before as handed whose call went away: no
+   * dedup check, no cap, no new seen entry. */
+  FL_ADMIT_SEEN_ALREADY,
+};
+/* fl_store_put with a choice of how (above); one transaction either way. A
+ * handed message is in the caller's hands alone: it must reach its call,
+ * or be admitted again with FL_ADMIT_SEEN_ALREADY. */
+int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how);
 
 /* Removes and returns up to max held messages for to_gid, oldest first,
  * optionally only those from from_gid (NULL or "" = any), skipping expired

@@ -708,6 +708,43 @@ static void test_open_errors(void **state) {
 
 /* ---- arguments ----------------------------------------------------------- */
 
+/* FL_ADMIT_HAND: for a recipient holding nothing only the msgId is kept
+ * (it dedups from then on); for one holding something the message is held,
+ * behind what came first. FL_ADMIT_SEEN_ALREADY holds a handed message
+ * whose call went away, with no second dedup. */
+static void test_admit_hand(void **state) {
+  fixture *f = *state;
+  fl_msg m;
+  mk(&m, "h1", "alice", "bob", "first", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  assert_int_equal(m.handed, 1);
+  assert_int_equal(count(f->s, "alice", 2000), 0);
+  fl_msg again;
+  mk(&again, "h1", "alice", "bob", "first", 0);
+  assert_int_equal(fl_store_admit(f->s, &again, FL_ADMIT_HAND), FL_EDUP);
+  assert_int_equal(fl_store_put(f->s, &again), FL_EDUP);
+  assert_int_equal(count(f->s, "alice", 2000), 0);
+
+  /* The call went away: kept as held, no dedup refusal. */
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_SEEN_ALREADY), 0);
+  assert_int_equal(m.handed, 0);
+  assert_int_equal(count(f->s, "alice", 2000), 1);
+
+  /* alice holds one now: the next is held behind it, not handed. */
+  fl_msg next;
+  mk(&next, "h2", "alice", "carol", "second", 0);
+  assert_int_equal(fl_store_admit(f->s, &next, FL_ADMIT_HAND), 0);
+  assert_int_equal(next.handed, 0);
+  assert_int_equal(count(f->s, "alice", 2000), 2);
+  fl_msg *got = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "alice", NULL, 10, 2000, &got, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(got[0].msg_id, "h1");
+  assert_string_equal(got[1].msg_id, "h2");
+  fl_msgs_free(got, n);
+}
+
 static void test_invalid_args(void **state) {
   fixture *f = *state;
   fl_msg m;
@@ -859,6 +896,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_mode, setup, teardown),
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_admit_hand, setup, teardown),
       cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
       cmocka_unit_test_setup_teardown(test_content_edges, setup, teardown),
       cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),

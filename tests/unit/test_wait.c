@@ -4,7 +4,8 @@
  * short real timeouts (tens of milliseconds). Covered: a waiter times out
  * and calls back exactly once; a cancelled waiter, and the waiters of a
  * session that ends, never call back; the per-session cap; a long poll that
- * a message wakes before its time; a blocking send that its reply resolves;
+ * a message wakes before its time (handed to it, never held, when nothing
+ * else is held); a blocking send that its reply resolves;
  * shutdown ending every waiting call at once. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -212,6 +213,62 @@ static void test_poll_woken_by_message(void **state) {
   fl_gw_detach(f->g.gw, &bob);
 }
 
+/* A message for a waiting poll whose recipient holds nothing is handed to
+ * that poll and never held (messages_handed); one that comes while the
+ * recipient holds something is held behind it and taken in order. */
+static void test_handed_to_a_waiting_poll(void **state) {
+  fixture *f = *state;
+  fl_gw *gw = f->g.gw;
+  fl_client *alice = attach(f, "alice"), *bob = attach(f, "bob"), *carol = attach(f, "carol");
+  seen s = {0};
+  json_t *result = NULL, *sent = NULL;
+  fl_wait *w = NULL, *sw = NULL;
+  char err[256] = "";
+  size_t held = 99;
+  assert_int_equal(fl_gw_poll(gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err),
+                   0);
+  assert_int_equal(
+      fl_gw_send(gw, bob, "alice", "one", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
+  json_decref(sent);
+  assert_int_equal(s.calls, 1);
+  json_t *msgs = json_object_get(s.result, "messages");
+  assert_int_equal(json_array_size(msgs), 1);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "content")),
+                      "one");
+  assert_int_equal(json_integer_value(json_object_get(s.result, "remaining")), 0);
+  assert_int_equal(gw->counters[FL_C_MSGS_HANDED], 1);
+  assert_int_equal(gw->counters[FL_C_MSGS_DRAINED], 1);
+  assert_int_equal(fl_store_total(gw->store, &held), 0);
+  assert_int_equal(held, 0);
+  json_decref(s.result);
+  s.result = NULL;
+
+  /* bob's next waits held; alice then waits for carol only: carol's
+   * message is held behind bob's (not handed), and the poll takes it. */
+  assert_int_equal(
+      fl_gw_send(gw, bob, "alice", "two", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
+  json_decref(sent);
+  assert_int_equal(fl_gw_poll(gw, alice, "carol", 30, 0, seen_cb, &s, &result, &w, err, sizeof err),
+                   0);
+  assert_non_null(w);
+  assert_int_equal(
+      fl_gw_send(gw, carol, "alice", "three", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
+  json_decref(sent);
+  assert_int_equal(s.calls, 2);
+  msgs = json_object_get(s.result, "messages");
+  assert_int_equal(json_array_size(msgs), 1);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "content")),
+                      "three");
+  assert_int_equal(json_integer_value(json_object_get(s.result, "remaining")), 1);
+  assert_int_equal(gw->counters[FL_C_MSGS_HANDED], 1);
+  json_decref(s.result);
+  assert_int_equal(fl_store_total(gw->store, &held), 0);
+  assert_int_equal(held, 1); /* bob's "two" */
+  fl_gw_detach(gw, &alice);
+  fl_gw_detach(gw, &bob);
+  fl_gw_detach(gw, &carol);
+}
+
 /* Inside a store batch a poll woken by a message is answered only once the
  * batch committed: the take it made is durable before any client sees it. */
 static void test_answer_waits_for_the_commit(void **state) {
@@ -266,6 +323,7 @@ static void test_send_resolved_by_reply(void **state) {
   assert_string_equal(json_string_value(json_object_get(s.result, "status")), "replied");
   json_t *reply = json_object_get(s.result, "reply");
   assert_string_equal(json_string_value(json_object_get(reply, "content")), "answer");
+  assert_int_equal(f->g.gw->counters[FL_C_MSGS_HANDED], 1); /* never held */
   /* The reply names the send it answers and shares its trace. */
   assert_string_equal(json_string_value(json_object_get(reply, "inReplyTo")),
                       json_string_value(json_object_get(s.result, "msgId")));
@@ -309,6 +367,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_poll_times_out_empty, setup, teardown),
       cmocka_unit_test_setup_teardown(test_per_client_cap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_poll_woken_by_message, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_handed_to_a_waiting_poll, setup, teardown),
       cmocka_unit_test_setup_teardown(test_send_resolved_by_reply, setup, teardown),
       cmocka_unit_test_setup_teardown(test_answer_waits_for_the_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shutdown_ends_waits, setup, teardown),
