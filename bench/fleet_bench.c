@@ -34,11 +34,15 @@
  * startup: starts FLEETD (embedded mode: no broker) N+1 times on the state
  *       dir DIR and times exec → its socket accepting a connection; the first
  *       start (which creates the identity and the store) is not counted.
+ * list: waits until SOCK's gateway lists EXPECT other entities online (the
+ *       hosts presence_sim plays), then times N fleet_list calls at RATE
+ *       calls/s: request written → the whole result read.
  *
  *   fleet_bench sessions SOCK PID [-n N] [-l LABEL]
  *   fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]
  *   fleet_bench mcp SOCK FLEET_MCP [-l LABEL]
  *   fleet_bench startup FLEETD DIR [-n N] [-l LABEL]
+ *   fleet_bench list SOCK EXPECT [-n N] [-r RATE] [-W WARMUP] [-l LABEL]
  *
  * rtt -c PAIRS runs that many requester/responder pairs at once, each pair
  * with its own sessions and one call in flight, so PAIRS calls are in flight
@@ -96,6 +100,7 @@ struct sess {
   char name[64];
   char *buf;
   size_t len, off, cap;
+  size_t last_len; /* bytes of the last line read */
   long next_id;
 };
 
@@ -129,6 +134,7 @@ static char *sess_line(struct sess *s) {
     if (nl) {
       *nl = '\0';
       char *line = s->buf + s->off;
+      s->last_len = (size_t)(nl - line);
       s->off = (size_t)(nl - s->buf) + 1;
       return line;
     }
@@ -843,6 +849,73 @@ static void run_startup(const struct opts *o, const char *fleetd, const char *di
   free(lat);
 }
 
+/* ---- list ------------------------------------------------------------------------ */
+
+/* How many entities of a fleet_list result other than self are online. */
+static size_t count_online(json_t *sc) {
+  const char *self = json_string_value(json_object_get(sc, "self"));
+  size_t i, n = 0;
+  json_t *e;
+  json_array_foreach(json_object_get(sc, "entities"), i, e) {
+    const char *gid = json_string_value(json_object_get(e, "gid"));
+    const char *st = json_string_value(json_object_get(e, "status"));
+    if (st && strcmp(st, "online") == 0 && !(self && gid && strcmp(gid, self) == 0))
+      n++;
+  }
+  return n;
+}
+
+/* Waits (60 s at most) until SOCK's gateway lists at least EXPECT other
+ * entities online, then times N fleet_list calls at RATE calls/s after
+ * WARMUP: request written to response read. */
+static void run_list(const struct opts *o, size_t expect) {
+  struct sess s;
+  char name[64];
+  snprintf(name, sizeof name, "%s-lister", o->label);
+  sess_open(&s, o->sock_a, name);
+  uint64_t t0 = fb_now_ns(), deadline = t0 + 60ull * 1000000000u;
+  size_t online = 0, entries = 0;
+  for (;;) {
+    json_t *r = sess_call(&s, "fleet_list", "{}");
+    json_t *sc = tool_result(&s, r, "fleet_list");
+    online = count_online(sc);
+    entries = json_array_size(json_object_get(sc, "entities"));
+    json_decref(r);
+    if (online >= expect)
+      break;
+    if (fb_now_ns() > deadline)
+      die("%s: %zu of %zu entities online after 60 s", name, online, expect);
+    fb_sleep_until(fb_now_ns() + 200000000u);
+  }
+  printf("RESULT %s.wait_online_s %.2f\n", o->label, (double)(fb_now_ns() - t0) / 1e9);
+  uint64_t *lat = calloc(o->n, sizeof *lat);
+  if (!lat)
+    die("out of memory");
+  uint64_t period = (uint64_t)(1e9 / o->rate), next = fb_now_ns();
+  size_t below = 0, bytes = 0;
+  for (size_t i = 0; i < o->warmup + o->n; i++) {
+    fb_sleep_until(next);
+    next += period;
+    uint64_t ts = fb_now_ns();
+    json_t *r = sess_call(&s, "fleet_list", "{}");
+    uint64_t dt = fb_now_ns() - ts;
+    json_t *sc = tool_result(&s, r, "fleet_list");
+    if (count_online(sc) < expect)
+      below++;
+    entries = json_array_size(json_object_get(sc, "entities"));
+    bytes = s.last_len;
+    json_decref(r);
+    if (i >= o->warmup)
+      lat[i - o->warmup] = dt;
+  }
+  sess_close(&s);
+  printf("RESULT %s.entries %zu\n", o->label, entries);
+  printf("RESULT %s.online_below_expected %zu\n", o->label, below);
+  printf("RESULT %s.response_bytes %zu\n", o->label, bytes);
+  fb_report_latency(o->label, lat, o->n);
+  free(lat);
+}
+
 static void usage(void) {
   fprintf(stderr,
           "usage: fleet_bench tput|rtt SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] "
@@ -853,7 +926,8 @@ static void usage(void) {
           "       fleet_bench sessions SOCK PID [-n N] [-l LABEL]\n"
           "       fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]\n"
           "       fleet_bench mcp SOCK FLEET_MCP [-l LABEL]\n"
-          "       fleet_bench startup FLEETD DIR [-n N] [-l LABEL]\n");
+          "       fleet_bench startup FLEETD DIR [-n N] [-l LABEL]\n"
+          "       fleet_bench list SOCK EXPECT [-n N] [-r RATE] [-W WARMUP] [-l LABEL]\n");
   exit(2);
 }
 
@@ -919,6 +993,8 @@ int main(int argc, char **argv) {
     run_mcp(&o, o.sock_b);
   else if (strcmp(o.mode, "startup") == 0)
     run_startup(&o, o.sock_a, o.sock_b);
+  else if (strcmp(o.mode, "list") == 0)
+    run_list(&o, strtoul(o.sock_b, NULL, 10));
   else
     usage();
   return 0;
