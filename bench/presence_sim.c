@@ -73,17 +73,6 @@ static void on_signal(int sig) {
   g_stop = 1;
 }
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("presence_sim: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  exit(1);
-}
-
 /* 32 bytes derived from what (a bench key or id, not a secret). */
 static void derive(const char *what, unsigned char out[32]) {
   crypto_generichash(out, 32, (const unsigned char *)what, strlen(what), NULL, 0);
@@ -99,7 +88,7 @@ static void host_init(struct host *h, size_t i, size_t nagents) {
   crypto_sign_seed_keypair(h->pk, h->sk, seed);
   h->agents = calloc(nagents ? nagents : 1, sizeof *h->agents);
   if (!h->agents)
-    die("out of memory");
+    fb_die("out of memory");
   for (size_t a = 0; a < nagents; a++) {
     unsigned char u[32];
     snprintf(what, sizeof what, "fleet-bench-presence-sim/gid/%s/%zu", h->id, a);
@@ -120,17 +109,17 @@ static void die_reply(amqp_rpc_reply_t r, const char *host, const char *what) {
   if (r.reply_type == AMQP_RESPONSE_NORMAL)
     return;
   if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
-    die("%s: %s: %s", host, what, amqp_error_string2(r.library_error));
-  die("%s: %s: the broker refused (method 0x%08x)", host, what, r.reply.id);
+    fb_die("%s: %s: %s", host, what, amqp_error_string2(r.library_error));
+  fb_die("%s: %s: the broker refused (method 0x%08x)", host, what, r.reply.id);
 }
 
 static void host_connect(struct host *h, const struct amqp_connection_info *ci) {
   h->c = amqp_new_connection();
   amqp_socket_t *s = h->c ? amqp_tcp_socket_new(h->c) : NULL;
   if (!s)
-    die("out of memory");
+    fb_die("out of memory");
   if (amqp_socket_open(s, ci->host, ci->port) != AMQP_STATUS_OK)
-    die("%s: cannot connect to the broker at %s:%d", h->id, ci->host, ci->port);
+    fb_die("%s: cannot connect to the broker at %s:%d", h->id, ci->host, ci->port);
   char cname[64];
   snprintf(cname, sizeof cname, "presence_sim %s", h->id);
   amqp_table_entry_t pe = {amqp_cstring_bytes("connection_name"),
@@ -161,9 +150,9 @@ static void host_confirms(struct host *h) {
     struct timeval tv = {CONFIRM_TIMEOUT_S, 0};
     int rc = amqp_simple_wait_frame_noblock(h->c, &f, &tv);
     if (rc == AMQP_STATUS_TIMEOUT)
-      die("%s: no confirm from the broker for %d s", h->id, CONFIRM_TIMEOUT_S);
+      fb_die("%s: no confirm from the broker for %d s", h->id, CONFIRM_TIMEOUT_S);
     if (rc != AMQP_STATUS_OK)
-      die("%s: connection lost: %s", h->id, amqp_error_string2(rc));
+      fb_die("%s: connection lost: %s", h->id, amqp_error_string2(rc));
     if (f.frame_type != AMQP_FRAME_METHOD)
       continue;
     uint64_t tag = 0;
@@ -179,7 +168,7 @@ static void host_confirms(struct host *h) {
       nack = 1;
     } else if (f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD ||
                f.payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
-      die("%s: the broker closed the channel", h->id);
+      fb_die("%s: the broker closed the channel", h->id);
     } else {
       continue;
     }
@@ -217,7 +206,7 @@ static void beat(struct host *h, const char *gid, const char *name, json_t *body
   char *text = json_dumps(body, JSON_COMPACT);
   json_decref(body);
   if (!text)
-    die("out of memory");
+    fb_die("out of memory");
   fl_envelope env;
   memset(&env, 0, sizeof env);
   snprintf(env.v, sizeof env.v, "%s", FL_ENVELOPE_VERSION);
@@ -231,17 +220,17 @@ static void beat(struct host *h, const char *gid, const char *name, json_t *body
   fl_rfc3339(now + ttl_ms, env.expires_at);
   size_t len = strlen(text);
   if (fl_sign_envelope(&env, text, len, h->sk) != 0)
-    die("%s: cannot sign a beat", h->id);
+    fb_die("%s: cannot sign a beat", h->id);
   char key[256];
   if (fl_topology_roster_key(key, sizeof key, h->id, gid ? gid : FL_GID_GATEWAY) != 0)
-    die("%s: no roster key", h->id);
+    fb_die("%s: no roster key", h->id);
   amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
   amqp_basic_properties_t p;
   fl_broker_env_properties(&env, hdr, &p);
   amqp_bytes_t b = {len, text};
   if (amqp_basic_publish(h->c, CH, amqp_cstring_bytes(FL_EX_ROSTER), amqp_cstring_bytes(key), 0, 0,
                          &p, b) != AMQP_STATUS_OK)
-    die("%s: publish failed", h->id);
+    fb_die("%s: publish failed", h->id);
   h->published++;
   st->beats++;
   st->body_bytes += len;
@@ -283,13 +272,13 @@ static void run(const char *uri, const struct opts *o) {
   struct amqp_connection_info ci;
   amqp_default_connection_info(&ci);
   if (!u || amqp_parse_url(u, &ci) != AMQP_STATUS_OK)
-    die("not an AMQP URI: %s", uri);
+    fb_die("not an AMQP URI: %s", uri);
   /* "amqp://host/" names the empty vhost, which no broker has; it means "/". */
   if (!ci.vhost || !ci.vhost[0])
     ci.vhost = "/";
   struct host *hosts = calloc(o->hosts, sizeof *hosts);
   if (!hosts)
-    die("out of memory");
+    fb_die("out of memory");
   for (size_t i = 0; i < o->hosts; i++) {
     host_init(&hosts[i], i, o->agents);
     host_connect(&hosts[i], &ci);
@@ -338,7 +327,7 @@ static void run(const char *uri, const struct opts *o) {
   }
   fflush(stdout);
   if (nacked)
-    die("the broker nacked %llu beats", (unsigned long long)nacked);
+    fb_die("the broker nacked %llu beats", (unsigned long long)nacked);
 }
 
 static void usage(void) {
@@ -349,10 +338,11 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
+  fb_prog = "presence_sim";
   if (argc < 2)
     usage();
   if (sodium_init() < 0)
-    die("libsodium would not initialise");
+    fb_die("libsodium would not initialise");
   fl_alloc_init();
   const char *mode = argv[1], *uri = NULL;
   int first = 2;
@@ -392,8 +382,8 @@ int main(int argc, char **argv) {
     }
   }
   if (o.hosts < 1 || o.hosts > MAX_HOSTS || o.agents > MAX_AGENTS || o.interval_ms < 10)
-    die("want 1-%d hosts, at most %d agents each, an interval of at least 10 ms", MAX_HOSTS,
-        MAX_AGENTS);
+    fb_die("want 1-%d hosts, at most %d agents each, an interval of at least 10 ms", MAX_HOSTS,
+           MAX_AGENTS);
   if (!o.ttl_ms)
     o.ttl_ms = 3 * o.interval_ms; /* fleetd's default: three beats */
   if (strcmp(mode, "pins") == 0) {
@@ -402,7 +392,7 @@ int main(int argc, char **argv) {
       host_init(&h, i, 0);
       char b64[FL_SIGN_PK_B64_SIZE];
       if (fl_b64_encode(h.pk, sizeof h.pk, b64, sizeof b64) != 0)
-        die("cannot encode a key");
+        fb_die("cannot encode a key");
       printf("%s %s\n", h.id, b64);
       free(h.agents);
     }
