@@ -1,5 +1,5 @@
-/* bench_util.h — the small helpers both benchmark drivers share: a monotonic
- * clock, pacing, and percentiles over a sample array.
+/* bench_util.h — the small helpers the benchmark drivers share: a monotonic
+ * clock, pacing, percentiles over a sample array, and dying with a message.
  *
  * Header-only (static functions) so each driver stays one .c file that the
  * bench's own CMake project builds; nothing here is part of fleet. */
@@ -7,10 +7,26 @@
 #define FL_BENCH_UTIL_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* The driver's name in fb_die's messages; each driver sets it in main. */
+static const char *fb_prog = "bench";
+
+/* Prints "PROG: message" on stderr and exits 1. */
+static void fb_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, unused));
+static void fb_die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", fb_prog);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
 
 /* Nanoseconds on CLOCK_MONOTONIC: comparable across threads and processes
  * of one host, which is all the latency numbers need (everything runs on

@@ -34,11 +34,15 @@
  * startup: starts FLEETD (embedded mode: no broker) N+1 times on the state
  *       dir DIR and times exec → its socket accepting a connection; the first
  *       start (which creates the identity and the store) is not counted.
+ * list: waits until SOCK's gateway lists EXPECT other entities online (the
+ *       hosts presence_sim plays), then times N fleet_list calls at RATE
+ *       calls/s: request written → the whole result read.
  *
  *   fleet_bench sessions SOCK PID [-n N] [-l LABEL]
  *   fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]
  *   fleet_bench mcp SOCK FLEET_MCP [-l LABEL]
  *   fleet_bench startup FLEETD DIR [-n N] [-l LABEL]
+ *   fleet_bench list SOCK EXPECT [-n N] [-r RATE] [-W WARMUP] [-l LABEL]
  *
  * rtt -c PAIRS runs that many requester/responder pairs at once, each pair
  * with its own sessions and one call in flight, so PAIRS calls are in flight
@@ -96,19 +100,9 @@ struct sess {
   char name[64];
   char *buf;
   size_t len, off, cap;
+  size_t last_len; /* bytes of the last line read */
   long next_id;
 };
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("fleet_bench: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  exit(1);
-}
 
 static void sess_write(struct sess *s, const char *p, size_t n) {
   while (n) {
@@ -116,7 +110,7 @@ static void sess_write(struct sess *s, const char *p, size_t n) {
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0)
-      die("%s: write to fleetd failed: %s", s->name, strerror(errno));
+      fb_die("%s: write to fleetd failed: %s", s->name, strerror(errno));
     p += w;
     n -= (size_t)w;
   }
@@ -129,6 +123,7 @@ static char *sess_line(struct sess *s) {
     if (nl) {
       *nl = '\0';
       char *line = s->buf + s->off;
+      s->last_len = (size_t)(nl - line);
       s->off = (size_t)(nl - s->buf) + 1;
       return line;
     }
@@ -139,23 +134,23 @@ static char *sess_line(struct sess *s) {
     }
     if (s->len + 65536 > s->cap) {
       if (s->cap >= MAX_LINE)
-        die("%s: a line from fleetd exceeds %u bytes", s->name, MAX_LINE);
+        fb_die("%s: a line from fleetd exceeds %u bytes", s->name, MAX_LINE);
       s->cap = s->cap ? s->cap * 2 : 262144;
       s->buf = realloc(s->buf, s->cap);
       if (!s->buf)
-        die("out of memory");
+        fb_die("out of memory");
     }
     struct pollfd p = {s->fd, POLLIN, 0};
     int pr = poll(&p, 1, READ_TIMEOUT_MS);
     if (pr == 0)
-      die("%s: fleetd sent nothing for %d s", s->name, READ_TIMEOUT_MS / 1000);
+      fb_die("%s: fleetd sent nothing for %d s", s->name, READ_TIMEOUT_MS / 1000);
     if (pr < 0 && errno == EINTR)
       continue;
     ssize_t r = read(s->fd, s->buf + s->len, s->cap - s->len);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
-      die("%s: fleetd closed the connection", s->name);
+      fb_die("%s: fleetd closed the connection", s->name);
     s->len += (size_t)r;
   }
 }
@@ -167,7 +162,7 @@ static json_t *sess_recv(struct sess *s) {
     json_error_t e;
     json_t *j = json_loads(line, 0, &e);
     if (!j)
-      die("%s: fleetd sent a line that is not JSON: %s", s->name, e.text);
+      fb_die("%s: fleetd sent a line that is not JSON: %s", s->name, e.text);
     if (json_object_get(j, "id"))
       return j;
     json_decref(j);
@@ -179,16 +174,16 @@ static json_t *sess_recv(struct sess *s) {
 static json_t *tool_result(struct sess *s, json_t *resp, const char *what) {
   json_t *err = json_object_get(resp, "error");
   if (err)
-    die("%s: %s: JSON-RPC error: %s", s->name, what,
-        json_string_value(json_object_get(err, "message")));
+    fb_die("%s: %s: JSON-RPC error: %s", s->name, what,
+           json_string_value(json_object_get(err, "message")));
   json_t *res = json_object_get(resp, "result");
   if (json_is_true(json_object_get(res, "isError"))) {
     json_t *c0 = json_array_get(json_object_get(res, "content"), 0);
-    die("%s: %s failed: %s", s->name, what, json_string_value(json_object_get(c0, "text")));
+    fb_die("%s: %s failed: %s", s->name, what, json_string_value(json_object_get(c0, "text")));
   }
   json_t *sc = json_object_get(res, "structuredContent");
   if (!sc)
-    die("%s: %s: no structuredContent in the result", s->name, what);
+    fb_die("%s: %s: no structuredContent in the result", s->name, what);
   return sc;
 }
 
@@ -211,7 +206,7 @@ static long sess_call_start(struct sess *s, const char *tool, const char *args, 
                    "\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n",
                    id, tool, args);
   if (n < 0 || (size_t)n >= cap)
-    die("request too large for the scratch buffer");
+    fb_die("request too large for the scratch buffer");
   sess_write(s, scratch, (size_t)n);
   return id;
 }
@@ -221,12 +216,12 @@ static json_t *sess_call(struct sess *s, const char *tool, const char *args) {
   size_t cap = strlen(args) + 256;
   char *scratch = malloc(cap);
   if (!scratch)
-    die("out of memory");
+    fb_die("out of memory");
   long id = sess_call_start(s, tool, args, scratch, cap);
   free(scratch);
   json_t *r = sess_recv(s);
   if (json_integer_value(json_object_get(r, "id")) != id)
-    die("%s: response to an unexpected id", s->name);
+    fb_die("%s: response to an unexpected id", s->name);
   return r;
 }
 
@@ -263,11 +258,11 @@ static void sess_open(struct sess *s, const char *sock, const char *name) {
   }
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   if (strlen(sock) >= sizeof a.sun_path)
-    die("socket path too long: %s", sock);
+    fb_die("socket path too long: %s", sock);
   strcpy(a.sun_path, sock);
   s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&a, sizeof a) != 0)
-    die("cannot connect to fleetd at %s: %s", sock, strerror(errno));
+    fb_die("cannot connect to fleetd at %s: %s", sock, strerror(errno));
   s->wfd = s->fd;
   char line[1024];
   int n = snprintf(line, sizeof line,
@@ -281,7 +276,7 @@ initialized:;
   json_t *r = sess_recv(s);
   json_t *err = json_object_get(r, "error");
   if (err)
-    die("%s: initialize refused: %s", name, json_string_value(json_object_get(err, "message")));
+    fb_die("%s: initialize refused: %s", name, json_string_value(json_object_get(err, "message")));
   json_decref(r);
   static const char inited[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
   sess_write(s, inited, sizeof inited - 1);
@@ -323,9 +318,9 @@ static void wait_online(struct sess *s, const char *name) {
       return;
     fb_sleep_until(fb_now_ns() + 50000000u);
   }
-  die("%s: '%s' did not show up online within 20 s (is the broker link up? are the gateways' "
-      "keys pinned?)",
-      s->name, name);
+  fb_die("%s: '%s' did not show up online within 20 s (is the broker link up? are the gateways' "
+         "keys pinned?)",
+         s->name, name);
 }
 
 /* Content of exactly size bytes of plain ASCII (no JSON escaping needed),
@@ -333,7 +328,7 @@ static void wait_online(struct sess *s, const char *name) {
 static char *make_content(size_t size, size_t seq) {
   char *c = malloc(size + 1);
   if (!c)
-    die("out of memory");
+    fb_die("out of memory");
   for (size_t i = 0; i < size; i++)
     c[i] = (char)('a' + i % 26);
   char head[24];
@@ -364,12 +359,12 @@ static void *receiver_main(void *arg) {
     json_t *msgs = json_object_get(tool_result(&rx->s, r, "fleet_poll"), "messages");
     size_t n = json_array_size(msgs);
     if (n == 0)
-      die("%s: nothing arrived for %d s after %zu of %zu messages", rx->name, POLL_WAIT_S, rx->got,
-          rx->expect);
+      fb_die("%s: nothing arrived for %d s after %zu of %zu messages", rx->name, POLL_WAIT_S,
+             rx->got, rx->expect);
     for (size_t i = 0; i < n; i++) {
       const char *c = json_string_value(json_object_get(json_array_get(msgs, i), "content"));
       if (!c || strlen(c) != rx->size)
-        die("%s: a message arrived with the wrong content", rx->name);
+        fb_die("%s: a message arrived with the wrong content", rx->name);
     }
     rx->got += n;
     rx->polls++;
@@ -391,12 +386,12 @@ static void run_tput(const struct opts *o) {
   sess_open(&tx, o->sock_a, txname);
   wait_online(&tx, rx.name);
   if (pthread_create(&rx.th, NULL, receiver_main, &rx) != 0)
-    die("cannot start a thread");
+    fb_die("cannot start a thread");
 
   size_t cap = o->size + 512;
   char *args = malloc(cap), *scratch = malloc(cap + 256);
   if (!args || !scratch)
-    die("out of memory");
+    fb_die("out of memory");
   /* A remote send answers once the broker confirmed it. When the receiver
    * drains slower than the sender sends, the inbox fills to its cap and the
    * broker nacks ("the inbox may be full"); the sender then backs off 5 ms and
@@ -428,7 +423,7 @@ static void run_tput(const struct opts *o) {
     const char *st =
         json_string_value(json_object_get(tool_result(&tx, r, "fleet_send"), "status"));
     if (!st || strcmp(st, "sent") != 0)
-      die("%s: fleet_send returned status %s, expected sent", txname, st ? st : "(none)");
+      fb_die("%s: fleet_send returned status %s, expected sent", txname, st ? st : "(none)");
     json_decref(r);
     ok++;
   }
@@ -470,8 +465,8 @@ static void *responder_main(void *arg) {
     json_t *r = sess_call(&rs->s, "fleet_poll", pargs);
     json_t *msgs = json_object_get(tool_result(&rs->s, r, "fleet_poll"), "messages");
     if (json_array_size(msgs) == 0)
-      die("%s: no request arrived for %d s after %zu of %zu", rs->name, POLL_WAIT_S, rs->answered,
-          rs->expect);
+      fb_die("%s: no request arrived for %d s after %zu of %zu", rs->name, POLL_WAIT_S,
+             rs->answered, rs->expect);
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) {
@@ -479,13 +474,13 @@ static void *responder_main(void *arg) {
       const char *from = json_string_value(json_object_get(json_object_get(m, "from"), "gid"));
       const char *content = json_string_value(json_object_get(m, "content"));
       if (!id || !from || !content)
-        die("%s: a polled message lacks msgId, from.gid or content", rs->name);
+        fb_die("%s: a polled message lacks msgId, from.gid or content", rs->name);
       size_t need = strlen(content) + 256;
       if (need > rcap) {
         rcap = need;
         rargs = realloc(rargs, rcap);
         if (!rargs)
-          die("out of memory");
+          fb_die("out of memory");
       }
       snprintf(rargs, rcap, "{\"to\":\"%s\",\"content\":\"%s\",\"inReplyTo\":\"%s\"}", from,
                content, id);
@@ -519,7 +514,7 @@ static void *requester_main(void *arg) {
   size_t cap = o->size + 512;
   char *args = malloc(cap);
   if (!args)
-    die("out of memory");
+    fb_die("out of memory");
   uint64_t period = (uint64_t)(1e9 / o->rate);
   uint64_t t0 = fb_now_ns();
   for (size_t i = 0; i < total; i++) {
@@ -536,7 +531,7 @@ static void *requester_main(void *arg) {
     const char *st =
         json_string_value(json_object_get(tool_result(&p->rq, r, "fleet_send"), "status"));
     if (!st || strcmp(st, "replied") != 0)
-      die("%s: fleet_send returned status %s, expected replied", p->rqname, st ? st : "(none)");
+      fb_die("%s: fleet_send returned status %s, expected replied", p->rqname, st ? st : "(none)");
     json_decref(r);
     if (i >= o->warmup)
       p->lat[p->nlat++] = dt;
@@ -553,7 +548,7 @@ static void run_rtt(const struct opts *o) {
   struct pair *ps = calloc(np, sizeof *ps);
   uint64_t *lat = calloc(np * o->n, sizeof *lat);
   if (!ps || !lat)
-    die("out of memory");
+    fb_die("out of memory");
   for (size_t k = 0; k < np; k++) {
     struct pair *p = &ps[k];
     p->o = o;
@@ -576,7 +571,7 @@ static void run_rtt(const struct opts *o) {
   for (size_t k = 0; k < np; k++)
     if (pthread_create(&ps[k].rs.th, NULL, responder_main, &ps[k].rs) != 0 ||
         pthread_create(&ps[k].th, NULL, requester_main, &ps[k]) != 0)
-      die("cannot start a thread");
+      fb_die("cannot start a thread");
   size_t nlat = 0, late = 0;
   for (size_t k = 0; k < np; k++) {
     pthread_join(ps[k].th, NULL);
@@ -623,12 +618,12 @@ static void run_bcast(const struct opts *o) {
     wait_online(&tx, rx[k].name);
   for (size_t k = 0; k < nrx; k++)
     if (pthread_create(&rx[k].th, NULL, receiver_main, &rx[k]) != 0)
-      die("cannot start a thread");
+      fb_die("cannot start a thread");
   uint64_t *lat = calloc(o->n, sizeof *lat);
   size_t cap = o->size + 512;
   char *args = malloc(cap);
   if (!lat || !args)
-    die("out of memory");
+    fb_die("out of memory");
   size_t nlat = 0;
   uint64_t period = (uint64_t)(1e9 / o->rate);
   uint64_t t0 = fb_now_ns();
@@ -643,8 +638,8 @@ static void run_bcast(const struct opts *o) {
     const char *remote =
         json_string_value(json_object_get(tool_result(&tx, r, "fleet_broadcast"), "remote"));
     if (!remote || strcmp(remote, "published") != 0)
-      die("%s: fleet_broadcast's remote is %s, expected published", txname,
-          remote ? remote : "(none)");
+      fb_die("%s: fleet_broadcast's remote is %s, expected published", txname,
+             remote ? remote : "(none)");
     json_decref(r);
     if (i >= o->warmup)
       lat[nlat++] = dt;
@@ -669,21 +664,21 @@ static long rss_kib(long pid) {
   snprintf(path, sizeof path, "/proc/%ld/status", pid);
   FILE *f = fopen(path, "r");
   if (!f)
-    die("cannot read %s: %s", path, strerror(errno));
+    fb_die("cannot read %s: %s", path, strerror(errno));
   long kib = -1;
   while (fgets(line, sizeof line, f))
     if (strncmp(line, "VmRSS:", 6) == 0)
       kib = strtol(line + 6, NULL, 10);
   fclose(f);
   if (kib < 0)
-    die("no VmRSS in %s", path);
+    fb_die("no VmRSS in %s", path);
   return kib;
 }
 
 static void run_sessions(const struct opts *o, long pid) {
   struct sess *ss = calloc(o->n, sizeof *ss);
   if (!ss)
-    die("out of memory");
+    fb_die("out of memory");
   long before = rss_kib(pid);
   for (size_t i = 0; i < o->n; i++) {
     char name[64];
@@ -714,7 +709,7 @@ static void run_held(const struct opts *o, long pid) {
   size_t cap = o->size + 512;
   char *args = malloc(cap), *scratch = malloc(cap + 256);
   if (!args || !scratch)
-    die("out of memory");
+    fb_die("out of memory");
   size_t issued = 0, done = 0, inflight = 0;
   while (done < o->n) {
     while (inflight < o->window && issued < o->n) {
@@ -729,7 +724,7 @@ static void run_held(const struct opts *o, long pid) {
     const char *st =
         json_string_value(json_object_get(tool_result(&tx, r, "fleet_send"), "status"));
     if (!st || strcmp(st, "sent") != 0)
-      die("%s: fleet_send returned status %s, expected sent", txname, st ? st : "(none)");
+      fb_die("%s: fleet_send returned status %s, expected sent", txname, st ? st : "(none)");
     json_decref(r);
     done++;
   }
@@ -749,10 +744,10 @@ static pid_t spawn_piped(char *const argv[], char *const envp[], int *in, int *o
   int a[2], b[2];
   /* O_CLOEXEC: a later child must not hold an earlier one's pipes open. */
   if (pipe2(a, O_CLOEXEC) != 0 || pipe2(b, O_CLOEXEC) != 0)
-    die("pipe: %s", strerror(errno));
+    fb_die("pipe: %s", strerror(errno));
   pid_t pid = fork();
   if (pid < 0)
-    die("fork: %s", strerror(errno));
+    fb_die("fork: %s", strerror(errno));
   if (pid == 0) {
     dup2(a[0], 0);
     dup2(b[1], 1);
@@ -787,7 +782,7 @@ static void run_mcp(const struct opts *o, const char *fleet_mcp) {
 static int sock_ready(const char *sock) {
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   if (strlen(sock) >= sizeof a.sun_path)
-    die("socket path too long: %s", sock);
+    fb_die("socket path too long: %s", sock);
   strcpy(a.sun_path, sock);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
@@ -805,18 +800,18 @@ static void run_startup(const struct opts *o, const char *fleetd, const char *di
   snprintf(logp, sizeof logp, "%s/fleetd.log", dir);
   FILE *f = fopen(cfg, "w");
   if (!f)
-    die("cannot write %s", cfg);
+    fb_die("cannot write %s", cfg);
   fputs("{\"logLevel\":\"info\"}\n", f);
   fclose(f);
   uint64_t *lat = calloc(o->n, sizeof *lat);
   if (!lat)
-    die("out of memory");
+    fb_die("out of memory");
   for (size_t i = 0; i <= o->n; i++) {
     unlink(sock);
     uint64_t t0 = fb_now_ns();
     pid_t pid = fork();
     if (pid < 0)
-      die("fork: %s", strerror(errno));
+      fb_die("fork: %s", strerror(errno));
     if (pid == 0) {
       FILE *lf = freopen(logp, "a", stderr);
       (void)lf;
@@ -826,10 +821,10 @@ static void run_startup(const struct opts *o, const char *fleetd, const char *di
     }
     while (!sock_ready(sock)) {
       if (fb_now_ns() - t0 > 10ull * 1000000000u)
-        die("fleetd's socket %s was not ready within 10 s (see %s)", sock, logp);
+        fb_die("fleetd's socket %s was not ready within 10 s (see %s)", sock, logp);
       int st;
       if (waitpid(pid, &st, WNOHANG) == pid)
-        die("fleetd exited before its socket was ready (see %s)", logp);
+        fb_die("fleetd exited before its socket was ready (see %s)", logp);
       fb_sleep_until(fb_now_ns() + 100000u);
     }
     uint64_t dt = fb_now_ns() - t0;
@@ -839,6 +834,73 @@ static void run_startup(const struct opts *o, const char *fleetd, const char *di
     int st;
     waitpid(pid, &st, 0);
   }
+  fb_report_latency(o->label, lat, o->n);
+  free(lat);
+}
+
+/* ---- list ------------------------------------------------------------------------ */
+
+/* How many entities of a fleet_list result other than self are online. */
+static size_t count_online(json_t *sc) {
+  const char *self = json_string_value(json_object_get(sc, "self"));
+  size_t i, n = 0;
+  json_t *e;
+  json_array_foreach(json_object_get(sc, "entities"), i, e) {
+    const char *gid = json_string_value(json_object_get(e, "gid"));
+    const char *st = json_string_value(json_object_get(e, "status"));
+    if (st && strcmp(st, "online") == 0 && !(self && gid && strcmp(gid, self) == 0))
+      n++;
+  }
+  return n;
+}
+
+/* Waits (60 s at most) until SOCK's gateway lists at least EXPECT other
+ * entities online, then times N fleet_list calls at RATE calls/s after
+ * WARMUP: request written to response read. */
+static void run_list(const struct opts *o, size_t expect) {
+  struct sess s;
+  char name[64];
+  snprintf(name, sizeof name, "%s-lister", o->label);
+  sess_open(&s, o->sock_a, name);
+  uint64_t t0 = fb_now_ns(), deadline = t0 + 60ull * 1000000000u;
+  size_t online = 0, entries = 0;
+  for (;;) {
+    json_t *r = sess_call(&s, "fleet_list", "{}");
+    json_t *sc = tool_result(&s, r, "fleet_list");
+    online = count_online(sc);
+    entries = json_array_size(json_object_get(sc, "entities"));
+    json_decref(r);
+    if (online >= expect)
+      break;
+    if (fb_now_ns() > deadline)
+      fb_die("%s: %zu of %zu entities online after 60 s", name, online, expect);
+    fb_sleep_until(fb_now_ns() + 200000000u);
+  }
+  printf("RESULT %s.wait_online_s %.2f\n", o->label, (double)(fb_now_ns() - t0) / 1e9);
+  uint64_t *lat = calloc(o->n, sizeof *lat);
+  if (!lat)
+    fb_die("out of memory");
+  uint64_t period = (uint64_t)(1e9 / o->rate), next = fb_now_ns();
+  size_t below = 0, bytes = 0;
+  for (size_t i = 0; i < o->warmup + o->n; i++) {
+    fb_sleep_until(next);
+    next += period;
+    uint64_t ts = fb_now_ns();
+    json_t *r = sess_call(&s, "fleet_list", "{}");
+    uint64_t dt = fb_now_ns() - ts;
+    json_t *sc = tool_result(&s, r, "fleet_list");
+    if (count_online(sc) < expect)
+      below++;
+    entries = json_array_size(json_object_get(sc, "entities"));
+    bytes = s.last_len;
+    json_decref(r);
+    if (i >= o->warmup)
+      lat[i - o->warmup] = dt;
+  }
+  sess_close(&s);
+  printf("RESULT %s.entries %zu\n", o->label, entries);
+  printf("RESULT %s.online_below_expected %zu\n", o->label, below);
+  printf("RESULT %s.response_bytes %zu\n", o->label, bytes);
   fb_report_latency(o->label, lat, o->n);
   free(lat);
 }
@@ -853,11 +915,13 @@ static void usage(void) {
           "       fleet_bench sessions SOCK PID [-n N] [-l LABEL]\n"
           "       fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]\n"
           "       fleet_bench mcp SOCK FLEET_MCP [-l LABEL]\n"
-          "       fleet_bench startup FLEETD DIR [-n N] [-l LABEL]\n");
+          "       fleet_bench startup FLEETD DIR [-n N] [-l LABEL]\n"
+          "       fleet_bench list SOCK EXPECT [-n N] [-r RATE] [-W WARMUP] [-l LABEL]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
+  fb_prog = "fleet_bench";
   struct opts o = {.n = 20000, .size = 1024, .window = 64, .warmup = 10, .rate = 20, .pairs = 1};
   if (argc < 4)
     usage();
@@ -919,6 +983,8 @@ int main(int argc, char **argv) {
     run_mcp(&o, o.sock_b);
   else if (strcmp(o.mode, "startup") == 0)
     run_startup(&o, o.sock_a, o.sock_b);
+  else if (strcmp(o.mode, "list") == 0)
+    run_list(&o, strtoul(o.sock_b, NULL, 10));
   else
     usage();
   return 0;

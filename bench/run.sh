@@ -29,6 +29,10 @@
 #   BENCH_HELD=10000       messages held for one receiver for the memory row
 #   BENCH_SYNC_N=3000      local sends per store.synchronous run (normal, then full)
 #   BENCH_EMBEDDED_ONLY=1  run only the one-gateway table (e), no broker
+#   BENCH_SIM_HOSTS=200 BENCH_SIM_AGENTS=25   (f) simulated remote hosts, agents on each
+#   BENCH_SIM_WINDOW=20    (f) seconds of each CPU window (idle, then beating)
+#   BENCH_SIM_LIST_N=200   (f) fleet_list calls timed with every entry present
+#   BENCH_SIM_ONLY=1       run only (f), presence at scale (the broker and one gateway)
 #   FLEET_BUILD_DIR=build  where fleet is built; BENCH_NO_BUILD=1 skips building
 set -euo pipefail
 
@@ -51,6 +55,11 @@ SESSIONS=${BENCH_SESSIONS:-1000}
 HELD=${BENCH_HELD:-10000}
 SYNC_N=${BENCH_SYNC_N:-3000}
 PREFETCH=${BENCH_PREFETCH:-}
+SIM_HOSTS=${BENCH_SIM_HOSTS:-200}
+SIM_AGENTS=${BENCH_SIM_AGENTS:-25}
+SIM_WINDOW=${BENCH_SIM_WINDOW:-20}
+SIM_LIST_N=${BENCH_SIM_LIST_N:-200}
+SIM_ONLY=${BENCH_SIM_ONLY:-0}
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -58,10 +67,15 @@ log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 WORK=
 MQ_STARTED=0
 FLEETD_PIDS=()
+SIM_PID=
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   local pid
+  if [ -n "$SIM_PID" ]; then
+    kill -TERM "$SIM_PID" 2>/dev/null || true
+    wait "$SIM_PID" 2>/dev/null || true
+  fi
   for pid in "${FLEETD_PIDS[@]}"; do
     kill -TERM "$pid" 2>/dev/null || true
   done
@@ -100,7 +114,7 @@ if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
   cmake -S "$REPO/bench" -B "$BBUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$BBUILD" -j2 >/dev/null
 fi
-for b in "$BUILD/fleetd" "$BUILD/fleetctl" "$BUILD/fleet-mcp" "$BBUILD/amqp_baseline" "$BBUILD/fleet_bench"; do
+for b in "$BUILD/fleetd" "$BUILD/fleetctl" "$BUILD/fleet-mcp" "$BBUILD/amqp_baseline" "$BBUILD/fleet_bench" "$BBUILD/presence_sim"; do
   [ -x "$b" ] || { echo "bench: $b is missing (build it, or unset BENCH_NO_BUILD)" >&2; exit 1; }
 done
 
@@ -141,6 +155,7 @@ emb_stop() {
   for pid in "${FLEETD_PIDS[@]}"; do [ "$pid" = "$EMB_PID" ] || keep+=("$pid"); done
   FLEETD_PIDS=("${keep[@]}")
 }
+if [ "$SIM_ONLY" != 1 ]; then
 log "(e) embedded start-up to socket ready, $STARTS starts"
 mkdir -p "$WORK/emb-start"
 fb startup "$BUILD/fleetd" "$WORK/emb-start" -n "$STARTS" -l emb_startup
@@ -163,6 +178,7 @@ emb_start syncf full
 fb tput "$WORK/emb-syncf/fleetd.sock" "$WORK/emb-syncf/fleetd.sock" -n "$SYNC_N" -s "$SIZE" -w "$WINDOW" -l emb_sync_full
 fb rtt "$WORK/emb-syncf/fleetd.sock" "$WORK/emb-syncf/fleetd.sock" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l emb_u1_full
 emb_stop
+fi
 
 get() { awk -v k="$1" '$1 == "RESULT" && $2 == k { v = $3 } END { print (v == "" ? "nan" : v) }' "$RESULTS"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
@@ -222,6 +238,104 @@ MQ_STARTED=1
 if ! sh "$REPO/tests/rabbitmq.sh" start "$WORK/mq" "$PORT" >"$WORK/mq-start.out" 2>"$WORK/mq-start.err"; then
   cat "$WORK/mq-start.err" >&2
   exit 1
+fi
+
+# ---- (f) presence at scale: many simulated hosts beating on one gateway ----
+# CPU seconds (user + system) of a process so far, from /proc/PID/stat.
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+pct() { awk -v a="$1" -v b="$2" -v w="$3" 'BEGIN { printf "%.2f", (b - a) * 100 / w }'; }
+sim_run() {
+  local d=$WORK/hostS beam n h k i0 i1 b0 b1 j0 j1 c0 c1
+  beam=$(cat "$WORK/mq/rabbitmq.pid")
+  mkdir -p "$d"
+  # The default presence interval: the one a user gets.
+  printf '{"logLevel":"%s","broker":{"uri":"%s"}}\n' "$LOG_LEVEL" "$URI" >"$d/fleetd.json"
+  "$BUILD/fleetd" --state-dir "$d/state" --socket "$d/fleetd.sock" --host-id hostS \
+    --broker "$URI" --config "$d/fleetd.json" 2>"$d/fleetd.log" &
+  local pid=$!
+  FLEETD_PIDS+=("$pid")
+  for _ in $(seq 200); do
+    [ -S "$d/fleetd.sock" ] && grep -q "broker link is up" "$d/fleetd.log" && break
+    sleep 0.1
+  done
+  grep -q "broker link is up" "$d/fleetd.log" || { tail -n 30 "$d/fleetd.log" >&2; exit 1; }
+  log "(f) pinning $SIM_HOSTS simulated hosts on hostS (fleetctl peer add)"
+  n=0
+  while read -r h k; do
+    "$BUILD/fleetctl" --socket "$d/fleetd.sock" peer add "$h" "$k" >>"$WORK/pin-sim.out" 2>&1 ||
+      { tail -n 5 "$WORK/pin-sim.out" >&2; exit 1; }
+    n=$((n + 1))
+  done < <("$BBUILD/presence_sim" pins -H "$SIM_HOSTS")
+  log "(f) hostS idle for ${SIM_WINDOW} s (fleetd and broker CPU)"
+  sleep 2
+  i0=$(cpu_s "$pid"); b0=$(cpu_s "$beam")
+  sleep "$SIM_WINDOW"
+  i1=$(cpu_s "$pid"); b1=$(cpu_s "$beam")
+  log "(f) $SIM_HOSTS hosts x $SIM_AGENTS agents beating every 5 s (the default interval)"
+  "$BBUILD/presence_sim" run "$URI" -H "$SIM_HOSTS" -a "$SIM_AGENTS" -l sim >"$WORK/sim.out" 2>"$WORK/sim.err" &
+  SIM_PID=$!
+  fb list "$d/fleetd.sock" $((SIM_HOSTS * SIM_AGENTS)) -n 1 -W 0 -l sim_wait
+  sleep 5 # one whole interval: every host's burst is on its steady pace
+  log "(f) steady beats for ${SIM_WINDOW} s (fleetd and broker CPU)"
+  j0=$(cpu_s "$pid"); c0=$(cpu_s "$beam")
+  sleep "$SIM_WINDOW"
+  j1=$(cpu_s "$pid"); c1=$(cpu_s "$beam")
+  log "(f) fleet_list x $SIM_LIST_N at $RATE/s with every entry present"
+  fb list "$d/fleetd.sock" $((SIM_HOSTS * SIM_AGENTS)) -n "$SIM_LIST_N" -r "$RATE" -l sim_list
+  kill -TERM "$SIM_PID" 2>/dev/null || true
+  wait "$SIM_PID" || { cat "$WORK/sim.err" >&2; exit 1; }
+  SIM_PID=
+  sed 's/^/  /' "$WORK/sim.out" >&2
+  cat "$WORK/sim.out" >>"$RESULTS"
+  local beats_s
+  beats_s=$(awk -v h="$SIM_HOSTS" -v a="$SIM_AGENTS" 'BEGIN { printf "%.1f", h * (a + 1) / 5 }')
+  {
+    echo "RESULT sim_cpu.pins $n"
+    echo "RESULT sim_cpu.beats_per_s $beats_s"
+    echo "RESULT sim_cpu.idle_pct $(pct "$i0" "$i1" "$SIM_WINDOW")"
+    echo "RESULT sim_cpu.busy_pct $(pct "$j0" "$j1" "$SIM_WINDOW")"
+    echo "RESULT sim_broker.idle_pct $(pct "$b0" "$b1" "$SIM_WINDOW")"
+    echo "RESULT sim_broker.busy_pct $(pct "$c0" "$c1" "$SIM_WINDOW")"
+    "$BUILD/fleetctl" --socket "$d/fleetd.sock" --json status | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["counters"]
+print("RESULT sim_verify.rejects", sum(v for k, v in c.items() if k.startswith("verify_")))
+print("RESULT sim_verify.presence_refused", c["presence_refused"])
+print("RESULT sim_verify.presence_received", c["presence_received"])'
+  } | tee -a "$RESULTS" | sed 's/^/  /' >&2
+}
+sim_table() {
+  local f_idle f_busy bi bb per bper p99
+  f_idle=$(get sim_cpu.idle_pct); f_busy=$(get sim_cpu.busy_pct)
+  bi=$(get sim_broker.idle_pct); bb=$(get sim_broker.busy_pct)
+  per=$(awk -v a="$f_idle" -v b="$f_busy" 'BEGIN { printf "%.2f", b - a }')
+  bper=$(awk -v a="$bi" -v b="$bb" 'BEGIN { printf "%.2f", b - a }')
+  p99=$(get sim_list.p99_ms)
+  echo
+  echo "presence at scale: $(get sim.hosts) simulated hosts x $SIM_AGENTS agents = $(get sim.agents) remote agents on hostS, beats every $(get sim.interval_ms) ms"
+  echo
+  printf '| %-58s | %12s | %-26s |\n' "metric" "value" "verdict"
+  printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 60))" "$(printf -- '-%.0s' $(seq 14))" "$(printf -- '-%.0s' $(seq 28))"
+  printf '| %-58s | %12s | %-26s |\n' "hostS fleetd CPU % of a core, idle" "$f_idle" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "hostS fleetd CPU % of a core, while $(get sim_cpu.beats_per_s) beats/s" "$f_busy" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "presence CPU % of a core (beating - idle)" "$per" "$(verdict "$per" '<=' 5)"
+  printf '| %-58s | %12s | %-26s |\n' "fleetd CPU us per beat" "$(awk -v p="$per" -v r="$(get sim_cpu.beats_per_s)" 'BEGIN { if (r > 0) printf "%.1f", p * 1e4 / r; else print "n/a" }')" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "broker CPU % of a core, idle / beating" "$bi / $bb" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "broker CPU us per beat (1 publish, 1 delivery)" "$(awk -v p="$bper" -v r="$(get sim_cpu.beats_per_s)" 'BEGIN { if (r > 0) printf "%.1f", p * 1e4 / r; else print "n/a" }')" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "fleet_list p50 ms, $(get sim_list.entries) entries" "$(get sim_list.p50_ms)" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "fleet_list p99 ms, $(get sim_list.entries) entries" "$p99" "$(verdict "$p99" '<=' 5)"
+  printf '| %-58s | %12s | %-26s |\n' "fleet_list result bytes" "$(get sim_list.response_bytes)" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "beat bytes: body / on the wire (AMQP frames)" "$(get sim.body_bytes) / $(get sim.wire_bytes)" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "beats refused by hostS (verify_* counters, all)" "$(get sim_verify.rejects)" "$(verdict "$(get sim_verify.rejects)" '<=' 0)"
+  printf '| %-58s | %12s | %-26s |\n' "beats refused as stale or malformed (presence_refused)" "$(get sim_verify.presence_refused)" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "listed online while fleet_list was timed: calls short" "$(get sim_list.online_below_expected)" "$(verdict "$(get sim_list.online_below_expected)" '<=' 0)"
+}
+if [ "$SIM_ONLY" = 1 ]; then
+  sim_run
+  sim_table | tee "$WORK/table.txt"
+  echo
+  echo "whole run: $(($(date +%s) - T_START)) s"
+  exit 0
 fi
 
 # ---- (a) raw baseline ----
@@ -328,6 +442,9 @@ stop_all
 SEAL=false
 start_all
 measure "_clear"
+stop_all
+# ---- (f) presence at scale, with the other gateways stopped ----
+sim_run
 
 
 # ---- the table ----
@@ -403,6 +520,7 @@ R_SEAL_T=$(ratio "$FL_T" "$FL_TC")
   echo "  the stdio hop adds at most 15% to U1 p50 with 32 calls in flight (through fleet-mcp / direct = $R_HOP): $(verdict "$R_HOP" '<=' 1.15)"
   echo "  (with one call in flight: through fleet-mcp / direct = $(ratio "$(get fleet_u1_mcp.p50_ms)" "$U1"), for information)"
   embedded_table
+  sim_table
   echo
   echo "whole run: $(($(date +%s) - T_START)) s"
 } | tee "$WORK/table.txt"

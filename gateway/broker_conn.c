@@ -366,20 +366,7 @@ static int link_connect(fl_broker *b, char *why, size_t n) {
 static int do_publish(fl_broker *b, struct item *it) {
   amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
   amqp_basic_properties_t p;
-  memset(&p, 0, sizeof(p));
-  p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-             AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_HEADERS_FLAG;
-  /* A sealed body is ciphertext, not text. */
-  p.content_type = amqp_cstring_bytes(it->env.sealed_to[0] ? "application/octet-stream"
-                                                           : "text/plain; charset=utf-8");
-  p.delivery_mode = AMQP_DELIVERY_PERSISTENT;
-  p.timestamp = (uint64_t)time(NULL);
-  if (it->env.msg_id[0]) {
-    p._flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
-    p.message_id = amqp_cstring_bytes(it->env.msg_id);
-  }
-  p.headers.num_entries = fl_broker_env_to_headers(&it->env, hdr);
-  p.headers.entries = hdr;
+  fl_broker_env_properties(&it->env, hdr, &p);
   amqp_bytes_t body = {it->len, it->body};
   /* Pending before sending: if the send fails, link_lost reports it. The
    * loop keeps at most FL_BROKER_MAX_INFLIGHT publishes outstanding, but a

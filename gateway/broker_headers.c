@@ -1,17 +1,20 @@
-/* broker_headers.c — the envelope as AMQP headers.
+/* broker_headers.c — the envelope as AMQP headers and publish properties
+ * (see broker_headers.h).
  *
  * On the wire each non-empty envelope field is one longstr header named by
  * its key in the envelope's field table (envelope.h, docs/wire-format.md);
- * these two functions are the only code that maps between the table and an
- * AMQP headers table. Reading is the first parser a message from another
+ * the two header functions are the only code that maps between the table
+ * and an AMQP headers table. Reading is the first parser a message from another
  * host meets, so it is fuzzed (tests/fuzz/fuzz_envelope.c): whatever the
  * table holds, it either fills a well-formed fl_envelope or says why not.
  * Pure functions, any thread. */
+#include "gateway/broker_headers.h"
+
 #include <string.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "common/limits.h"
-#include "gateway/broker_internal.h"
 
 int fl_broker_env_to_headers(const fl_envelope *env, amqp_table_entry_t *entries) {
   int n = 0;
@@ -50,4 +53,22 @@ int fl_broker_env_from_headers(const amqp_table_t *t, uint64_t body_size, fl_env
     return FL_ETOOBIG;
   }
   return 0;
+}
+
+void fl_broker_env_properties(const fl_envelope *env, amqp_table_entry_t *hdr,
+                              amqp_basic_properties_t *p) {
+  memset(p, 0, sizeof(*p));
+  p->_flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+              AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_HEADERS_FLAG;
+  /* A sealed body is ciphertext, not text. */
+  p->content_type = amqp_cstring_bytes(env->sealed_to[0] ? "application/octet-stream"
+                                                         : "text/plain; charset=utf-8");
+  p->delivery_mode = AMQP_DELIVERY_PERSISTENT;
+  p->timestamp = (uint64_t)time(NULL);
+  if (env->msg_id[0]) {
+    p->_flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
+    p->message_id = amqp_cstring_bytes(env->msg_id);
+  }
+  p->headers.num_entries = fl_broker_env_to_headers(env, hdr);
+  p->headers.entries = hdr;
 }

@@ -24,6 +24,7 @@
 
 #include "common/limits.h"
 #include "gateway/broker.h"
+#include "gateway/broker_headers.h"
 #include "gateway/xqueue.h"
 
 /* Channel 2 declares the shared topology and consumes control and roster;
@@ -204,23 +205,6 @@ static inline void fl_broker_copy_bytes(char *dst, size_t n, amqp_bytes_t b) {
   dst[len] = '\0';
 }
 
-/* Table entries that borrow k and v. */
-static inline amqp_table_entry_t fl_broker_entry_str(const char *k, const char *v) {
-  amqp_table_entry_t e;
-  e.key = amqp_cstring_bytes(k);
-  e.value.kind = AMQP_FIELD_KIND_UTF8;
-  e.value.value.bytes = amqp_cstring_bytes(v);
-  return e;
-}
-
-static inline amqp_table_entry_t fl_broker_entry_long(const char *k, long v) {
-  amqp_table_entry_t e;
-  e.key = amqp_cstring_bytes(k);
-  e.value.kind = AMQP_FIELD_KIND_I64;
-  e.value.value.i64 = v;
-  return e;
-}
-
 /* ---- broker.c ---- */
 
 /* Frees an item and what it owns. NULL-safe. */
@@ -254,22 +238,7 @@ void fl_broker_chan_reset(fl_broker *b, struct chan *c);
 /* A free channel number for an inbox, or 0 when none is left. */
 uint16_t fl_broker_chan_alloc(fl_broker *b);
 
-/* ---- broker_headers.c ---- */
-
-/* The envelope as AMQP headers (any thread, pure). to_headers fills entries
- * (room for FL_ENVELOPE_NFIELDS) with one longstr per non-empty field, in
- * table order, borrowing env's strings, and returns how many.
- *
- * from_headers reads env from a delivery's headers table t (NULL = none)
- * and checks the announced body size: env is zeroed, then each header named
- * like a field sets that field. Headers of no field and values that are not
- * strings are ignored (rolling upgrades within a major version). Returns 0,
- * FL_ETOOBIG (a value longer than its field, or body_size over
- * FL_MAX_WIRE_BODY) or FL_EPROTO (a value holding a NUL byte), with err saying
- * which; either makes the delivery malformed. */
-int fl_broker_env_to_headers(const fl_envelope *env, amqp_table_entry_t *entries);
-int fl_broker_env_from_headers(const amqp_table_t *t, uint64_t body_size, fl_envelope *env,
-                               char *err, size_t errlen);
+/* ---- broker_headers.c: see broker_headers.h ---- */
 
 /* ---- broker_why.c (broker thread) ---- */
 

@@ -13,6 +13,7 @@
 #include "common/limits.h"
 #include "common/names.h"
 #include "common/time.h"
+#include "gateway/gid_index.h"
 #include "gateway/gw.h"
 #include "gateway/identity.h"
 #include "gateway/peers.h"
@@ -103,6 +104,7 @@ struct fl_gw {
   fl_store *store;
   fl_entity *entities; /* the roster (roster.c) */
   size_t nentities;
+  fl_gid_index by_gid; /* the roster by gid (roster.c) */
   size_t nclients;
   uv_timer_t sweep;
   long long started_ms;

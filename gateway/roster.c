@@ -9,12 +9,13 @@
  * host whose key is not pinned is not believed: a name behind one is an
  * error that says how to pin it, and unpinning a host drops its entities.
  * Entities are never freed while the gateway lives (a name that leaves may
- * come back and resume its gid), so pointers to them stay valid. */
+ * come back and resume its gid), so pointers to them stay valid, and the
+ * index by gid (gid_index.h) borrows their gids. */
 #include "gateway/roster.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "common/alloc.h"
 #include "common/error.h"
@@ -30,6 +31,10 @@ fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name) {
   e->gw = gw;
   fl_copy(e->gid, sizeof e->gid, gid);
   fl_copy(e->name, sizeof e->name, name);
+  if (fl_gid_index_put(&gw->by_gid, e->gid, e) != 0) {
+    fl_free(e);
+    return NULL;
+  }
   fl_nudge_init(e);
   e->next = gw->entities;
   gw->entities = e;
@@ -38,10 +43,9 @@ fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name) {
 }
 
 fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid) {
-  for (fl_entity *e = gw->entities; e; e = e->next)
-    if (strcasecmp(e->gid, gid) == 0)
-      return e;
-  return NULL;
+  /* Every beat and delivery looks its entity up: an index, not a walk of
+   * thousands of entities. */
+  return fl_gid_index_get(&gw->by_gid, gid);
 }
 
 fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name) {
@@ -49,6 +53,51 @@ fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name) {
     if (!e->remote && !e->removed && strcmp(e->name, name) == 0)
       return e;
   return NULL;
+}
+
+/* Orders by name, then by roster position (ties keep the roster's order). */
+typedef struct fl_sorted {
+  fl_entity *e;
+  size_t pos;
+} fl_sorted;
+
+static int fl_sorted_cmp(const void *a, const void *b) {
+  const fl_sorted *x = a, *y = b;
+  int c = strcmp(x->e->name, y->e->name);
+  return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  size_t k = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    k += !(e->dropped || e->removed);
+  if (!k)
+    return 0;
+  fl_sorted *v = fl_malloc(k * sizeof *v);
+  fl_entity **arr = fl_malloc(k * sizeof *arr);
+  if (!v || !arr) {
+    fl_free(v);
+    fl_free(arr);
+    return FL_ENOMEM;
+  }
+  size_t i = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    if (!(e->dropped || e->removed)) {
+      v[i].e = e;
+      v[i].pos = i;
+      i++;
+    }
+  /* A sort, not an insertion into a sorted list: thousands of remote
+   * entities are listed in milliseconds. */
+  qsort(v, k, sizeof *v, fl_sorted_cmp);
+  for (i = 0; i < k; i++)
+    arr[i] = v[i].e;
+  fl_free(v);
+  *out = arr;
+  *n = k;
+  return 0;
 }
 
 void fl_entity_set_groups(fl_entity *e, const char *csv) {
@@ -236,4 +285,5 @@ void fl_roster_free(fl_gw *gw) {
     gw->entities = n;
   }
   gw->nentities = 0;
+  fl_gid_index_free(&gw->by_gid);
 }

@@ -88,6 +88,11 @@ fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name);
 fl_entity *fl_entity_by_gid(fl_gw *gw, const char *gid);
 /* Finds this host's entity called name; NULL if none. */
 fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name);
+/* The entities a listing shows (neither dropped nor removed), sorted by
+ * name; entities of one name keep their roster order. *out is a new array
+ * of *n borrowed pointers for the caller to fl_free (NULL when there are
+ * none). Returns 0 or FL_ENOMEM. */
+int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n);
 /* Replaces e's groups with the comma list csv (empty or overlong items
  * dropped, at most FL_MAX_GROUPS). */
 void fl_entity_set_groups(fl_entity *e, const char *csv);

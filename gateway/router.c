@@ -569,13 +569,20 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
 }
 
 int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
+  fl_entity **sorted = NULL;
+  size_t nsorted = 0;
+  /* Sorted by name so tables read the same every time. */
+  if (fl_roster_sorted(gw, &sorted, &nsorted) != 0)
+    return FL_ENOMEM;
   json_t *arr = json_array();
   long long now = fl_now_ms();
-  for (fl_entity *e = gw->entities; e; e = e->next) {
-    if (e->dropped || e->removed)
-      continue; /* its host is not pinned (not believed), or it was stopped */
+  for (size_t k = 0; k < nsorted; k++) {
+    fl_entity *e = sorted[k];
     size_t held = 0;
-    fl_store_count(gw->store, e->gid, now, &held);
+    /* Messages are held by the recipient's own fleetd: none here for a
+     * remote entity, so no store query for each of thousands of them. */
+    if (!e->remote)
+      fl_store_count(gw->store, e->gid, now, &held);
     json_t *groups = json_array();
     for (size_t i = 0; i < e->ngroups; i++)
       json_array_append_new(groups, json_string(e->groups[i]));
@@ -591,19 +598,7 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
     }
     json_array_append_new(arr, o);
   }
-  /* Sorted by name so tables read the same every time. */
-  size_t n = json_array_size(arr);
-  for (size_t i = 1; i < n; i++) {
-    for (size_t j = i; j > 0; j--) {
-      json_t *a = json_array_get(arr, j - 1), *b = json_array_get(arr, j);
-      if (strcmp(json_string_value(json_object_get(a, "name")),
-                 json_string_value(json_object_get(b, "name"))) <= 0)
-        break;
-      json_incref(a);
-      json_array_set(arr, j - 1, b);
-      json_array_set_new(arr, j, a);
-    }
-  }
+  fl_free(sorted);
   /* Every host a spawn can target, this one first, then the others as
    * their gateway beats said (even with no agent on them). */
   json_t *hosts = json_array(), *mine = fl_config_profiles_json(&gw->cfg);

@@ -10,7 +10,10 @@
  * round trip (a name that comes back after a restart resumes its gid, role
  * and groups). With a (stub) cross-host backend registered: a name behind
  * a host that is not pinned is FL_EUNPINNED with the command to pin it, and
- * unpinning a host drops its entities from resolve, list and status. */
+ * unpinning a host drops its entities from resolve, list and status.
+ * A roster of thousands: every entity is found by its gid, and the sorted
+ * listing has every shown entity once, by name, with same-named ones in
+ * roster order and dropped or removed ones left out. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -371,6 +374,47 @@ static void test_resolve_unpinned(void **state) {
   fl_gw_set_remote(f->g.gw, NULL, NULL);
 }
 
+/* Thousands of remote entities, as presence from a large fleet leaves them. */
+static void test_many_and_sorted(void **state) {
+  fixture *f = *state;
+  fl_gw *gw = f->g.gw;
+  enum { MANY = 3000 };
+  static fl_entity *made[MANY];
+  for (size_t i = 0; i < MANY; i++) {
+    char gid[40], name[32], host[16];
+    snprintf(gid, sizeof gid, "%08zx-aaaa-4bbb-8ccc-%012zx", (MANY - i) * 7919u, i);
+    /* Names repeat across hosts: n0000..n0999 on each of three hosts. */
+    snprintf(name, sizeof name, "n%04zu", (i * 37) % 1000);
+    snprintf(host, sizeof host, "h%zu", i % 3);
+    made[i] = remote_new(gw, gid, name, host);
+  }
+  for (size_t i = 0; i < MANY; i++)
+    assert_ptr_equal(fl_entity_by_gid(gw, made[i]->gid), made[i]);
+  made[5]->dropped = 1;
+  made[6]->removed = 1;
+  fl_entity **v = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
+  size_t shown = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    shown += !(e->dropped || e->removed);
+  assert_int_equal(n, shown);
+  for (size_t i = 0; i < n; i++) {
+    assert_false(v[i]->dropped || v[i]->removed);
+    if (i == 0)
+      continue;
+    int c = strcmp(v[i - 1]->name, v[i]->name);
+    assert_true(c <= 0);
+    if (c == 0) { /* same name: roster order, which is newest first */
+      size_t before = 0;
+      for (fl_entity *e = gw->entities; e && e != v[i]; e = e->next)
+        before += e == v[i - 1];
+      assert_int_equal(before, 1);
+    }
+  }
+  fl_free(v);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_entity_new_and_lookup, setup, teardown),
@@ -381,6 +425,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_persist_round_trip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_attach_refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(test_resolve_unpinned, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_many_and_sorted, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,54 @@
+/* broker_headers.h — the envelope on an AMQP message: its headers and the
+ * basic properties every fleet publish carries.
+ *
+ * Pure functions, any thread; nothing here knows the broker link itself,
+ * so whatever publishes an envelope (the link, the benchmark's simulated
+ * hosts) builds the same message. */
+#ifndef FL_BROKER_HEADERS_H
+#define FL_BROKER_HEADERS_H
+
+#include <amqp.h>
+#include <stdint.h>
+
+#include "gateway/envelope.h"
+
+/* Table entries that borrow k and v (for headers and queue arguments). */
+static inline amqp_table_entry_t fl_broker_entry_str(const char *k, const char *v) {
+  amqp_table_entry_t e;
+  e.key = amqp_cstring_bytes(k);
+  e.value.kind = AMQP_FIELD_KIND_UTF8;
+  e.value.value.bytes = amqp_cstring_bytes(v);
+  return e;
+}
+
+static inline amqp_table_entry_t fl_broker_entry_long(const char *k, long v) {
+  amqp_table_entry_t e;
+  e.key = amqp_cstring_bytes(k);
+  e.value.kind = AMQP_FIELD_KIND_I64;
+  e.value.value.i64 = v;
+  return e;
+}
+
+/* The envelope as AMQP headers. to_headers fills entries (room for
+ * FL_ENVELOPE_NFIELDS) with one longstr per non-empty field, in table
+ * order, borrowing env's strings, and returns how many.
+ *
+ * from_headers reads env from a delivery's headers table t (NULL = none)
+ * and checks the announced body size: env is zeroed, then each header named
+ * like a field sets that field. Headers of no field and values that are not
+ * strings are ignored (rolling upgrades within a major version). Returns 0,
+ * FL_ETOOBIG (a value longer than its field, or body_size over
+ * FL_MAX_WIRE_BODY) or FL_EPROTO (a value holding a NUL byte), with err saying
+ * which; either makes the delivery malformed. */
+int fl_broker_env_to_headers(const fl_envelope *env, amqp_table_entry_t *entries);
+int fl_broker_env_from_headers(const amqp_table_t *t, uint64_t body_size, fl_envelope *env,
+                               char *err, size_t errlen);
+
+/* The basic properties of a publish of env: content type (text, or octets
+ * for a sealed body), persistent, the time now in seconds, message_id =
+ * msgId when present, and the headers of to_headers written into hdr (room
+ * for FL_ENVELOPE_NFIELDS), which p then borrows, as it borrows env. */
+void fl_broker_env_properties(const fl_envelope *env, amqp_table_entry_t *hdr,
+                              amqp_basic_properties_t *p);
+
+#endif
