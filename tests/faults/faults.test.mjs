@@ -57,6 +57,7 @@ class Agent {
     this.name = name;
     this.role = role;
     this.client = null;
+    this.doing = 'idle'; /* what it is waiting for, for a wedge's report */
   }
 
   async connect(deadlineMs = 60000) {
@@ -85,12 +86,18 @@ class Agent {
 
   /** The tool result, or {transport: error} when the call never got one. */
   async call(tool, args, timeout = 70000) {
-    if (!this.client) await this.connect();
+    this.doing = `${tool} since ${new Date().toISOString()}`;
+    if (!this.client) {
+      this.doing = `reconnecting for ${this.doing}`;
+      await this.connect();
+    }
     try {
       return await callToolRaw(this.client, tool, args, { timeout });
     } catch (e) {
       this.drop();
       return { transport: e };
+    } finally {
+      this.doing = 'idle';
     }
   }
 }
@@ -186,7 +193,14 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
         }
       }
     };
-    const senders = [send(sa, 'ra', 'rb'), send(sb, 'rb', 'ra')];
+    // A sender that throws stops the run at once, with its reason, rather
+    // than leaving the fault loop below waiting for acknowledgements.
+    let senderFailure = null;
+    const senders = [send(sa, 'ra', 'rb'), send(sb, 'rb', 'ra')].map((p) =>
+      p.catch((e) => {
+        senderFailure ??= e;
+      })
+    );
 
     // ---- faults, spread over the run ----
     const faults = [];
@@ -208,7 +222,14 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
         await h.startFleetd();
       },
       'client-kill': async () => {
-        await new Promise((resolve) => killRequests.push(resolve));
+        let done = false;
+        killRequests.push(() => {
+          done = true;
+        });
+        while (!done) {
+          if (senderFailure) throw senderFailure;
+          await sleep(20);
+        }
       },
       'disk-alarm': async () => {
         await broker.ctl(['set_disk_free_limit', String(1e15)]);
@@ -221,14 +242,45 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
     };
     for (let f = 0; f < faults.length; f++) {
       const at = Math.floor(((f + 1) * PROFILE.messages) / (faults.length + 1));
+      let last = acked.size;
+      let lastAt = Date.now();
       while (acked.size < at) {
+        if (senderFailure) throw senderFailure;
+        if (acked.size !== last) [last, lastAt] = [acked.size, Date.now()];
+        // No acknowledgement for two minutes is a wedge: say where each
+        // sender is instead of waiting for the test's timeout.
+        assert.ok(
+          Date.now() - lastAt < 120000,
+          `no send acknowledged for 120 s before fault ${f + 1} (${faults[f]}): ` +
+            `${sa.name}: ${sa.doing}; ${sb.name}: ${sb.doing}`
+        );
         assert.ok(seq < PROFILE.messages * 20, `too few sends acknowledged: ${acked.size} of ${seq}`);
         await sleep(20);
       }
-      await strike[faults[f]]();
+      // A fault that does not finish is a wedge too: say which, and where
+      // the senders are.
+      let timer;
+      const wedged = new Promise((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `fault ${f + 1} (${faults[f]}) did not finish in 150 s; ` +
+                  `${sa.name}: ${sa.doing}; ${sb.name}: ${sb.doing}`
+              )
+            ),
+          150000
+        );
+      });
+      try {
+        await Promise.race([strike[faults[f]](), wedged]);
+      } finally {
+        clearTimeout(timer);
+      }
       stats[faults[f]]++;
     }
     await Promise.all(senders);
+    if (senderFailure) throw senderFailure;
     sending = false;
 
     // ---- settle: everything acknowledged drained ----
