@@ -39,6 +39,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/time.h"
 #include "mcp/counters.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
@@ -72,6 +73,12 @@
 #define FL_READ_PER_TURN (128u * 1024u)
 /* The nice value of the thread-pool threads that parse big lines. */
 #define FL_PARSE_NICE 10
+/* File descriptors kept free for everything else fleetd opens (the store's
+ * database, WAL and journal files, the identity, a terminal's pipes, HTTP):
+ * a connection that would take one of them is refused with an error line.
+ * The refusal is logged once per FL_FD_WARN_MS with how many there were. */
+#define FL_FD_RESERVE 32
+#define FL_FD_WARN_MS 60000
 /* How long after a connection with big buffers closed the heap is trimmed:
  * a burst of such closes costs one trim. */
 #define FL_TRIM_DELAY_MS 500
@@ -99,6 +106,10 @@ struct fl_server {
    * poll_prepare before each poll). */
   uv_prepare_t poll_prepare;
   uint64_t poll_start;
+  /* Out of file descriptors: the soft limit, and the rate-limited log. */
+  long fd_limit;
+  long long fd_warned_ms;
+  unsigned long fd_refused_since;
   char readbuf[FL_READ_BUF];
   int readbuf_busy;
 };
@@ -529,10 +540,55 @@ static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
   }
 }
 
+/* ---- running out of file descriptors ---------------------------------------------- */
+
+/* Does the connection on fd leave fewer than FL_FD_RESERVE descriptors
+ * free? The kernel hands out the lowest free number, so every descriptor
+ * below fd is taken: at most fd_limit - fd - 1 are free. */
+static int fl_fds_short(const fl_server *fe, int fd) {
+  return fe->fd_limit > 0 && (long)fd >= fe->fd_limit - FL_FD_RESERVE;
+}
+
+/* Counts a connection refused for want of descriptors and logs it, once
+ * per FL_FD_WARN_MS, with how many were refused since the last time. */
+static void fl_fds_note(fl_server *fe, const char *what) {
+  fl_mcp_counters_bump(fe->counters, FL_MCP_C_SESSIONS_REFUSED_FDS);
+  fe->fd_refused_since++;
+  long long now = fl_now_ms();
+  if (fe->fd_warned_ms && now - fe->fd_warned_ms < FL_FD_WARN_MS)
+    return;
+  fl_error(NULL,
+           "out of file descriptors (%s; the limit is %ld, %d kept in reserve): refusing new "
+           "connections, %lu so far; raise the limit (ulimit -n, LimitNOFILE=) or close clients",
+           what, fe->fd_limit, FL_FD_RESERVE, fe->fd_refused_since);
+  fe->fd_warned_ms = now;
+  fe->fd_refused_since = 0;
+}
+
+/* Tells the peer on fd why it is refused (one line, without blocking: it
+ * fits an empty socket buffer), then counts and logs it. */
+static void fl_fds_refuse(fl_server *fe, int fd) {
+  char *line = fl_rpc_error(NULL, FL_RPC_INTERNAL_ERROR,
+                            "fleetd is out of file descriptors and refuses new connections; "
+                            "try again later",
+                            NULL);
+  if (line) {
+    ssize_t w = send(fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)w;
+    fl_free(line);
+  }
+  fl_fds_note(fe, "a connection came near the limit");
+}
+
 static void fl_on_connection(uv_stream_t *server, int status) {
   fl_server *fe = server->data;
   if (status < 0) {
-    fl_warn(NULL, "accept failed: %s", uv_strerror(status));
+    /* libuv already accepted and closed what was pending when the accept
+     * itself ran out of descriptors (its reserve descriptor): count it. */
+    if (status == UV_EMFILE || status == UV_ENFILE)
+      fl_fds_note(fe, uv_strerror(status));
+    else
+      fl_warn(NULL, "accept failed: %s", uv_strerror(status));
     return;
   }
   fl_conn *c = fl_calloc(1, sizeof *c);
@@ -551,6 +607,12 @@ static void fl_on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 && fl_fds_short(fe, fd)) {
+    fl_fds_refuse(fe, fd);
+    c->closing = 2;
+    uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
+    return;
+  }
   struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
   socklen_t clen = sizeof cred;
   int ok = uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
@@ -640,6 +702,9 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
   }
   fe->loop = loop;
   fe->gw = gw;
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+    fe->fd_limit = (long)nofile.rlim_cur;
   snprintf(fe->path, sizeof fe->path, "%s", socket_path);
   uv_pipe_init(loop, &fe->listener, 0);
   fe->listener.data = fe;
