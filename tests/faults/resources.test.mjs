@@ -221,6 +221,7 @@ diskTest('disk full under the state dir: sends fail clearly, nothing accepted is
   const drained = [];
   const p = await peer.request('tools/call', { name: 'fleet_poll', arguments: { max: 3 } });
   if (p.result && !p.result.isError) for (const m of p.result.structuredContent.messages) drained.push(m.content.split(' ')[0]);
+  t.diagnostic(`a poll on the full disk: ${p.error ? 'error' : p.result.isError ? 'isError' : `${p.result.structuredContent.messages.length} messages`}`);
   assert.ok(f.fleetdAlive(), 'fleetd keeps running on a full disk');
   const c1 = await counters(f);
   assert.ok((c1.store_disk_full ?? 0) - (c0.store_disk_full ?? 0) >= 10, `store_disk_full counted: ${JSON.stringify(c1)}`);
