@@ -6,14 +6,13 @@
  * (mcp.c). Writes are queued on the connection with a cap on unsent bytes
  * (FL_MAX_OUTQ): a peer that stops reading is dropped, never buffered without
  * bound. A peer that sends an oversize line gets one error line and is
- * closed; everyone else is unaffected.
+ * closed; everyone else is unaffected. So is a connection that would take
+ * one of the file descriptors fleetd keeps in reserve (FL_FD_RESERVE).
  *
- * Fairness: one read serves at most FL_LINES_PER_TURN lines and
- * FL_BYTES_INLINE bytes of a client; the rest wait in its line buffer,
- * reading from it paused, and a backlog (an idle handle) gives every such
- * client a turn in round robin, FL_BYTES_PER_PASS of lines per loop
- * iteration in all, so a big line is parsed alone between two polls and
- * delays another client's small request by one such parse at most. And a
+ * Fairness: a light client is served in its read; the rest take turns on a
+ * backlog (an idle handle), bounded in lines, bytes and time per loop
+ * iteration, and lines over 64 KiB are parsed on the thread pool (see the
+ * limits below), so no client's input holds the loop for long. And a
  * client with more than FL_OUTQ_PAUSE bytes of answers unread is not read
  * from until it reads: flooding requests without reading stalls only the
  * flooder.
