@@ -8,6 +8,9 @@
  * closes everything and exits 0. */
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -57,6 +60,13 @@ static enum fl_log_level fl_level_of(const char *s) {
 
 int main(int argc, char **argv) {
   fl_alloc_init();
+#ifdef __GLIBC__
+  /* Blocks of 128 KiB and more (a long line, its parse) are mapped and go
+   * back to the system when freed. glibc otherwise raises that threshold
+   * after the first such free, and a burst of big lines from clients would
+   * leave fleetd's heap large for good. */
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
   signal(SIGPIPE, SIG_IGN);
   if (sodium_init() < 0) {
     fprintf(stderr, "fleetd: libsodium failed to initialise\n");

@@ -2,6 +2,9 @@
 #include "common/alloc.h"
 
 #include <jansson.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,3 +50,9 @@ char *fl_strdup(const char *s) { return s ? fl_strndup(s, strlen(s)) : NULL; }
 void fl_free(void *p) { free(p); }
 
 void fl_alloc_init(void) { json_set_alloc_funcs(fl_malloc, fl_free); }
+
+void fl_alloc_trim(void) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}

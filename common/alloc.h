@@ -12,6 +12,11 @@
 #include <stddef.h>
 
 void fl_alloc_init(void);
+
+/* Gives free heap memory back to the system (glibc's malloc_trim; nothing
+ * elsewhere). Costs a walk of the heap: call it after a burst of big
+ * buffers was freed, not per free. */
+void fl_alloc_trim(void);
 void *fl_malloc(size_t n);
 void *fl_calloc(size_t n, size_t size);
 void *fl_realloc(void *p, size_t n);

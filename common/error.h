@@ -31,6 +31,7 @@
   X(EREFUSED, "refused by the broker") /* the broker closed a channel */                           \
   X(EBADSIG, "signature does not verify")                                                          \
   X(EUNPINNED, "host is not pinned") /* no key is pinned for the host named */                     \
+  X(EDISKFULL, "the disk is full")   /* a write found no space left */                             \
   X(EPINNED, "host is pinned to a different key")
 
 #define FL_ERROR_ENUM(name, msg) FL_##name,

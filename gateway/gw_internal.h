@@ -36,6 +36,7 @@
   X(NUDGE_FAILURES, "nudge_failures")                                                              \
   X(NUDGES_DEFERRED, "nudges_deferred")                                                            \
   X(STORE_ERRORS, "store_errors")                                                                  \
+  X(STORE_DISK_FULL, "store_disk_full") /* store writes that found the disk full */                \
   X(REMOTE_PUBLISHED, "remote_published")                                                          \
   X(REMOTE_PUBLISH_FAILED, "remote_publish_failed")                                                \
   X(REMOTE_RECEIVED, "remote_received")                                                            \

@@ -137,7 +137,7 @@ int fl_rooms_append(fl_rooms *r, const fl_room_msg *m, int hops) {
   int rc = fl_store_room_append(r->gw->store, m->room_id, m->env.msg_id, item, hops,
                                 r->gw->cfg.rooms_max_messages, &seq, &dropped);
   fl_free(item);
-  if (rc == FL_ESTORE)
+  if (rc == FL_ESTORE || rc == FL_EDISKFULL)
     fl_gw_count(r->gw, FL_C_STORE_ERRORS);
   if (rc == 0) {
     r->gw->counters[FL_C_ROOM_CAPPED] += dropped;

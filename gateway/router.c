@@ -126,10 +126,13 @@ static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t 
   fl_msg *msgs = NULL;
   size_t n = 0, remaining = 0;
   long long now = fl_now_ms();
+  int trc = handed ? 0 : fl_store_take(gw->store, e->gid, from, max, now, &msgs, &n);
   if (handed) {
     n = 1;
-  } else if (fl_store_take(gw->store, e->gid, from, max, now, &msgs, &n) != 0) {
+  } else if (trc != 0) {
     fl_gw_count(gw, FL_C_STORE_ERRORS);
+    if (trc == FL_EDISKFULL)
+      fl_gw_count(gw, FL_C_STORE_DISK_FULL);
     n = 0;
   }
   json_t *arr = json_array();
@@ -293,6 +296,13 @@ static int fl_router_admit(fl_gw *gw, fl_entity *to, fl_msg *m, enum fl_admit ho
   }
   if (rc) {
     fl_gw_count(gw, FL_C_STORE_ERRORS);
+    if (rc == FL_EDISKFULL) {
+      fl_gw_count(gw, FL_C_STORE_DISK_FULL);
+      fl_errf(err, errlen,
+              "could not store the message: the disk is full where fleetd keeps its state; it was "
+              "not sent (free space there, then send again)");
+      return rc;
+    }
     fl_errf(err, errlen, "could not store the message (%s); see fleetd's log", fl_strerror(rc));
     return rc;
   }

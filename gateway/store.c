@@ -179,8 +179,16 @@ static const char fl_schema[] =
     " DELETE FROM held_count WHERE to_gid = old.to_gid AND n <= 0;"
     " END;";
 
-/* Logs a database failure with SQLite's own words and returns FL_ESTORE. */
+/* Logs a database failure with SQLite's own words and returns FL_ESTORE,
+ * or FL_EDISKFULL when the failure was a write that found no space: that
+ * one the user can fix, so it is told apart. */
 int fl_store_db_fail(const fl_store *s, const char *trace, const char *what) {
+  if (s->db &&
+      ((sqlite3_errcode(s->db) & 0xff) == SQLITE_FULL || sqlite3_system_errno(s->db) == ENOSPC)) {
+    fl_error(trace, "store: %s failed: the disk is full (%s); free space where the state dir is",
+             what, sqlite3_errmsg(s->db));
+    return FL_EDISKFULL;
+  }
   fl_error(trace, "store: %s failed: %s", what, s->db ? sqlite3_errmsg(s->db) : "no database");
   return FL_ESTORE;
 }

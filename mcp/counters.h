@@ -23,7 +23,8 @@
   X(CALLS_BAD_ARGUMENTS, "calls_bad_arguments")         /* arguments failed the schema */          \
   X(SESSIONS_REFUSED, "sessions_refused")               /* wrong uid, full, or initialize */       \
   X(SESSIONS_ACCEPTED, "sessions_accepted")             /* connections accepted */                 \
-  X(SESSIONS_DROPPED_SLOW, "sessions_dropped_slow")     /* over FL_MAX_OUTQ unread */
+  X(SESSIONS_DROPPED_SLOW, "sessions_dropped_slow")     /* over FL_MAX_OUTQ unread */              \
+  X(SESSIONS_REFUSED_FDS, "sessions_refused_fds")       /* out of file descriptors */
 
 #define FL_MCP_COUNTER_ENUM(name, json) FL_MCP_C_##name,
 enum fl_mcp_counter { FL_MCP_COUNTERS(FL_MCP_COUNTER_ENUM) FL_MCP_C_COUNT };

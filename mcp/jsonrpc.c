@@ -45,6 +45,7 @@ void fl_linebuf_free(fl_linebuf *lb) {
   lb->buf = NULL;
   lb->len = 0;
   lb->head = 0;
+  lb->scan = 0;
   lb->cap = 0;
 }
 
@@ -115,6 +116,7 @@ int fl_linebuf_feed(fl_linebuf *lb, const char *data, size_t n) {
     lb->len -= lb->head;
     if (lb->len)
       memmove(lb->buf, lb->buf + lb->head, lb->len);
+    lb->scan = lb->scan > lb->head ? lb->scan - lb->head : 0;
     lb->head = 0;
     fl_linebuf_shrink(lb);
   }
@@ -165,9 +167,14 @@ int fl_linebuf_next(fl_linebuf *lb, char **line, size_t *len) {
   int rc = 0;
   while (off < lb->len) {
     const char *start = lb->buf + off;
-    const char *nl = memchr(start, '\n', lb->len - off);
-    if (!nl)
+    /* An unfinished line is searched once: each read of a long line scans
+     * only the bytes it added, not the whole line again. */
+    size_t from = lb->scan > off ? lb->scan : off;
+    const char *nl = memchr(lb->buf + from, '\n', lb->len - from);
+    if (!nl) {
+      lb->scan = lb->len;
       break;
+    }
     size_t n = (size_t)(nl - start);
     if (n > 0 && start[n - 1] == '\r')
       n--;
@@ -199,7 +206,7 @@ done:
      * no buffer at all (a thousand of them would otherwise pin 4 MiB), and
      * the next read takes one block from the allocator, likely the one just
      * freed. */
-    lb->head = lb->len = 0;
+    lb->head = lb->len = lb->scan = 0;
     fl_free(lb->buf);
     lb->buf = NULL;
     lb->cap = 0;

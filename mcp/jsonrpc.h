@@ -21,6 +21,7 @@ typedef struct fl_linebuf {
   char *buf;
   size_t len, cap;
   size_t head; /* bytes at the front already handed out, dropped at the next feed */
+  size_t scan; /* bytes before this offset (and past head) hold no '\n' */
   size_t max_line;
   int overflow; /* set once a line went over max_line; the peer is done */
 } fl_linebuf;

@@ -262,18 +262,34 @@ static const fl_method *fl_method_find(const fl_method *table, size_t n, const c
 
 #define FL_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+void fl_session_parse(const char *line, size_t len, fl_session_parsed *out) {
+  memset(out, 0, sizeof *out);
+  out->rc = fl_rpc_parse(line, len, &out->rpc, &out->err_id, &out->err_msg);
+}
+
+void fl_session_parsed_free(fl_session_parsed *p) {
+  fl_rpc_free(&p->rpc);
+  json_decref(p->err_id);
+  p->err_id = NULL;
+}
+
 void fl_session_line(fl_session *s, const char *line, size_t len) {
-  fl_rpc rpc;
-  json_t *err_id = NULL;
-  const char *err_msg = NULL;
-  int rc = fl_rpc_parse(line, len, &rpc, &err_id, &err_msg);
+  fl_session_parsed p;
+  fl_session_parse(line, len, &p);
+  fl_session_dispatch(s, &p);
+}
+
+void fl_session_dispatch(fl_session *s, fl_session_parsed *p) {
+  int rc = p->rc;
   if (rc != 0) {
     fl_mcp_counters_bump(s->counters, rc == FL_RPC_PARSE_ERROR ? FL_MCP_C_REQUESTS_UNPARSABLE
                                                                : FL_MCP_C_REQUESTS_INVALID);
-    fl_session_reply_error(s, err_id, rc, err_msg ? err_msg : "invalid request");
-    json_decref(err_id);
+    fl_session_reply_error(s, p->err_id, rc, p->err_msg ? p->err_msg : "invalid request");
+    fl_session_parsed_free(p);
     return;
   }
+  fl_rpc rpc = p->rpc;
+  memset(&p->rpc, 0, sizeof p->rpc);
   if (rpc.kind == FL_RPC_RESPONSE) {
     fl_rpc_free(&rpc); /* fleetd sends no requests; nothing to match */
     return;

@@ -5,7 +5,8 @@
  * The session speaks MCP (initialize, ping, tools/list, tools/call,
  * logging/setLevel, notifications/cancelled) plus fleet's fleet/... methods,
  * and calls the gateway through gateway/gw.h only. Loop thread only; nothing
- * here blocks. */
+ * here blocks, except fl_session_parse, which any thread may run (a
+ * transport parses a big line off the loop thread, then dispatches it). */
 #ifndef FL_MCP_H
 #define FL_MCP_H
 
@@ -13,6 +14,7 @@
 
 #include "gateway/gw.h"
 #include "mcp/counters.h"
+#include "mcp/jsonrpc.h"
 
 typedef struct fl_session fl_session;
 
@@ -37,6 +39,20 @@ fl_session *fl_session_new(fl_gw *gw, fl_mcp_counters *counters, const fl_sessio
  * a tool call the gateway parked: that is answered from a later loop
  * callback. */
 void fl_session_line(fl_session *s, const char *line, size_t len);
+
+/* fl_session_line in two steps: the parse, which touches no session and
+ * may run on any thread, then the dispatch on the loop thread, which
+ * consumes what the parse filled in. fl_session_parsed_free drops a parse
+ * that is not dispatched (its session went away meanwhile). */
+typedef struct fl_session_parsed {
+  int rc;              /* 0, or the JSON-RPC error code of a line refused */
+  fl_rpc rpc;          /* when rc is 0 (owned) */
+  json_t *err_id;      /* when rc is not 0: the id to answer, or NULL (owned) */
+  const char *err_msg; /* when rc is not 0: static text */
+} fl_session_parsed;
+void fl_session_parse(const char *line, size_t len, fl_session_parsed *out);
+void fl_session_dispatch(fl_session *s, fl_session_parsed *p);
+void fl_session_parsed_free(fl_session_parsed *p);
 /* The peer sent a line over the cap: answer with an error (the transport
  * closes the connection after it is written). */
 void fl_session_oversize(fl_session *s);

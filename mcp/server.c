@@ -6,11 +6,13 @@
  * (mcp.c). Writes are queued on the connection with a cap on unsent bytes
  * (FL_MAX_OUTQ): a peer that stops reading is dropped, never buffered without
  * bound. A peer that sends an oversize line gets one error line and is
- * closed; everyone else is unaffected.
+ * closed; everyone else is unaffected. So is a connection that would take
+ * one of the file descriptors fleetd keeps in reserve (FL_FD_RESERVE).
  *
- * Fairness: one read serves at most FL_LINES_PER_TURN lines of a client;
- * the rest wait in its line buffer, reading from it paused, and a backlog
- * (an idle handle) serves every such client a turn in round robin. And a
+ * Fairness: a light client is served in its read; the rest take turns on a
+ * backlog (an idle handle), bounded in lines, bytes and time per loop
+ * iteration, and lines over 64 KiB are parsed on the thread pool (see the
+ * limits below), so no client's input holds the loop for long. And a
  * client with more than FL_OUTQ_PAUSE bytes of answers unread is not read
  * from until it reads: flooding requests without reading stalls only the
  * flooder.
@@ -20,11 +22,14 @@
 #include "mcp/server.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -33,6 +38,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/time.h"
 #include "mcp/counters.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
@@ -46,6 +52,35 @@
  * line a few times the cap, short enough that a stuck peer frees its slot. */
 #define FL_DRAIN_MS 2000
 #define FL_DRAIN_MAX_BYTES (4u * FL_MAX_LINE)
+/* The loop's time between two polls is bounded, whatever clients send:
+ * - a client with at most FL_BYTES_INLINE buffered (a request, a few) is
+ *   served in its read, while the reads of one poll have taken less than
+ *   FL_POLL_SERVE_NS;
+ * - anything else waits for the backlog, which gives each client a turn of
+ *   FL_LINES_PER_TURN lines or FL_BYTES_PER_TURN bytes (at least one line)
+ *   and runs for FL_PASS_NS or FL_BYTES_PER_PASS per loop iteration;
+ * - a line over FL_LINE_OFF_LOOP is parsed on the thread pool;
+ * - a client is read FL_READ_PER_TURN bytes at most between two turns.
+ * So a light client's request waits for about one pass at most. Time, not
+ * only bytes, bounds the work: what a line costs depends on what it asks. */
+#define FL_BYTES_INLINE (16u * 1024u)
+#define FL_POLL_SERVE_NS 1000000u
+#define FL_BYTES_PER_TURN (16u * 1024u)
+#define FL_BYTES_PER_PASS (128u * 1024u)
+#define FL_PASS_NS 1000000u
+#define FL_LINE_OFF_LOOP (64u * 1024u)
+#define FL_READ_PER_TURN (128u * 1024u)
+/* The nice value of the thread-pool threads that parse big lines. */
+#define FL_PARSE_NICE 10
+/* File descriptors kept free for everything else fleetd opens (the store's
+ * database, WAL and journal files, the identity, a terminal's pipes, HTTP):
+ * a connection that would take one of them is refused with an error line.
+ * The refusal is logged once per FL_FD_WARN_MS with how many there were. */
+#define FL_FD_RESERVE 32
+#define FL_FD_WARN_MS 60000
+/* How long after a connection with big buffers closed the heap is trimmed:
+ * a burst of such closes costs one trim. */
+#define FL_TRIM_DELAY_MS 500
 
 typedef struct fl_conn fl_conn;
 
@@ -62,6 +97,18 @@ struct fl_server {
   uv_idle_t backlog_idle;
   int backlog_active;
   fl_conn *backlog, **backlog_tail;
+  size_t nbacklog;
+  /* After connections that held big buffers are gone, free heap goes back
+   * to the system (fl_alloc_trim), once per FL_TRIM_DELAY_MS at most. */
+  uv_timer_t trim_timer;
+  /* When the first read after the latest poll ran (0: none yet; reset by
+   * poll_prepare before each poll). */
+  uv_prepare_t poll_prepare;
+  uint64_t poll_start;
+  /* Out of file descriptors: the soft limit, and the rate-limited log. */
+  long fd_limit;
+  long long fd_warned_ms;
+  unsigned long fd_refused_since;
   char readbuf[FL_READ_BUF];
   int readbuf_busy;
 };
@@ -73,8 +120,13 @@ struct fl_conn {
   fl_session *session;
   fl_linebuf lb;
   size_t outq;
-  int reading;                  /* uv_read_start is in effect */
-  int more;                     /* lines may be buffered that were not served yet */
+  int reading; /* uv_read_start is in effect */
+  int more;    /* lines may be buffered that were not served yet */
+  char *line;  /* the next line, popped but waiting for a turn */
+  int parsing; /* a big line of it is being parsed off the loop */
+  size_t line_len;
+  size_t turn_read;             /* bytes read since its last turn of the backlog */
+  int big;                      /* it held a long line or many answers: trim the heap after it */
   fl_conn *bl_next, **bl_pprev; /* on fe->backlog when bl_pprev is set */
   int closing;
   uv_shutdown_t shutdown_req;
@@ -93,6 +145,8 @@ typedef struct fl_wreq {
 } fl_wreq;
 
 static void fl_conn_close(fl_conn *c);
+static void fl_conn_pace(fl_conn *c);
+static int fl_conn_parse_off_loop(fl_conn *c);
 static void fl_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
@@ -105,10 +159,11 @@ static void fl_backlog_remove(fl_conn *c) {
   *c->bl_pprev = c->bl_next;
   if (c->bl_next)
     c->bl_next->bl_pprev = c->bl_pprev;
-  else if (fe->backlog_tail == &c->bl_next)
-    fe->backlog_tail = c->bl_pprev; /* (not when on a list a turn is walking) */
+  else
+    fe->backlog_tail = c->bl_pprev;
   c->bl_next = NULL;
   c->bl_pprev = NULL;
+  fe->nbacklog--;
 }
 
 static void fl_backlog_cb(uv_idle_t *h);
@@ -117,34 +172,47 @@ static void fl_backlog_add(fl_conn *c) {
   fl_server *fe = c->fe;
   if (c->bl_pprev)
     return;
-  if (!fe->backlog_tail)
-    fe->backlog_tail = &fe->backlog;
   c->bl_next = NULL;
   c->bl_pprev = fe->backlog_tail;
   *fe->backlog_tail = c;
   fe->backlog_tail = &c->bl_next;
+  fe->nbacklog++;
   if (!fe->backlog_active && fe->listening && uv_idle_start(&fe->backlog_idle, fl_backlog_cb) == 0)
     fe->backlog_active = 1;
 }
 
-/* Serves up to max buffered lines of c (0 = all); sets c->more when the
- * turn ran out before the buffer did. */
-static void fl_conn_serve(fl_conn *c, unsigned max) {
-  char *line;
-  size_t len;
+/* Serves buffered lines of c: at most max lines (0 = no limit) and, in
+ * bytes, what *budget has left (NULL = no limit), which it spends. A line
+ * over what is left waits, kept in c->line, unless big_ok and nothing was
+ * served yet: then it goes alone. Sets c->more when lines may be left. */
+static size_t fl_conn_serve(fl_conn *c, unsigned max, size_t *budget, int big_ok) {
   unsigned n = 0;
+  size_t served = 0;
   c->more = 0;
   while (!c->closing) {
     if (max && n == max) {
       c->more = 1;
-      return;
+      return served;
     }
-    if (fl_linebuf_next(&c->lb, &line, &len) != 1)
-      return;
+    if (!c->line && fl_linebuf_next(&c->lb, &c->line, &c->line_len) != 1)
+      return served;
+    if (c->line_len > FL_LINE_OFF_LOOP && fl_conn_parse_off_loop(c) == 0)
+      return served;
+    if (budget && c->line_len > *budget && !(big_ok && n == 0)) {
+      c->more = 1;
+      return served;
+    }
+    char *line = c->line;
+    size_t len = c->line_len;
+    c->line = NULL;
+    if (budget)
+      *budget = len < *budget ? *budget - len : 0;
     fl_session_line(c->session, line, len);
     fl_free(line);
+    served += len;
     n++;
   }
+  return served;
 }
 
 /* Reads from c while it has no lines waiting for a turn and has read its
@@ -154,7 +222,7 @@ static void fl_conn_pace(fl_conn *c) {
     return;
   if (c->more)
     fl_backlog_add(c);
-  int want = !c->more && c->outq < FL_OUTQ_PAUSE;
+  int want = !c->more && !c->parsing && c->outq < FL_OUTQ_PAUSE;
   if (want && !c->reading) {
     if (uv_read_start((uv_stream_t *)&c->pipe, fl_alloc_cb, fl_read_cb) == 0)
       c->reading = 1;
@@ -164,22 +232,23 @@ static void fl_conn_pace(fl_conn *c) {
   }
 }
 
-/* One turn for every client on the backlog, in the order they queued. */
+/* One pass over the backlog, once per loop iteration: each client queued
+ * when it starts gets a turn, in order, until FL_BYTES_PER_PASS of lines
+ * were served; the rest keep their place for the next pass. A turn serves
+ * at least one line, so every line is served in the end. */
 static void fl_backlog_cb(uv_idle_t *h) {
   fl_server *fe = h->data;
-  fl_conn *list = fe->backlog;
-  fe->backlog = NULL;
-  fe->backlog_tail = &fe->backlog;
-  if (list)
-    list->bl_pprev = &list; /* keep removal working while we walk */
-  while (list) {
-    fl_conn *c = list;
-    list = c->bl_next;
-    if (list)
-      list->bl_pprev = &list;
-    c->bl_next = NULL;
-    c->bl_pprev = NULL;
-    fl_conn_serve(c, FL_LINES_PER_TURN);
+  size_t budget = FL_BYTES_PER_PASS;
+  uint64_t start = uv_hrtime();
+  for (size_t turns = fe->nbacklog, n = 0; turns > 0 && fe->backlog && budget > 0; turns--, n++) {
+    if (n > 0 && uv_hrtime() - start >= FL_PASS_NS)
+      break;
+    fl_conn *c = fe->backlog;
+    fl_backlog_remove(c);
+    c->turn_read = 0;
+    size_t quantum = FL_BYTES_PER_TURN;
+    size_t spent = fl_conn_serve(c, FL_LINES_PER_TURN, &quantum, 1);
+    budget = spent < budget ? budget - spent : 0;
     fl_conn_pace(c);
   }
   if (!fe->backlog && fe->backlog_active) {
@@ -188,12 +257,96 @@ static void fl_backlog_cb(uv_idle_t *h) {
   }
 }
 
-static void fl_conn_closed_cb(uv_handle_t *h) {
-  fl_conn *c = h->data;
+static void fl_poll_prepare_cb(uv_prepare_t *h) {
+  fl_server *fe = h->data;
+  fe->poll_start = 0;
+}
+
+static void fl_trim_cb(uv_timer_t *t) {
+  (void)t;
+  fl_alloc_trim();
+}
+
+/* Drops one of c's handles (or its parse job); the last one frees it. */
+static void fl_conn_unref(fl_conn *c) {
   if (--c->handles > 0)
     return;
+  fl_server *fe = c->fe;
+  if (c->big && fe->listening && !uv_is_active((uv_handle_t *)&fe->trim_timer))
+    uv_timer_start(&fe->trim_timer, fl_trim_cb, FL_TRIM_DELAY_MS, 0);
   fl_linebuf_free(&c->lb);
+  fl_free(c->line);
   fl_free(c);
+}
+
+static void fl_conn_closed_cb(uv_handle_t *h) { fl_conn_unref(h->data); }
+
+/* ---- big lines: parsed on the thread pool ----------------------------------------- */
+
+/* A line over FL_LINE_OFF_LOOP: jansson takes about 12 ms per MiB, which on
+ * the loop thread every other client would wait for. The parse runs on
+ * libuv's thread pool instead (it touches no session), and the result is
+ * dispatched on the loop when it is done. The connection reads nothing and
+ * serves no other line meanwhile, so its lines keep their order. */
+typedef struct fl_parse_job {
+  uv_work_t req;
+  fl_conn *conn;
+  char *line;
+  size_t len;
+  fl_session_parsed parsed;
+} fl_parse_job;
+
+static void fl_parse_work(uv_work_t *req) {
+  fl_parse_job *job = req->data;
+#ifdef __linux__
+  /* The pool threads run at a lower priority than the loop: on a busy
+   * machine a big line waits for a core, not the clients the loop serves.
+   * (Only this thread: Linux applies a thread id's nice to that thread.) */
+  static _Thread_local int niced;
+  if (!niced) {
+    niced = 1;
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), FL_PARSE_NICE);
+  }
+#endif
+  fl_session_parse(job->line, job->len, &job->parsed);
+}
+
+static void fl_parse_done(uv_work_t *req, int status) {
+  fl_parse_job *job = req->data;
+  fl_conn *c = job->conn;
+  c->parsing = 0;
+  if (status == 0 && !c->closing && c->session)
+    fl_session_dispatch(c->session, &job->parsed);
+  else
+    fl_session_parsed_free(&job->parsed);
+  fl_free(job->line);
+  fl_free(job);
+  if (!c->closing) {
+    c->more = 1; /* what else it sent waits for its turn */
+    fl_conn_pace(c);
+  }
+  fl_conn_unref(c);
+}
+
+/* Hands c->line to the pool. 0 when queued (the line now belongs to the
+ * job), else the caller parses it itself. */
+static int fl_conn_parse_off_loop(fl_conn *c) {
+  fl_parse_job *job = fl_calloc(1, sizeof *job);
+  if (!job)
+    return FL_ENOMEM;
+  job->req.data = job;
+  job->conn = c;
+  job->line = c->line;
+  job->len = c->line_len;
+  if (uv_queue_work(c->pipe.loop, &job->req, fl_parse_work, fl_parse_done) != 0) {
+    fl_free(job);
+    return FL_ENOMEM;
+  }
+  c->line = NULL;
+  c->parsing = 1;
+  c->more = 0;
+  c->handles++;
+  return 0;
 }
 
 /* Hard close: pending writes are cancelled. */
@@ -241,6 +394,8 @@ static void fl_conn_drain(fl_conn *c) {
   c->draining = 1;
   fl_session_free(&c->session);
   fl_linebuf_free(&c->lb);
+  fl_free(c->line);
+  c->line = NULL;
   uv_timer_init(c->pipe.loop, &c->drain_timer);
   c->drain_timer.data = c;
   c->handles++;
@@ -306,6 +461,8 @@ static void fl_conn_write(void *conn, char *line, size_t len) {
     return;
   }
   c->outq += len;
+  if (c->outq > FL_OUTQ_PAUSE)
+    c->big = 1;
 }
 
 static const fl_session_io fl_conn_io = {.write = fl_conn_write};
@@ -344,10 +501,33 @@ static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
   if (nread == 0 || c->closing)
     return;
   int rc = fl_linebuf_feed(&c->lb, buf->base, (size_t)nread);
-  /* Lines complete before an overflow are still served, all of them. */
-  fl_conn_serve(c, rc == FL_ETOOBIG ? 0 : FL_LINES_PER_TURN);
+  if (c->lb.cap > FL_LINE_OFF_LOOP)
+    c->big = 1;
+  /* Lines complete before an overflow are still served, all of them (one
+   * read's worth at most: reading stops while lines wait for a turn). Else
+   * a light client is served at once, and one with more buffered waits for
+   * its turn of the backlog. */
+  if (rc == FL_ETOOBIG) {
+    fl_conn_serve(c, 0, NULL, 0);
+  } else {
+    fl_server *fe = c->fe;
+    uint64_t now = uv_hrtime();
+    if (!fe->poll_start)
+      fe->poll_start = now;
+    size_t buffered = c->lb.len - c->lb.head + (c->line ? c->line_len : 0);
+    size_t budget = FL_BYTES_INLINE;
+    if (buffered <= FL_BYTES_INLINE && now - fe->poll_start < FL_POLL_SERVE_NS)
+      fl_conn_serve(c, FL_LINES_PER_TURN, &budget, 0);
+    else
+      c->more = 1;
+  }
   if (c->closing)
     return;
+  /* A client sending fast (a long line) yields after FL_READ_PER_TURN: it
+   * reads on at its next turn, after everyone else's reads. */
+  c->turn_read += (size_t)nread;
+  if (c->turn_read >= FL_READ_PER_TURN && !c->parsing)
+    c->more = 1;
   if (rc == 0) {
     fl_conn_pace(c);
   } else if (rc == FL_ETOOBIG) {
@@ -359,10 +539,55 @@ static void fl_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
   }
 }
 
+/* ---- running out of file descriptors ---------------------------------------------- */
+
+/* Does the connection on fd leave fewer than FL_FD_RESERVE descriptors
+ * free? The kernel hands out the lowest free number, so every descriptor
+ * below fd is taken: at most fd_limit - fd - 1 are free. */
+static int fl_fds_short(const fl_server *fe, int fd) {
+  return fe->fd_limit > 0 && (long)fd >= fe->fd_limit - FL_FD_RESERVE;
+}
+
+/* Counts a connection refused for want of descriptors and logs it, once
+ * per FL_FD_WARN_MS, with how many were refused since the last time. */
+static void fl_fds_note(fl_server *fe, const char *what) {
+  fl_mcp_counters_bump(fe->counters, FL_MCP_C_SESSIONS_REFUSED_FDS);
+  fe->fd_refused_since++;
+  long long now = fl_now_ms();
+  if (fe->fd_warned_ms && now - fe->fd_warned_ms < FL_FD_WARN_MS)
+    return;
+  fl_error(NULL,
+           "out of file descriptors (%s; the limit is %ld, %d kept in reserve): refusing new "
+           "connections, %lu so far; raise the limit (ulimit -n, LimitNOFILE=) or close clients",
+           what, fe->fd_limit, FL_FD_RESERVE, fe->fd_refused_since);
+  fe->fd_warned_ms = now;
+  fe->fd_refused_since = 0;
+}
+
+/* Tells the peer on fd why it is refused (one line, without blocking: it
+ * fits an empty socket buffer), then counts and logs it. */
+static void fl_fds_refuse(fl_server *fe, int fd) {
+  char *line = fl_rpc_error(NULL, FL_RPC_INTERNAL_ERROR,
+                            "fleetd is out of file descriptors and refuses new connections; "
+                            "try again later",
+                            NULL);
+  if (line) {
+    ssize_t w = send(fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)w;
+    fl_free(line);
+  }
+  fl_fds_note(fe, "a connection came near the limit");
+}
+
 static void fl_on_connection(uv_stream_t *server, int status) {
   fl_server *fe = server->data;
   if (status < 0) {
-    fl_warn(NULL, "accept failed: %s", uv_strerror(status));
+    /* libuv already accepted and closed what was pending when the accept
+     * itself ran out of descriptors (its reserve descriptor): count it. */
+    if (status == UV_EMFILE || status == UV_ENFILE)
+      fl_fds_note(fe, uv_strerror(status));
+    else
+      fl_warn(NULL, "accept failed: %s", uv_strerror(status));
     return;
   }
   fl_conn *c = fl_calloc(1, sizeof *c);
@@ -381,6 +606,12 @@ static void fl_on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 && fl_fds_short(fe, fd)) {
+    fl_fds_refuse(fe, fd);
+    c->closing = 2;
+    uv_close((uv_handle_t *)&c->pipe, fl_conn_closed_cb);
+    return;
+  }
   struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
   socklen_t clen = sizeof cred;
   int ok = uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
@@ -470,11 +701,20 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
   }
   fe->loop = loop;
   fe->gw = gw;
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+    fe->fd_limit = (long)nofile.rlim_cur;
   snprintf(fe->path, sizeof fe->path, "%s", socket_path);
   uv_pipe_init(loop, &fe->listener, 0);
   fe->listener.data = fe;
   uv_idle_init(loop, &fe->backlog_idle);
   fe->backlog_idle.data = fe;
+  uv_timer_init(loop, &fe->trim_timer);
+  uv_unref((uv_handle_t *)&fe->trim_timer);
+  uv_prepare_init(loop, &fe->poll_prepare);
+  fe->poll_prepare.data = fe;
+  uv_prepare_start(&fe->poll_prepare, fl_poll_prepare_cb);
+  uv_unref((uv_handle_t *)&fe->poll_prepare);
   fe->backlog_tail = &fe->backlog;
   /* Create the socket file 0600 from the start: no window where others
    * could connect. */
@@ -487,6 +727,8 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
     fl_errf(err, errlen, "cannot listen on %s: %s", socket_path, uv_strerror(rc));
     uv_close((uv_handle_t *)&fe->listener, NULL);
     uv_close((uv_handle_t *)&fe->backlog_idle, NULL);
+    uv_close((uv_handle_t *)&fe->trim_timer, NULL);
+    uv_close((uv_handle_t *)&fe->poll_prepare, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
     fl_mcp_counters_free(&fe->counters);
     fl_free(fe);
@@ -505,6 +747,8 @@ void fl_server_stop(fl_server *fe) {
     fe->listening = 0;
     uv_close((uv_handle_t *)&fe->listener, NULL);
     uv_close((uv_handle_t *)&fe->backlog_idle, NULL);
+    uv_close((uv_handle_t *)&fe->trim_timer, NULL);
+    uv_close((uv_handle_t *)&fe->poll_prepare, NULL);
     unlink(fe->path);
   }
   fl_conn *c = fe->conns;

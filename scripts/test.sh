@@ -159,7 +159,8 @@ integration() {
 }
 
 # The fault suite's short profile, against the optimized build (kills of
-# brokers and gateways under load; tests/faults/faults.test.mjs).
+# brokers and gateways under load, hostile clients, fds and disk running
+# out: every *.test.mjs in tests/faults/).
 faults() {
   FLEET_BIN_DIR=$ROOT/build FLEET_FAULT_PROFILE=short node --test --test-concurrency=1 tests/faults/
 }

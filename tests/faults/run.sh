@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# run.sh — the fault suite (tests/faults/faults.test.mjs) on its own.
+# run.sh — the fault suite (every *.test.mjs in tests/faults/: broker and
+# gateway kills, hostile clients, fds and disk running out) on its own.
 #
 #   bash tests/faults/run.sh           the short profile (what the test command runs)
-#   bash tests/faults/run.sh --long    20,000 messages, 20 faults of each kind
+#   bash tests/faults/run.sh --long    faults.test.mjs with 20,000 messages, 20 faults of each kind
 #
 # Uses the binaries in FLEET_BIN_DIR (default: build/, built by scripts/test.sh
 # or scripts/setup.sh); FLEET_FAULT_SEED=N replays one run's random choices.

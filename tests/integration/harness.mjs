@@ -334,7 +334,8 @@ export class Fleet {
    * opts.config: an object written to <dir>/config.json and passed with
    * --config. opts.args: extra arguments. opts.env: extra environment.
    * opts.flags: false to pass state dir and socket through the environment
-   * (FLEET_STATE_DIR, FLEET_SOCKET) instead of flags.
+   * (FLEET_STATE_DIR, FLEET_SOCKET) instead of flags. opts.wrap: a command
+   * that runs fleetd by exec (e.g. ['prlimit', '--nofile=64:64']).
    */
   async startFleetd(opts = {}) {
     assert.equal(this.fleetd, null, 'fleetd already running in this test');
@@ -354,8 +355,12 @@ export class Fleet {
     args.push(...(opts.args || []));
     this.fleetdRuns += 1;
     this.fleetdLog += `\n=== fleetd run ${this.fleetdRuns}: fleetd ${args.join(' ')}\n`;
+    const wrap = opts.wrap || [];
     const child = track(
-      spawn(bin('fleetd'), args, { env: this.env(extraEnv), stdio: ['ignore', 'pipe', 'pipe'] })
+      spawn(wrap.length ? wrap[0] : bin('fleetd'), [...wrap.slice(1), ...(wrap.length ? [bin('fleetd')] : []), ...args], {
+        env: this.env(extraEnv),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
     );
     this.fleetd = child;
     const append = (d) => {

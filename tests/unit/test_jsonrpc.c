@@ -76,6 +76,29 @@ static void test_linebuf_partial_feeds(void **state) {
   assert_null(lb.buf);
 }
 
+/* A long unfinished line is searched for its newline once: after a miss the
+ * next search starts where the last one stopped, also across the move that
+ * drops handed-out lines at the next feed. */
+static void test_linebuf_scans_once(void **state) {
+  (void)state;
+  fl_linebuf lb;
+  fl_linebuf_init(&lb, 1024);
+  assert_int_equal(feed_str(&lb, "{\"a\":1}\n{\"b\""), 0);
+  expect_line(&lb, "{\"a\":1}");
+  expect_no_line(&lb);
+  assert_int_equal(lb.scan, lb.len);
+  assert_int_equal(feed_str(&lb, ":2"), 0);
+  assert_int_equal(lb.scan, 4); /* the dropped line moved the mark down with the bytes */
+  expect_no_line(&lb);
+  assert_int_equal(lb.scan, lb.len);
+  assert_int_equal(feed_str(&lb, "}\n{\"c\":3}\n"), 0);
+  expect_line(&lb, "{\"b\":2}");
+  expect_line(&lb, "{\"c\":3}");
+  expect_no_line(&lb);
+  assert_int_equal(lb.scan, 0);
+  fl_linebuf_free(&lb);
+}
+
 static void test_linebuf_crlf(void **state) {
   (void)state;
   fl_linebuf lb;
@@ -719,6 +742,7 @@ static void test_parse_depth_limit(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linebuf_partial_feeds),
+      cmocka_unit_test(test_linebuf_scans_once),
       cmocka_unit_test(test_linebuf_crlf),
       cmocka_unit_test(test_parse_depth_limit),
       cmocka_unit_test(test_linebuf_empty_lines_skipped),
