@@ -159,9 +159,13 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
     // ---- senders ----
     let seq = 0;
     let sending = true;
+    // Senders go on past the count until every fault has struck: a fault
+    // (a client killed mid-call needs a sender to kill) must never wait for
+    // traffic that has already ended.
+    let faultsDone = false;
     const killRequests = [];
     const send = async (agent, local, remote) => {
-      while (sending && acked.size < PROFILE.messages) {
+      while (sending && (acked.size < PROFILE.messages || !faultsDone)) {
         const i = seq++;
         const to = rand() < 0.5 ? local : remote;
         const content = `m:${agent.name}:${i}`;
@@ -279,6 +283,7 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
       }
       stats[faults[f]]++;
     }
+    faultsDone = true;
     await Promise.all(senders);
     if (senderFailure) throw senderFailure;
     sending = false;

@@ -111,23 +111,7 @@ const kinds = {
   },
 
   async bigline(i, started) {
-    let s = null;
-    let next;
-    for (let first = true; !stopping; first = false) {
-      if (!s || s.destroyed) {
-        s = await connect();
-        if (!s) {
-          await jitter(100);
-          continue;
-        }
-        next = reader(s);
-      }
-      if (first) started();
-      await write(s, BIG);
-      if ((await next()) === null) stats.closedByServer++;
-      await jitter(1000);
-    }
-    s?.destroy();
+    await lineLoop(started, BIG, 1000);
   },
 
   async oversize(i, started) {
