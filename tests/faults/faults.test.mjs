@@ -113,6 +113,10 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
   const hosts = { hostA, hostB };
   const stats = Object.fromEntries(KINDS.map((k) => [k, 0]));
   let failure = null;
+  // The load's switches: a failed run turns them off, so its senders and
+  // receivers end and the process exits.
+  let sending = true;
+  let receiving = true;
   try {
     await Promise.all([hostA.startFleetd(), hostB.startFleetd()]);
     await pinAll([hostA, hostB]);
@@ -139,7 +143,6 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
     const strays = [];
 
     // ---- receivers ----
-    let receiving = true;
     const receive = async (agent) => {
       while (receiving) {
         const r = await agent.call('fleet_poll', { wait_s: 1, max: 100 }, 20000);
@@ -158,7 +161,6 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
 
     // ---- senders ----
     let seq = 0;
-    let sending = true;
     // Senders go on past the count until every fault has struck: a fault
     // (a client killed mid-call needs a sender to kill) must never wait for
     // traffic that has already ended.
@@ -338,6 +340,8 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
     assert.deepEqual(full, [], `inboxes and fleet.dlq are empty: ${JSON.stringify(full)}`);
   } catch (e) {
     failure = e;
+    sending = false;
+    receiving = false;
   }
   const problems = [];
   for (const h of [hostA, hostB]) {
