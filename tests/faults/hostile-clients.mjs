@@ -90,24 +90,19 @@ async function initialize(s, next, name) {
 const kinds = {
   async garbage(i, started) {
     const idle = i % 2 === 0;
-    for (let first = true; !stopping; first = false) {
-      const s = await connect();
-      if (first) started();
-      if (!s) {
-        await jitter(100);
-        continue;
-      }
+    await eachConnection(started, async (s) => {
       reader(s);
       await write(s, 'this is not json \u0001\u0002 {{{\n');
       await write(s, '{"jsonrpc":"2.0","id":5,"method":"pi'); // half a line, never finished
       if (idle) {
         while (!stopping && !s.destroyed) await sleep(100);
         s.destroy();
-        return;
+        return true;
       }
       await jitter(300);
       s.destroy();
-    }
+      return false;
+    });
   },
 
   async bigline(i, started) {
@@ -116,13 +111,7 @@ const kinds = {
 
   async oversize(i, started) {
     const chunk = 'x'.repeat(512 * 1024);
-    for (let first = true; !stopping; first = false) {
-      const s = await connect();
-      if (first) started();
-      if (!s) {
-        await jitter(100);
-        continue;
-      }
+    await eachConnection(started, async (s) => {
       reader(s);
       const closed = new Promise((r) => s.once('close', r));
       for (let sent = 0; sent <= MAX_LINE && !s.destroyed && !stopping; sent += chunk.length) {
@@ -134,7 +123,8 @@ const kinds = {
       if (!s.destroyed) s.destroy();
       else stats.closedByServer++;
       await jitter(500);
-    }
+      return false;
+    });
   },
 
   async deep(i, started) {
@@ -147,19 +137,14 @@ const kinds = {
 
   async cancel(i, started) {
     const name = `hostile-${process.pid}-${i}`;
-    for (let n = 0, first = true; !stopping; n++, first = false) {
-      const s = await connect();
-      if (first) started();
-      if (!s) {
-        await jitter(100);
-        continue;
-      }
+    let n = 0;
+    await eachConnection(started, async (s) => {
       const next = reader(s);
       if (!(await initialize(s, next, name))) {
         // The previous session of this name may not be gone yet.
         s.destroy();
         await jitter(100);
-        continue;
+        return false;
       }
       for (let k = 0; k < 3 && !stopping && !s.destroyed; k++) {
         const id = 100 + k;
@@ -171,9 +156,11 @@ const kinds = {
         if (n % 2 === 0) break; // destroyed mid-call below
         await write(s, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'hostile' } }) + '\n');
       }
+      n++;
       s.destroy();
       await jitter(200);
-    }
+      return false;
+    });
   },
 
   async slowreader(i, started) {
@@ -211,23 +198,36 @@ function settle() {
 }
 if (unsettled === 0) setImmediate(() => process.send?.({ settled: true }));
 
+// Connects again and again until the run stops, calling started() once
+// after the first attempt; body(s) uses each connection and returns true to
+// end the loop.
+async function eachConnection(started, body) {
+  for (let first = true; !stopping; first = false) {
+    const s = await connect();
+    if (first) started();
+    if (!s) {
+      await jitter(100);
+      continue;
+    }
+    if (await body(s)) return;
+  }
+}
+
+// Sends line on one connection at a time, reading each answer, pausing
+// about pauseMs between lines; a new connection when fleetd closes one.
 async function lineLoop(started, line, pauseMs) {
   let s = null;
   let next;
-  for (let first = true; !stopping; first = false) {
-    if (!s || s.destroyed) {
-      s = await connect();
-      if (!s) {
-        await jitter(100);
-        continue;
-      }
-      next = reader(s);
+  await eachConnection(started, async (c) => {
+    s = c;
+    next = reader(s);
+    while (!stopping && !s.destroyed) {
+      await write(s, line);
+      if ((await next()) === null) stats.closedByServer++;
+      await jitter(pauseMs);
     }
-    if (first) started();
-    await write(s, line);
-    if ((await next()) === null) stats.closedByServer++;
-    await jitter(pauseMs);
-  }
+    return false;
+  });
   s?.destroy();
 }
 
