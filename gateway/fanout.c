@@ -123,19 +123,20 @@ int fl_fanout_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   if (!w)
     return 0;
   fl_fanout *fo = w->ext;
-  fl_msg got;
-  if (fl_router_take(gw, to, m, &got) != 0)
+  fl_msg buf;
+  const fl_msg *got = fl_router_take(gw, to, m, &buf);
+  if (!got)
     return 0;
   gw->counters[FL_C_MSGS_DRAINED]++;
-  fl_remote_drained(gw, to->gid, got.msg_id);
+  fl_remote_drained(gw, to->gid, got->msg_id);
   char ts[32];
-  fl_rfc3339(got.ts_ms, ts);
+  fl_rfc3339(got->ts_ms, ts);
   json_array_append_new(
       fo->replies,
-      json_pack("{s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "from", "gid", got.from_gid, "name",
-                got.from_name, "msgId", got.msg_id, "content", got.content ? got.content : "",
-                got.content ? got.content_len : 0, "ts", ts, "inReplyTo", fo->at[i].msg_id));
-  fl_free(got.content);
+      json_pack("{s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "from", "gid", got->from_gid, "name",
+                got->from_name, "msgId", got->msg_id, "content", got->content ? got->content : "",
+                got->content ? got->content_len : 0, "ts", ts, "inReplyTo", fo->at[i].msg_id));
+  fl_free(buf.content);
   fo->at[i].replied = 1;
   fo->nreplied++;
   fl_info(m->trace_id, "parallel brief: reply %s from '%s' (%zu of %zu)", m->msg_id, m->from_name,

@@ -214,12 +214,11 @@ static fl_wait *fl_poll_waiter(fl_client *c, const fl_msg *m) {
   return NULL;
 }
 
-int fl_router_take(fl_gw *gw, fl_entity *to, const fl_msg *m, fl_msg *out) {
-  if (!m->handed)
-    return fl_store_take_id(gw->store, to->gid, m->msg_id, out);
-  *out = *m;
-  out->content = fl_strndup(m->content ? m->content : "", m->content ? m->content_len : 0);
-  return out->content ? 0 : FL_ENOMEM;
+const fl_msg *fl_router_take(fl_gw *gw, fl_entity *to, const fl_msg *m, fl_msg *buf) {
+  buf->content = NULL;
+  if (m->handed)
+    return m;
+  return fl_store_take_id(gw->store, to->gid, m->msg_id, buf) == 0 ? buf : NULL;
 }
 
 int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
@@ -229,12 +228,13 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   if (fl_fanout_wake(gw, to, m)) /* a reply to a brief sent to several */
     return 1;
   fl_wait *w = fl_reply_waiter(c, m);
-  fl_msg got;
-  if (w && fl_router_take(gw, to, m, &got) == 0) {
+  fl_msg buf;
+  const fl_msg *got = w ? fl_router_take(gw, to, m, &buf) : NULL;
+  if (got) {
     gw->counters[FL_C_MSGS_DRAINED]++;
-    fl_remote_drained(gw, to->gid, got.msg_id);
-    json_t *reply = fl_msg_json(&got);
-    fl_free(got.content);
+    fl_remote_drained(gw, to->gid, got->msg_id);
+    json_t *reply = fl_msg_json(got);
+    fl_free(buf.content);
     fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
     json_t *res =
         json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId", w->trace_id, "to",

@@ -47,10 +47,11 @@ int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errl
  * and m->handed is set; the wake hands m itself to the call. A message is
  * then either in the store or in that call's result, as before. */
 int fl_router_deliver(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen);
-/* Takes the just-accepted m of to out of the store into *out (the caller
- * frees out->content), or copies it when it was handed (never held). 0 or
- * the store's code. */
-int fl_router_take(fl_gw *gw, fl_entity *to, const fl_msg *m, fl_msg *out);
+/* Takes the just-accepted m of to out of the store into *buf and returns
+ * buf, or returns m itself when it was handed (never held); NULL when the
+ * store has it no more or failed. The caller frees buf->content (NULL when
+ * m was returned) either way. */
+const fl_msg *fl_router_take(fl_gw *gw, fl_entity *to, const fl_msg *m, fl_msg *buf);
 /* Hands the just-accepted m to a waiting call of to if one matches, else
  * arms to's nudge. Returns 1 if a call took it. */
 int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m);
