@@ -62,6 +62,18 @@ static fl_client *attach(fixture *f, const char *name) {
   return c;
 }
 
+/* from sends content to the local entity to, with no wait: "sent". */
+static void send_now(fl_gw *gw, fl_client *from, const char *to, const char *content) {
+  json_t *sent = NULL;
+  fl_wait *sw = NULL;
+  char err[256] = "";
+  assert_int_equal(fl_gw_send(gw, from, to, content, 0, seen_cb, NULL, &sent, &sw, err, sizeof err),
+                   0);
+  assert_null(sw);
+  assert_string_equal(json_string_value(json_object_get(sent, "status")), "sent");
+  json_decref(sent);
+}
+
 /* A waiter whose time is up completes with a count of its timeouts. */
 static int timeouts;
 static void count_timeout(fl_wait *w) {
@@ -194,13 +206,7 @@ static void test_poll_woken_by_message(void **state) {
   assert_int_equal(
       fl_gw_poll(f->g.gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err), 0);
   assert_non_null(w);
-  json_t *sent = NULL;
-  fl_wait *sw = NULL;
-  assert_int_equal(
-      fl_gw_send(f->g.gw, bob, "alice", "hello", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
-  assert_null(sw);
-  assert_string_equal(json_string_value(json_object_get(sent, "status")), "sent");
-  json_decref(sent);
+  send_now(f->g.gw, bob, "alice", "hello");
   assert_int_equal(s.calls, 1); /* woken at once, no loop turn needed */
   json_t *msgs = json_object_get(s.result, "messages");
   assert_int_equal(json_array_size(msgs), 1);
@@ -221,15 +227,13 @@ static void test_handed_to_a_waiting_poll(void **state) {
   fl_gw *gw = f->g.gw;
   fl_client *alice = attach(f, "alice"), *bob = attach(f, "bob"), *carol = attach(f, "carol");
   seen s = {0};
-  json_t *result = NULL, *sent = NULL;
-  fl_wait *w = NULL, *sw = NULL;
+  json_t *result = NULL;
+  fl_wait *w = NULL;
   char err[256] = "";
   size_t held = 99;
   assert_int_equal(fl_gw_poll(gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err),
                    0);
-  assert_int_equal(
-      fl_gw_send(gw, bob, "alice", "one", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
-  json_decref(sent);
+  send_now(gw, bob, "alice", "one");
   assert_int_equal(s.calls, 1);
   json_t *msgs = json_object_get(s.result, "messages");
   assert_int_equal(json_array_size(msgs), 1);
@@ -245,15 +249,11 @@ static void test_handed_to_a_waiting_poll(void **state) {
 
   /* bob's next waits held; alice then waits for carol only: carol's
    * message is held behind bob's (not handed), and the poll takes it. */
-  assert_int_equal(
-      fl_gw_send(gw, bob, "alice", "two", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
-  json_decref(sent);
+  send_now(gw, bob, "alice", "two");
   assert_int_equal(fl_gw_poll(gw, alice, "carol", 30, 0, seen_cb, &s, &result, &w, err, sizeof err),
                    0);
   assert_non_null(w);
-  assert_int_equal(
-      fl_gw_send(gw, carol, "alice", "three", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
-  json_decref(sent);
+  send_now(gw, carol, "alice", "three");
   assert_int_equal(s.calls, 2);
   msgs = json_object_get(s.result, "messages");
   assert_int_equal(json_array_size(msgs), 1);
@@ -283,11 +283,7 @@ static void test_answer_waits_for_the_commit(void **state) {
   assert_non_null(w);
   assert_int_equal(fl_store_batch_begin(f->g.gw->store), 0);
   fl_wait_defer_begin(f->g.gw);
-  json_t *sent = NULL;
-  fl_wait *sw = NULL;
-  assert_int_equal(
-      fl_gw_send(f->g.gw, bob, "alice", "hello", 0, seen_cb, NULL, &sent, &sw, err, sizeof err), 0);
-  json_decref(sent);
+  send_now(f->g.gw, bob, "alice", "hello");
   assert_int_equal(s.calls, 0); /* taken, but not handed out before the commit */
   assert_int_equal(fl_store_batch_end(f->g.gw->store), 0);
   fl_wait_defer_end(f->g.gw);
