@@ -446,7 +446,6 @@ stop_all
 # ---- (f) presence at scale, with the other gateways stopped ----
 sim_run
 
-
 # ---- the table ----
 
 RAW_T=$(get raw_tput.msgs_per_s)
