@@ -6,6 +6,7 @@
 #include <malloc.h>
 #endif
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,8 @@ char *fl_strndup(const char *s, size_t n) {
 }
 
 char *fl_strdup(const char *s) { return s ? fl_strndup(s, strlen(s)) : NULL; }
+
+void fl_copy(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
 void fl_free(void *p) { free(p); }
 

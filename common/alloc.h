@@ -22,6 +22,8 @@ void *fl_calloc(size_t n, size_t size);
 void *fl_realloc(void *p, size_t n);
 char *fl_strdup(const char *s);
 char *fl_strndup(const char *s, size_t n);
+/* Copies src (NULL reads as "") into dst of size n, truncating. */
+void fl_copy(char *dst, size_t n, const char *src);
 /* NULL-safe. */
 void fl_free(void *p);
 

@@ -38,8 +38,6 @@ static const char *const fl_counter_names[FL_C_COUNT] = {FL_COUNTERS(FL_COUNTER_
 
 /* ---- counters and status -------------------------------------------------- */
 
-void fl_copy(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
-
 void fl_gw_count(fl_gw *gw, enum fl_counter c) {
   if (gw && c < FL_C_COUNT)
     gw->counters[c]++;

@@ -9,6 +9,7 @@
 #ifndef FL_GW_INTERNAL_H
 #define FL_GW_INTERNAL_H
 
+#include "common/alloc.h"
 #include "common/ids.h"
 #include "common/limits.h"
 #include "common/names.h"
@@ -140,8 +141,5 @@ struct fl_gw {
   /* What fleetctl dlq needs on the loop (dlq.h), NULL until first used. */
   struct fl_dlq *dlq;
 };
-
-/* Copies src (NULL reads as "") into dst of size n, truncating. */
-void fl_copy(char *dst, size_t n, const char *src);
 
 #endif
