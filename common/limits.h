@@ -157,6 +157,11 @@
  * announcing more is refused rather than growing our memory. */
 #define FL_MAX_ENTITIES 10000
 
+/* Local entities one host beat lists (gateway/beat.h): a body of at most
+ * a few hundred KiB even with every group of every entity at its longest,
+ * well inside FL_MAX_WIRE_BODY. A host with more beats the rest one by one. */
+#define FL_MAX_BEAT_AGENTS 256
+
 /* Deliveries from a sender whose presence has not arrived yet, parked
  * (unacked) until it does or a presence interval passes. */
 #define FL_MAX_PARKED 1000

@@ -1,16 +1,19 @@
 /* presence.c — presence beats sent and taken, remote status, and the
  * parking of deliveries that overtake their sender's first beat.
  *
- * Sending: every local entity, and a _gateway entry with this fleetd's
- * version and entity count, is announced on fleet.roster under
- * roster.<host>.<gid> each interval, when the link comes up, and when an
- * entity changes. Beats are signed like messages and expire after the TTL.
+ * Sending: each interval, and when the link comes up, one host beat under
+ * roster.<host>._gateway carries this fleetd's version, its profiles and
+ * its local entities (beat.h); an entity is announced alone under
+ * roster.<host>.<gid> when it joins, changes or leaves, and every interval
+ * too while some peer's host beat lists no entities (a gateway that expects
+ * one beat per entity). Beats are signed like messages and expire after the
+ * TTL.
  *
  * Taking: a beat from another host is checked (key and kind match the host,
  * the signature verifies under its pinned key, the body parses, it is fresh,
  * its gid lives nowhere else, the roster has room) and upserts a remote
- * entity. Who lives where is remembered in the store (only when it changed,
- * not every beat), so a message that waited in an inbox while this gateway
+ * entity, or, for a host beat, every entity it lists. Who lives where is remembered in the store
+ * (only when it changed, not every beat), so a message that waited in an inbox while this gateway
  * was down can be checked against it after a restart. Remote entities are
  * soft state: offline once the TTL passes, unknown while the link is down.
  * A refused beat is counted every time but logged once per host per minute
@@ -70,6 +73,7 @@ typedef struct fl_host_seen {
   long long expires_ms;    /* when it reads unknown, on our clock */
   fl_profile_ad *profiles; /* owned; nprofiles of them, as its last beat said */
   size_t nprofiles;
+  int lists_agents; /* its host beat lists its entities (beat.h) */
 } fl_host_seen;
 
 struct fl_presence {
@@ -87,98 +91,6 @@ struct fl_presence {
   fl_host_seen *hosts;  /* other hosts' _gateway beats, at most FL_MAX_HOSTS */
   size_t nhosts;
 };
-
-/* ---- pure parts ------------------------------------------------------------- */
-
-int fl_presence_parse(const char *body, size_t len, fl_beat *out) {
-  memset(out, 0, sizeof *out);
-  json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
-  const char *name = json_string_value(json_object_get(o, "name"));
-  const char *role = json_string_value(json_object_get(o, "role"));
-  const char *status = json_string_value(json_object_get(o, "status"));
-  if (!name || !fl_name_valid(name, FL_MAX_NAME) || !status) {
-    json_decref(o);
-    return FL_EINVAL;
-  }
-  fl_copy(out->name, sizeof out->name, name);
-  fl_copy(out->role, sizeof out->role, (role && fl_name_valid(role, FL_MAX_ROLE)) ? role : "agent");
-  json_t *groups = json_object_get(o, "groups"), *g;
-  size_t i;
-  json_array_foreach(groups, i, g) {
-    const char *gn = json_string_value(g);
-    if (gn && fl_name_valid(gn, FL_MAX_GROUP_NAME) && out->ngroups < FL_MAX_GROUPS)
-      fl_copy(out->groups[out->ngroups++], FL_MAX_GROUP_NAME + 1, gn);
-  }
-  out->online = strcmp(status, "online") == 0;
-  out->gone = strcmp(status, "gone") == 0;
-  const char *delivery = json_string_value(json_object_get(o, "delivery"));
-  out->inject = delivery && strcmp(delivery, "inject") == 0;
-  json_decref(o);
-  return 0;
-}
-
-/* The valid group names of arr (a JSON array) into groups, at most
- * FL_MAX_GROUPS; returns how many. */
-static size_t fl_parse_groups(json_t *arr, char groups[][FL_MAX_GROUP_NAME + 1]) {
-  size_t n = 0, i;
-  json_t *g;
-  json_array_foreach(arr, i, g) {
-    const char *gn = json_string_value(g);
-    if (gn && fl_name_valid(gn, FL_MAX_GROUP_NAME) && n < FL_MAX_GROUPS)
-      fl_copy(groups[n++], FL_MAX_GROUP_NAME + 1, gn);
-  }
-  return n;
-}
-
-int fl_presence_parse_gateway(const char *body, size_t len, const char *host,
-                              fl_gateway_beat *out) {
-  memset(out, 0, sizeof *out);
-  json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
-  const char *h = json_string_value(json_object_get(o, "host"));
-  if (!h || !host || strcmp(h, host) != 0) {
-    json_decref(o);
-    return FL_EINVAL;
-  }
-  json_t *profiles = json_object_get(o, "profiles"), *pr;
-  size_t i;
-  json_array_foreach(profiles, i, pr) {
-    const char *name = json_string_value(json_object_get(pr, "name"));
-    const char *backend = json_string_value(json_object_get(pr, "backend"));
-    const char *role = json_string_value(json_object_get(pr, "role"));
-    if (out->nprofiles >= FL_MAX_PROFILES || !name || !fl_name_valid(name, FL_MAX_NAME) ||
-        !backend || (strcmp(backend, "tmux") != 0 && strcmp(backend, "exec") != 0))
-      continue;
-    int dup = 0;
-    for (size_t k = 0; k < out->nprofiles && !dup; k++)
-      dup = strcmp(out->profiles[k].name, name) == 0;
-    if (dup)
-      continue;
-    fl_profile_ad *ad = &out->profiles[out->nprofiles++];
-    fl_copy(ad->name, sizeof ad->name, name);
-    fl_copy(ad->backend, sizeof ad->backend, backend);
-    fl_copy(ad->role, sizeof ad->role,
-            (role && fl_name_valid(role, FL_MAX_ROLE)) ? role : "worker");
-    ad->ngroups = fl_parse_groups(json_object_get(pr, "groups"), ad->groups);
-  }
-  json_decref(o);
-  return 0;
-}
-
-int fl_presence_fresh(const char *ts, const char *expires_at, long long now_ms,
-                      const long long *newest_ms, long long *ts_ms) {
-  long long t = 0, exp = 0;
-  if (!ts || fl_rfc3339_parse(ts, &t) != 0)
-    t = 0;
-  if (!expires_at || fl_rfc3339_parse(expires_at, &exp) != 0)
-    exp = 0;
-  /* 0 reads as absent, as everywhere else a stamp is parsed. */
-  if (!t || !exp || exp <= now_ms)
-    return FL_EINVAL;
-  if (newest_ms && t < *newest_ms)
-    return FL_EDUP;
-  *ts_ms = t;
-  return 0;
-}
 
 /* ---- life cycle ------------------------------------------------------------- */
 
@@ -216,7 +128,7 @@ void fl_presence_load(fl_presence *p) {
     fl_gw_count(p->gw, FL_C_STORE_ERRORS);
 }
 
-static void fl_beat_tick(uv_timer_t *t);
+static void fl_presence_tick(uv_timer_t *t);
 static void fl_park_tick(uv_timer_t *t);
 
 void fl_presence_start(fl_presence *p, fl_broker *b) {
@@ -225,7 +137,7 @@ void fl_presence_start(fl_presence *p, fl_broker *b) {
   p->park_timer.data = p;
   uv_timer_init(p->gw->loop, &p->beat_timer);
   p->beat_timer.data = p;
-  uv_timer_start(&p->beat_timer, fl_beat_tick, p->interval_ms, p->interval_ms);
+  uv_timer_start(&p->beat_timer, fl_presence_tick, p->interval_ms, p->interval_ms);
   p->started = 1;
 }
 
@@ -285,22 +197,20 @@ static void fl_presence_send(fl_presence *p, const char *key, const char *from, 
   fl_free(text);
 }
 
+/* The body of local entity e's beat (beat.h). */
+static json_t *fl_entity_beat(fl_gw *gw, const fl_entity *e) {
+  return fl_beat_json(e->name, e->role, (const char(*)[FL_MAX_GROUP_NAME + 1]) e->groups,
+                      e->ngroups, e->client ? "online" : "offline", fl_forward_delivery(gw, e));
+}
+
 void fl_presence_entity(fl_presence *p, fl_entity *e) {
   if (!p->up || !p->broker || e->remote || e->removed)
     return;
   fl_gw *gw = p->gw;
-  json_t *groups = json_array();
-  for (size_t i = 0; i < e->ngroups; i++)
-    json_array_append_new(groups, json_string(e->groups[i]));
-  json_t *body =
-      json_pack("{s:s, s:s, s:o, s:s, s:s}", "name", e->name, "role", e->role, "groups", groups,
-                "status", e->client ? "online" : "offline", "delivery", fl_forward_delivery(gw, e));
   char key[256];
-  if (fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, e->gid) != 0) {
-    json_decref(body);
+  if (fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, e->gid) != 0)
     return;
-  }
-  fl_presence_send(p, key, e->gid, e->name, body);
+  fl_presence_send(p, key, e->gid, e->name, fl_entity_beat(gw, e));
 }
 
 void fl_presence_gone(fl_presence *p, const fl_entity *e) {
@@ -309,9 +219,7 @@ void fl_presence_gone(fl_presence *p, const fl_entity *e) {
   char key[256];
   if (fl_topology_roster_key(key, sizeof key, p->gw->cfg.host_id, e->gid) != 0)
     return;
-  fl_presence_send(p, key, e->gid, e->name,
-                   json_pack("{s:s, s:s, s:[], s:s}", "name", e->name, "role", e->role, "groups",
-                             "status", "gone"));
+  fl_presence_send(p, key, e->gid, e->name, fl_beat_json(e->name, e->role, NULL, 0, "gone", NULL));
 }
 
 void fl_presence_forget(fl_presence *p, const char *host, const char *gid, long long beat_ts_ms) {
@@ -330,30 +238,48 @@ void fl_presence_forget(fl_presence *p, const char *host, const char *gid, long 
     fl_gw_count(gw, FL_C_STORE_ERRORS);
 }
 
+int fl_presence_peers_need_entity_beats(const fl_presence *p) {
+  long long now = fl_now_ms();
+  for (const fl_host_seen *h = p->hosts; h; h = h->next)
+    if (!h->lists_agents && now <= h->expires_ms && fl_roster_host_trusted(p->gw, h->host))
+      return 1;
+  return 0;
+}
+
+/* The interval's beats: one host beat listing the local entities (up to
+ * FL_MAX_BEAT_AGENTS; any past that beat alone), or, while some peer still
+ * expects them, an entity beat for each as well. */
 static void fl_presence_all(fl_presence *p) {
   if (!p->up || !p->broker)
     return;
   fl_gw *gw = p->gw;
+  int each = fl_presence_peers_need_entity_beats(p);
+  json_t *agents = json_array();
   size_t local = 0;
-  for (fl_entity *e = gw->entities; e; e = e->next) {
-    if (!e->remote) {
+  for (fl_entity *e = gw->entities; agents && e; e = e->next) {
+    if (e->remote || e->removed)
+      continue;
+    local++;
+    if (each || json_array_size(agents) >= FL_MAX_BEAT_AGENTS)
       fl_presence_entity(p, e);
-      local++;
+    if (json_array_size(agents) < FL_MAX_BEAT_AGENTS &&
+        fl_beat_list(agents, e->gid, fl_entity_beat(gw, e)) != 0) {
+      json_decref(agents);
+      agents = NULL;
     }
   }
   char key[256];
-  if (fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, FL_GID_GATEWAY) != 0)
+  if (!agents || fl_topology_roster_key(key, sizeof key, gw->cfg.host_id, FL_GID_GATEWAY) != 0) {
+    json_decref(agents);
     return;
+  }
   /* The profiles make an agentless host visible as a spawn target. */
-  json_t *profiles = fl_config_profiles_json(&gw->cfg);
-  if (!profiles)
-    return;
   fl_presence_send(p, key, "", FL_GID_GATEWAY,
-                   json_pack("{s:s, s:s, s:I, s:o}", "host", gw->cfg.host_id, "version",
-                             FLEET_VERSION, "entities", (json_int_t)local, "profiles", profiles));
+                   fl_beat_gateway_json(gw->cfg.host_id, FLEET_VERSION, local,
+                                        fl_config_profiles_json(&gw->cfg), agents));
 }
 
-static void fl_beat_tick(uv_timer_t *t) { fl_presence_all(t->data); }
+static void fl_presence_tick(uv_timer_t *t) { fl_presence_all(t->data); }
 
 void fl_presence_link(fl_presence *p, int up) {
   p->up = up;
@@ -403,8 +329,12 @@ json_t *fl_presence_hosts(fl_presence *p) {
   return arr;
 }
 
+static void fl_presence_take_listed(fl_presence *p, const char *host, const fl_listed_beat *l,
+                                    long long ts_ms);
+
 /* Takes a verified _gateway beat of host: its profiles replace the ones
- * its last beat announced. Kept sorted by host. */
+ * its last beat announced (the hosts are kept sorted), and every entity it
+ * lists is taken as its own beat would be. */
 static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d) {
   const fl_envelope *env = d->env;
   fl_host_seen **at = &p->hosts;
@@ -412,7 +342,7 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
     at = &(*at)->next;
   fl_host_seen *h = (*at && strcmp((*at)->host, env->host) == 0) ? *at : NULL;
   long long ts = 0;
-  if (fl_presence_fresh(env->ts, env->expires_at, fl_now_ms(), h ? &h->ts_ms : NULL, &ts) != 0) {
+  if (fl_beat_fresh(env->ts, env->expires_at, fl_now_ms(), h ? &h->ts_ms : NULL, &ts) != 0) {
     fl_gw_count(p->gw, FL_C_PRESENCE_REFUSED);
     fl_warn(NULL,
             "gateway presence from host '%s' is expired or older than one already taken: "
@@ -423,9 +353,12 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
   fl_gateway_beat *b = fl_malloc(sizeof *b);
   if (!b)
     return;
-  if (fl_presence_parse_gateway(d->body, d->len, env->host, b) != 0) {
-    fl_gw_count(p->gw, FL_C_PRESENCE_REFUSED);
-    fl_warn(NULL, "gateway presence from host '%s' is malformed: ignored", env->host);
+  int rc = fl_beat_parse_gateway(d->body, d->len, env->host, b);
+  if (rc != 0) {
+    if (rc == FL_EINVAL) {
+      fl_gw_count(p->gw, FL_C_PRESENCE_REFUSED);
+      fl_warn(NULL, "gateway presence from host '%s' is malformed: ignored", env->host);
+    }
     fl_free(b);
     return;
   }
@@ -433,6 +366,7 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
    * most hosts offer a few, or none. */
   fl_profile_ad *ads = NULL;
   if (b->nprofiles && !(ads = fl_malloc(b->nprofiles * sizeof *ads))) {
+    fl_beat_gateway_clear(b);
     fl_free(b);
     return;
   }
@@ -444,6 +378,7 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
       fl_warn(NULL, "%d hosts are known already: the gateway presence of host '%s' is ignored",
               FL_MAX_HOSTS, env->host);
       fl_free(ads);
+      fl_beat_gateway_clear(b);
       fl_free(b);
       return;
     }
@@ -456,9 +391,21 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
   fl_free(h->profiles);
   h->profiles = ads;
   h->nprofiles = b->nprofiles;
-  fl_free(b);
+  h->lists_agents = b->lists_agents;
   h->ts_ms = ts;
   h->expires_ms = fl_now_ms() + p->ttl_ms;
+  for (size_t i = 0; i < b->nagents; i++)
+    fl_presence_take_listed(p, env->host, &b->agents[i], ts);
+  if (b->agents_dropped) {
+    for (size_t i = 0; i < b->agents_dropped; i++)
+      fl_gw_count(p->gw, FL_C_PRESENCE_REFUSED);
+    fl_warn(NULL,
+            "gateway presence from host '%s' lists %zu malformed entr%s (or more than %d): "
+            "ignored",
+            env->host, b->agents_dropped, b->agents_dropped == 1 ? "y" : "ies", FL_MAX_BEAT_AGENTS);
+  }
+  fl_beat_gateway_clear(b);
+  fl_free(b);
 }
 
 /* ---- taking ----------------------------------------------------------------- */
@@ -524,6 +471,25 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
   return 0;
 }
 
+/* Takes one entity a host beat of host (stamped ts_ms) lists, as an
+ * entity beat of its own would be taken. Older than a beat of it already
+ * taken, it is a replay: counted and ignored (the host beat's own log line
+ * covers it). */
+static void fl_presence_take_listed(fl_presence *p, const char *host, const fl_listed_beat *l,
+                                    long long ts_ms) {
+  fl_gw *gw = p->gw;
+  fl_gw_count(gw, FL_C_PRESENCE_RECEIVED);
+  const fl_entity *e = fl_entity_by_gid(gw, l->gid);
+  if (e && e->remote && ts_ms < e->presence.ts_ms) {
+    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+    return;
+  }
+  if (l->b.gone)
+    fl_presence_forget(p, host, l->gid, ts_ms);
+  else
+    fl_presence_take(p, host, l->gid, &l->b, ts_ms);
+}
+
 /* A beat failed the origin checks (counter bad, why says which): logs it,
  * once per host per window with the count (every beat of every entity of
  * such a host fails the same way), and remembers the name an unpinned host
@@ -544,10 +510,21 @@ static void fl_presence_refused(fl_presence *p, const fl_broker_delivery *d, con
       fl_warn(NULL, "presence from host '%s' ignored: %s; %lu beats refused in the last %lld s",
               host, why, n, span / 1000);
   }
-  fl_beat b;
-  if (bad == FL_C_VERIFY_UNPINNED && host[0] && strcmp(gid, FL_GID_GATEWAY) != 0 &&
-      fl_presence_parse(d->body, d->len, &b) == 0)
-    fl_refusals_claim(&p->refusals, host, b.name);
+  if (bad != FL_C_VERIFY_UNPINNED || !host[0])
+    return;
+  if (strcmp(gid, FL_GID_GATEWAY) != 0) {
+    fl_beat b;
+    if (fl_beat_parse(d->body, d->len, &b) == 0)
+      fl_refusals_claim(&p->refusals, host, b.name);
+    return;
+  }
+  fl_gateway_beat *gb = fl_malloc(sizeof *gb);
+  if (gb && fl_beat_parse_gateway(d->body, d->len, host, gb) == 0) {
+    for (size_t i = 0; i < gb->nagents; i++)
+      fl_refusals_claim(&p->refusals, host, gb->agents[i].b.name);
+    fl_beat_gateway_clear(gb);
+  }
+  fl_free(gb);
 }
 
 int fl_presence_unpinned_claim(fl_presence *p, const char *name, char *host, size_t hostlen) {
@@ -588,7 +565,7 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
     return;
   }
   fl_beat b;
-  if (fl_presence_parse(d->body, d->len, &b) != 0) {
+  if (fl_beat_parse(d->body, d->len, &b) != 0) {
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
     fl_warn(NULL, "presence from host '%s' for %s has no valid name/status: ignored", env->host,
             gid);
@@ -596,8 +573,8 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d) {
   }
   fl_entity *e = fl_entity_by_gid(gw, gid);
   long long beat_ts = 0;
-  if (fl_presence_fresh(env->ts, env->expires_at, fl_now_ms(),
-                        (e && e->remote) ? &e->presence.ts_ms : NULL, &beat_ts) != 0) {
+  if (fl_beat_fresh(env->ts, env->expires_at, fl_now_ms(),
+                    (e && e->remote) ? &e->presence.ts_ms : NULL, &beat_ts) != 0) {
     /* Signed but stale: an old beat replayed must not revive an entity. */
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
     fl_warn(NULL,

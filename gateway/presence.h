@@ -1,10 +1,11 @@
 /* presence.h — who lives where: presence beats sent and taken.
  *
- * Every interval, and whenever a local entity changes, this gateway
- * announces each local entity (and a _gateway entry) on fleet.roster,
- * signed. Beats from other gateways build the remote part of the roster as
- * soft state: a remote entry reads offline once its TTL runs out, and
- * unknown while the broker link is down. A beat is taken only if it is
+ * Every interval this gateway announces itself and its local entities in
+ * one signed host beat on fleet.roster, and each entity alone whenever it
+ * joins, changes or leaves (beat.h has the bodies). Beats from other
+ * gateways build the remote part of the roster as soft state: a remote
+ * entry reads offline once its TTL runs out, and unknown while the broker
+ * link is down. A beat is taken only if it is
  * signed by its host's pinned key, fresh (not expired, not older than one
  * already taken: a replay cannot revive an entity), for a gid no other live
  * host holds, and within the roster cap. Refusals are counted each time and
@@ -15,68 +16,20 @@
  * a presence interval and a second pass, then runs the receive checks
  * (inbound.c) again, or is dead-lettered.
  *
- * Threading: loop thread only; nothing blocks. The parse and freshness
- * checks are pure and safe anywhere. */
+ * Threading: loop thread only; nothing blocks. */
 #ifndef FL_PRESENCE_H
 #define FL_PRESENCE_H
 
 #include <stddef.h>
 
 #include "common/limits.h"
+#include "gateway/beat.h"
 #include "gateway/broker.h"
 #include "gateway/gw.h"
 #include "gateway/inbound.h"
 
 typedef struct fl_presence fl_presence;
 typedef struct fl_entity fl_entity;
-
-/* The body of one entity's beat, as taken: every string valid by the name
- * rule, at most FL_MAX_GROUPS groups (invalid ones are dropped). */
-typedef struct fl_beat {
-  char name[FL_MAX_NAME + 1];
-  char role[FL_MAX_ROLE + 1]; /* "agent" when absent or not a valid name */
-  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
-  size_t ngroups;
-  int online; /* status was "online" */
-  int gone;   /* status was "gone": it left for good (fleet_stop) */
-  int inject; /* "delivery": "inject": its messages are typed into a terminal */
-} fl_beat;
-
-/* A spawn profile as another host announces it: what it is, never what it
- * runs (command, cwd and env stay on that host). */
-typedef struct fl_profile_ad {
-  char name[FL_MAX_NAME + 1];
-  char backend[8]; /* "tmux" or "exec" */
-  char role[FL_MAX_ROLE + 1];
-  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
-  size_t ngroups;
-} fl_profile_ad;
-
-/* The body of a host's _gateway beat, as taken. */
-typedef struct fl_gateway_beat {
-  fl_profile_ad profiles[FL_MAX_PROFILES];
-  size_t nprofiles;
-} fl_gateway_beat;
-
-/* Parses a _gateway beat's JSON body (len bytes; body may be NULL when len
- * is 0) from host: an object whose "host" is host, with an optional
- * "profiles" array of {name, backend, role, groups}. A profile with an
- * invalid name or backend, a repeated name or past FL_MAX_PROFILES is
- * dropped; an invalid role reads "worker", invalid groups are dropped. 0
- * with *out filled, or FL_EINVAL (out zeroed). Pure. */
-int fl_presence_parse_gateway(const char *body, size_t len, const char *host, fl_gateway_beat *out);
-
-/* Parses a beat's JSON body (len bytes, body may be NULL when len is 0):
- * an object with a valid "name" and a string "status"; "role" and "groups"
- * optional. 0 with *out filled, or FL_EINVAL (out zeroed). Pure. */
-int fl_presence_parse(const char *body, size_t len, fl_beat *out);
-
-/* Is a beat stamped ts / expires_at (RFC 3339) fresh at now_ms? newest_ms
- * is the ts of the newest beat already taken for its gid, or NULL for none.
- * 0 with *ts_ms set; FL_EINVAL when a stamp does not parse or the beat has
- * expired; FL_EDUP when it is older than the newest (a replay). Pure. */
-int fl_presence_fresh(const char *ts, const char *expires_at, long long now_ms,
-                      const long long *newest_ms, long long *ts_ms);
 
 /* New presence for gw: beats every interval_ms, remote entries live ttl_ms;
  * released parked deliveries go to in (borrowed). No handle is open until
@@ -110,6 +63,10 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d);
  * logged. */
 int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl_beat *b,
                      long long beat_ts_ms);
+/* Does some live, pinned host refresh its entities only with entity beats
+ * (its host beat has no `agents`)? Then this gateway beats each of its
+ * entities every interval too, so that host keeps seeing them. */
+int fl_presence_peers_need_entity_beats(const fl_presence *p);
 /* Every pinned host whose _gateway beat was taken, sorted by host: a new
  * array of {host, self: false, status, profiles: [{name, backend, role,
  * groups}]}, status "online" while its last beat is within the TTL and the

@@ -2,7 +2,7 @@
  *
  * A beat's body comes from another host; its signature says who sent it,
  * not that it is well formed. The input is such a body. It goes through
- * fl_presence_parse, and every beat the parser yields is taken into the
+ * fl_beat_parse, and every beat the parser yields is taken into the
  * roster of a real single-host gateway (made once, in a temporary state
  * dir, removed at exit) under a gid derived from the input, so the roster
  * fills up and its cap is reached under libFuzzer. Invariants, checked on
@@ -14,8 +14,10 @@
  *     exactly that name, role and groups;
  *   - the roster never holds more than FL_MAX_ENTITIES entities;
  *   - nothing leaks (the sanitizers' leak check at exit).
- * The input, cut at its first NUL, is also fed to the freshness check as a
- * timestamp. Built as a libFuzzer target with -DFLEET_FUZZ=ON (clang), and
+ * The same input is parsed as a host beat (its profiles and the entities
+ * it lists: every listed gid a UUID, every listed beat valid as above, at
+ * most FL_MAX_BEAT_AGENTS), and, cut at its first NUL, fed to the
+ * freshness check as a timestamp. Built as a libFuzzer target with -DFLEET_FUZZ=ON (clang), and
  * always as a replay test that runs the seed corpus plus deterministic
  * mutations. */
 #include <sodium.h>
@@ -84,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!fz.g.gw)
     fz_init();
   fl_beat b;
-  int rc = fl_presence_parse((const char *)data, size, &b);
+  int rc = fl_beat_parse((const char *)data, size, &b);
   if (rc != 0) {
     fz_check(rc == FL_EINVAL);
     fz_check(b.name[0] == '\0' && b.ngroups == 0);
@@ -105,6 +107,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   fz_check(fz.g.gw->nentities <= FL_MAX_ENTITIES);
 
+  /* The same bytes as a host beat of hostB. */
+  fl_gateway_beat *gb = malloc(sizeof *gb);
+  fz_check(gb != NULL);
+  rc = fl_beat_parse_gateway((const char *)data, size, "hostB", gb);
+  fz_check(rc == 0 || rc == FL_EINVAL || rc == FL_ENOMEM);
+  if (rc == 0) {
+    fz_check(gb->nprofiles <= FL_MAX_PROFILES && gb->nagents <= FL_MAX_BEAT_AGENTS);
+    fz_check(gb->lists_agents || (gb->nagents == 0 && gb->agents_dropped == 0));
+    for (size_t i = 0; i < gb->nagents; i++) {
+      fz_check(fl_is_uuid(gb->agents[i].gid));
+      fz_check_beat(&gb->agents[i].b);
+    }
+    fl_beat_gateway_clear(gb);
+  } else {
+    fz_check(gb->agents == NULL && gb->nagents == 0);
+  }
+  free(gb);
+
   /* The same bytes as a timestamp. */
   char ts[64];
   size_t n = size < sizeof ts - 1 ? size : sizeof ts - 1;
@@ -113,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char exp[FL_TS_LEN];
   long long now = fl_now_ms(), got = 0, newest = now;
   fl_rfc3339(now + 1000, exp);
-  rc = fl_presence_fresh(ts, exp, now, &newest, &got);
+  rc = fl_beat_fresh(ts, exp, now, &newest, &got);
   fz_check(rc == 0 || rc == FL_EINVAL || rc == FL_EDUP);
   if (rc == 0)
     fz_check(got >= newest && got != 0);

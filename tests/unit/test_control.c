@@ -89,10 +89,10 @@ static void test_parse_answer(void **state) {
 static void test_beat_gone(void **state) {
   (void)state;
   fl_beat b;
-  assert_int_equal(fl_presence_parse(S("{\"name\":\"w1\",\"status\":\"gone\"}"), &b), 0);
+  assert_int_equal(fl_beat_parse(S("{\"name\":\"w1\",\"status\":\"gone\"}"), &b), 0);
   assert_int_equal(b.gone, 1);
   assert_int_equal(b.online, 0);
-  assert_int_equal(fl_presence_parse(S("{\"name\":\"w1\",\"status\":\"online\"}"), &b), 0);
+  assert_int_equal(fl_beat_parse(S("{\"name\":\"w1\",\"status\":\"online\"}"), &b), 0);
   assert_int_equal(b.gone, 0);
   assert_int_equal(b.online, 1);
 }

@@ -10,7 +10,12 @@
  * who lives where across a restart. Then the pins: unpinning a host drops
  * its entities (and the store's memory of them) until a beat takes them
  * back, and beats from a host that is not pinned are each refused and
- * counted, leaving only a hint of the names they announced. */
+ * counted, leaving only a hint of the names they announced. Last, host
+ * beats, signed for real: every entity one lists is taken under its one
+ * signature, a bad entry, a replay (of the whole beat, or for one entity
+ * an entity beat of its own has overtaken) and a forged signature are
+ * refused, and a host beat that lists nothing says its host expects
+ * entity beats. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +37,7 @@
 #include "gateway/envelope.h"
 #include "gateway/gw_internal.h"
 #include "gateway/presence.h"
+#include "gateway/sign.h"
 #include "gateway/topology.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
@@ -39,7 +45,7 @@
 #define GID_A "0b7e3c1a-2f4d-4c8e-9a1b-3d5f7e9a1c2b"
 #define GID_B "5c9d1e2f-3a4b-4c6d-8e7f-9a0b1c2d3e4f"
 
-static int parse(const char *body, fl_beat *b) { return fl_presence_parse(body, strlen(body), b); }
+static int parse(const char *body, fl_beat *b) { return fl_beat_parse(body, strlen(body), b); }
 
 /* ---- parsing -------------------------------------------------------------------- */
 
@@ -92,9 +98,9 @@ static void test_parse_missing_fields(void **state) {
   assert_int_equal(parse("[\"alice\",\"online\"]", &b), FL_EINVAL);
   assert_int_equal(parse("not json", &b), FL_EINVAL);
   assert_int_equal(parse("", &b), FL_EINVAL);
-  assert_int_equal(fl_presence_parse(NULL, 0, &b), FL_EINVAL);
+  assert_int_equal(fl_beat_parse(NULL, 0, &b), FL_EINVAL);
   /* A body cut short of its closing brace is no body. */
-  assert_int_equal(fl_presence_parse("{\"name\":\"a\",\"status\":\"online\"}", 20, &b), FL_EINVAL);
+  assert_int_equal(fl_beat_parse("{\"name\":\"a\",\"status\":\"online\"}", 20, &b), FL_EINVAL);
 }
 
 static void test_parse_bad_names(void **state) {
@@ -149,26 +155,26 @@ static void test_fresh(void **state) {
   fl_rfc3339(now - 60000, old);
   fl_rfc3339(now - 1, past);
   long long got = 0;
-  assert_int_equal(fl_presence_fresh(ts, exp, now, NULL, &got), 0);
+  assert_int_equal(fl_beat_fresh(ts, exp, now, NULL, &got), 0);
   assert_int_equal(got, now);
 
   /* Stamps that do not parse, or are missing. */
-  assert_int_equal(fl_presence_fresh("yesterday", exp, now, NULL, &got), FL_EINVAL);
-  assert_int_equal(fl_presence_fresh(ts, "2026-13-01T00:00:00Z", now, NULL, &got), FL_EINVAL);
-  assert_int_equal(fl_presence_fresh("", exp, now, NULL, &got), FL_EINVAL);
-  assert_int_equal(fl_presence_fresh(ts, "", now, NULL, &got), FL_EINVAL);
-  assert_int_equal(fl_presence_fresh(NULL, NULL, now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_beat_fresh("yesterday", exp, now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_beat_fresh(ts, "2026-13-01T00:00:00Z", now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_beat_fresh("", exp, now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_beat_fresh(ts, "", now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_beat_fresh(NULL, NULL, now, NULL, &got), FL_EINVAL);
 
   /* Expired: its TTL ran out, even though it is otherwise well formed. */
-  assert_int_equal(fl_presence_fresh(old, past, now, NULL, &got), FL_EINVAL);
-  assert_int_equal(fl_presence_fresh(ts, ts, now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_beat_fresh(old, past, now, NULL, &got), FL_EINVAL);
+  assert_int_equal(fl_beat_fresh(ts, ts, now, NULL, &got), FL_EINVAL);
 
   /* A replay: older than the newest beat taken. The same ts is not older. */
   long long newest = now;
-  assert_int_equal(fl_presence_fresh(old, exp, now, &newest, &got), FL_EDUP);
-  assert_int_equal(fl_presence_fresh(ts, exp, now, &newest, &got), 0);
+  assert_int_equal(fl_beat_fresh(old, exp, now, &newest, &got), FL_EDUP);
+  assert_int_equal(fl_beat_fresh(ts, exp, now, &newest, &got), 0);
   newest = now - 120000;
-  assert_int_equal(fl_presence_fresh(old, exp, now, &newest, &got), 0);
+  assert_int_equal(fl_beat_fresh(old, exp, now, &newest, &got), 0);
   assert_int_equal(got, now - 60000);
 }
 
@@ -411,6 +417,132 @@ static void test_unpinned_beats_refused(void **state) {
   assert_int_equal(fl_presence_unpinned_claim(f->p, "carol", host, sizeof host), 0);
 }
 
+/* ---- host beats: one signature for every entity of a host ----------------------- */
+
+#define GID_C "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+
+typedef struct signer {
+  unsigned char pk[FL_SIGN_PK_BYTES], sk[FL_SIGN_SK_BYTES];
+} signer;
+
+/* Pins host with a new key pair into s. */
+static void pin_new(fixture *f, const char *host, signer *s) {
+  crypto_sign_keypair(s->pk, s->sk);
+  char b64[FL_SIGN_PK_B64_SIZE], err[256];
+  assert_int_equal(fl_b64_encode(s->pk, sizeof s->pk, b64, sizeof b64), 0);
+  assert_int_equal(fl_gw_peer_add(f->g.gw, host, b64, NULL, err, sizeof err), 0);
+}
+
+/* A PRESENCE beat of host under key gid (FL_GID_GATEWAY for its host
+ * beat), stamped ts_ms and signed by s, received as from the broker. */
+static void receive_beat(fixture *f, const signer *s, const char *host, const char *gid,
+                         const char *body, long long ts_ms) {
+  fl_envelope env;
+  memset(&env, 0, sizeof env);
+  snprintf(env.v, sizeof env.v, "%s", FL_ENVELOPE_VERSION);
+  snprintf(env.kind, sizeof env.kind, "%s", fl_envelope_kind_name(FL_KIND_PRESENCE));
+  snprintf(env.msg_id, sizeof env.msg_id, "%s", "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a");
+  int host_beat = strcmp(gid, FL_GID_GATEWAY) == 0;
+  snprintf(env.from, sizeof env.from, "%s", host_beat ? "" : gid);
+  snprintf(env.from_name, sizeof env.from_name, "%s", host_beat ? FL_GID_GATEWAY : "x");
+  snprintf(env.host, sizeof env.host, "%s", host);
+  fl_rfc3339(ts_ms, env.ts);
+  fl_rfc3339(ts_ms + 60000, env.expires_at);
+  assert_int_equal(fl_sign_envelope(&env, body, strlen(body), s->sk), 0);
+  char key[160];
+  assert_int_equal(fl_topology_roster_key(key, sizeof key, host, gid), 0);
+  fl_broker_delivery d = {.source = FL_BROKER_ROSTER,
+                          .gid = "",
+                          .exchange = "fleet.roster",
+                          .routing_key = key,
+                          .env = &env,
+                          .body = body,
+                          .len = strlen(body)};
+  fl_presence_receive(f->p, &d);
+}
+
+/* hostB's host beat: bob and carol, and an entry with a bad gid. */
+static const char *host_beat_body(void) {
+  return "{\"host\":\"hostB\",\"version\":\"0.1.0\",\"entities\":3,\"profiles\":[],"
+         "\"agents\":[{\"name\":\"bob\",\"role\":\"worker\",\"groups\":[\"ops\"],"
+         "\"status\":\"online\",\"delivery\":\"inject\",\"gid\":\"" GID_B "\"},"
+         "{\"name\":\"carol\",\"role\":\"lead\",\"groups\":[],\"status\":\"offline\","
+         "\"gid\":\"" GID_C "\"},"
+         "{\"name\":\"mallory\",\"status\":\"online\",\"gid\":\"not-a-uuid\"}]}";
+}
+
+static void test_host_beat_lists_entities(void **state) {
+  fixture *f = *state;
+  fl_gw *gw = f->g.gw;
+  signer s;
+  pin_new(f, "hostB", &s);
+  long long t0 = fl_now_ms();
+  receive_beat(f, &s, "hostB", FL_GID_GATEWAY, host_beat_body(), t0);
+  /* Both valid entries are taken under one signature; the bad gid is not. */
+  fl_entity *bob = fl_entity_by_gid(gw, GID_B), *carol = fl_entity_by_gid(gw, GID_C);
+  assert_non_null(bob);
+  assert_non_null(carol);
+  assert_true(bob->remote && carol->remote);
+  assert_string_equal(bob->host, "hostB");
+  assert_string_equal(bob->name, "bob");
+  assert_string_equal(bob->groups[0], "ops");
+  assert_true(bob->delivery_inject);
+  assert_string_equal(carol->role, "lead");
+  assert_string_equal(fl_presence_status(f->p, bob), "online");
+  assert_string_equal(fl_presence_status(f->p, carol), "offline");
+  assert_int_equal(gw->counters[FL_C_PRESENCE_RECEIVED], 2);
+  assert_int_equal(gw->counters[FL_C_PRESENCE_REFUSED], 1);
+  assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 0);
+
+  /* A newer entity beat of bob; then a host beat stamped between the two
+   * is a replay for bob (refused) but still news for carol. */
+  receive_beat(f, &s, "hostB", GID_B,
+               "{\"name\":\"bob\",\"role\":\"worker\",\"status\":\"offline\"}", t0 + 2000);
+  assert_string_equal(fl_presence_status(f->p, bob), "offline");
+  receive_beat(f, &s, "hostB", FL_GID_GATEWAY, host_beat_body(), t0 + 1000);
+  assert_string_equal(fl_presence_status(f->p, bob), "offline");
+  assert_int_equal(carol->presence.ts_ms, t0 + 1000);
+  assert_int_equal(gw->counters[FL_C_PRESENCE_REFUSED], 3); /* bob's replay, mallory again */
+
+  /* The same host beat again is older than the last one taken: refused whole. */
+  receive_beat(f, &s, "hostB", FL_GID_GATEWAY, host_beat_body(), t0);
+  assert_int_equal(gw->counters[FL_C_PRESENCE_REFUSED], 4);
+  assert_int_equal(carol->presence.ts_ms, t0 + 1000);
+
+  /* Signed by another key: refused, nothing taken. */
+  signer other;
+  crypto_sign_keypair(other.pk, other.sk);
+  unsigned long long received = gw->counters[FL_C_PRESENCE_RECEIVED];
+  receive_beat(f, &other, "hostB", FL_GID_GATEWAY, host_beat_body(), t0 + 3000);
+  assert_int_equal(gw->counters[FL_C_VERIFY_BAD_SIGNATURE], 1);
+  assert_int_equal(gw->counters[FL_C_PRESENCE_RECEIVED], received);
+
+  /* A host whose beat lists no entities expects one beat per entity. */
+  signer c;
+  pin_new(f, "hostC", &c);
+  receive_beat(f, &c, "hostC", FL_GID_GATEWAY,
+               "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[]}",
+               fl_now_ms());
+  assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 1);
+  receive_beat(f, &c, "hostC", FL_GID_GATEWAY,
+               "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[],"
+               "\"agents\":[]}",
+               fl_now_ms() + 1);
+  assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 0);
+}
+
+static void test_host_beat_unpinned_hint(void **state) {
+  fixture *f = *state;
+  signer s;
+  crypto_sign_keypair(s.pk, s.sk);
+  receive_beat(f, &s, "hostB", FL_GID_GATEWAY, host_beat_body(), fl_now_ms());
+  assert_null(fl_entity_by_gid(f->g.gw, GID_B));
+  assert_int_equal(f->g.gw->counters[FL_C_VERIFY_UNPINNED], 1);
+  char host[64] = "";
+  assert_int_equal(fl_presence_unpinned_claim(f->p, "carol", host, sizeof host), 1);
+  assert_string_equal(host, "hostB");
+}
+
 int main(void) {
   fl_alloc_init();
   const struct CMUnitTest tests[] = {
@@ -426,6 +558,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_remembered_across_restart, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unpinned_dropped_and_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unpinned_beats_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_host_beat_lists_entities, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_host_beat_unpinned_hint, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
