@@ -4,7 +4,7 @@
  *
  *   presence_sim pins [-H HOSTS]
  *   presence_sim run URI [-H HOSTS] [-a AGENTS] [-i INTERVAL_MS] [-t TTL_MS]
- *                    [-d SECONDS] [-l LABEL]
+ *                    [-d SECONDS] [-l LABEL] [-e]
  *
  * pins: prints "HOST PUBKEY" for every simulated host (sim000, sim001, ...),
  *       the lines an operator would pin with `fleetctl peer add HOST PUBKEY`.
@@ -12,12 +12,14 @@
  *       never a secret), so pins and run agree without a key file.
  * run:  one AMQP connection per host (publisher confirms on, as fleetd's
  *       link has). Every INTERVAL_MS (default 5000, fleetd's
- *       broker.presenceIntervalMs) each host publishes, in one burst as a
- *       gateway's beat timer does, a PRESENCE beat for each of its AGENTS
- *       agents on fleet.roster under roster.<host>.<gid>, and its own beat
- *       under roster.<host>._gateway. The hosts' bursts are spread evenly
- *       over the interval. Envelopes are built, signed and put into AMQP
- *       headers and properties by fleet's own code (envelope.c, sign.c,
+ *       broker.presenceIntervalMs) each host publishes, as a gateway's beat
+ *       timer does, one PRESENCE host beat on fleet.roster under
+ *       roster.<host>._gateway that lists its AGENTS agents; with -e, as a
+ *       gateway of the earlier wire did, a burst of one entity beat per
+ *       agent under roster.<host>.<gid> and a host beat that lists none.
+ *       The hosts' beats are spread evenly over the interval. Bodies and
+ *       envelopes are built, signed and put into AMQP headers and
+ *       properties by fleet's own code (beat.c, envelope.c, sign.c,
  *       topology.c, broker_headers.c, compiled into this driver), so a beat
  *       is byte for byte what a gateway sends; expiresAt is ts + TTL_MS
  *       (default 3 intervals, fleetd's default). Runs for SECONDS (0: until
@@ -43,6 +45,7 @@
 #include "common/alloc.h"
 #include "common/ids.h"
 #include "common/time.h"
+#include "gateway/beat.h"
 #include "gateway/broker_headers.h"
 #include "gateway/envelope.h"
 #include "gateway/sign.h"
@@ -238,17 +241,31 @@ static void beat(struct host *h, const char *gid, const char *name, json_t *body
   free(text);
 }
 
-/* One beat timer tick of h: every agent, then the gateway's own beat, as
- * fleetd's presence does; then waits for the burst's confirms. */
+/* Entity beats every tick (-e): what a gateway of the earlier wire did, and
+ * what fleetd still does while some peer expects it. */
+static int g_entity_beats;
+
+/* One beat timer tick of h, as fleetd's presence does: the host beat that
+ * lists every agent; with -e instead an entity beat for each agent, then a
+ * host beat that lists none. Then waits for the burst's confirms. */
 static void host_tick(struct host *h, size_t nagents, unsigned ttl_ms, struct stats *st) {
+  static const char groups[1][FL_MAX_GROUP_NAME + 1] = {"sim"};
+  json_t *agents = g_entity_beats ? NULL : json_array();
   for (size_t a = 0; a < nagents; a++) {
     const struct agent *ag = &h->agents[a];
-    json_t *body = json_pack("{s:s, s:s, s:[s], s:s, s:s}", "name", ag->name, "role", "worker",
-                             "groups", "sim", "status", "online", "delivery", "pull");
-    beat(h, ag->gid, ag->name, body, ttl_ms, st);
+    json_t *body = fl_beat_json(ag->name, "worker", groups, 1, "online", "pull");
+    if (!body)
+      fb_die("out of memory");
+    if (agents) {
+      if (fl_beat_list(agents, ag->gid, body) != 0)
+        fb_die("out of memory");
+    } else {
+      beat(h, ag->gid, ag->name, body, ttl_ms, st);
+    }
   }
-  json_t *gwb = json_pack("{s:s, s:s, s:I, s:[]}", "host", h->id, "version", "0.1.0", "entities",
-                          (json_int_t)nagents, "profiles");
+  json_t *gwb = fl_beat_gateway_json(h->id, "0.1.0", nagents, json_array(), agents);
+  if (!gwb)
+    fb_die("out of memory");
   beat(h, NULL, FL_GID_GATEWAY, gwb, ttl_ms, st);
   host_confirms(h);
 }
@@ -333,7 +350,7 @@ static void run(const char *uri, const struct opts *o) {
 static void usage(void) {
   fprintf(stderr, "usage: presence_sim pins [-H HOSTS]\n"
                   "       presence_sim run URI [-H HOSTS] [-a AGENTS] [-i INTERVAL_MS] "
-                  "[-t TTL_MS] [-d SECONDS] [-l LABEL]\n");
+                  "[-t TTL_MS] [-d SECONDS] [-l LABEL] [-e]\n");
   exit(2);
 }
 
@@ -357,7 +374,7 @@ int main(int argc, char **argv) {
   struct opts o = {200, 25, 5000, 0, 0, "sim"};
   optind = first;
   int ch;
-  while ((ch = getopt(argc, argv, "H:a:i:t:d:l:")) != -1) {
+  while ((ch = getopt(argc, argv, "H:a:i:t:d:l:e")) != -1) {
     switch (ch) {
     case 'H':
       o.hosts = strtoul(optarg, NULL, 10);
@@ -376,6 +393,9 @@ int main(int argc, char **argv) {
       break;
     case 'l':
       o.label = optarg;
+      break;
+    case 'e':
+      g_entity_beats = 1;
       break;
     default:
       usage();

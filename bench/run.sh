@@ -33,6 +33,7 @@
 #   BENCH_SIM_WINDOW=20    (f) seconds of each CPU window (idle, then beating)
 #   BENCH_SIM_LIST_N=200   (f) fleet_list calls timed with every entry present
 #   BENCH_SIM_ONLY=1       run only (f), presence at scale (the broker and one gateway)
+#   BENCH_SIM_ENTITY_BEATS=1  (f) the simulated hosts beat each agent alone, as the earlier wire did
 #   FLEET_BUILD_DIR=build  where fleet is built; BENCH_NO_BUILD=1 skips building
 set -euo pipefail
 
@@ -58,6 +59,7 @@ PREFETCH=${BENCH_PREFETCH:-}
 SIM_HOSTS=${BENCH_SIM_HOSTS:-200}
 SIM_AGENTS=${BENCH_SIM_AGENTS:-25}
 SIM_WINDOW=${BENCH_SIM_WINDOW:-20}
+SIM_EACH=${BENCH_SIM_ENTITY_BEATS:+-e}
 SIM_LIST_N=${BENCH_SIM_LIST_N:-200}
 SIM_ONLY=${BENCH_SIM_ONLY:-0}
 
@@ -272,7 +274,7 @@ sim_run() {
   sleep "$SIM_WINDOW"
   i1=$(cpu_s "$pid"); b1=$(cpu_s "$beam")
   log "(f) $SIM_HOSTS hosts x $SIM_AGENTS agents beating every 5 s (the default interval)"
-  "$BBUILD/presence_sim" run "$URI" -H "$SIM_HOSTS" -a "$SIM_AGENTS" -l sim >"$WORK/sim.out" 2>"$WORK/sim.err" &
+  "$BBUILD/presence_sim" run "$URI" -H "$SIM_HOSTS" -a "$SIM_AGENTS" $SIM_EACH -l sim >"$WORK/sim.out" 2>"$WORK/sim.err" &
   SIM_PID=$!
   fb list "$d/fleetd.sock" $((SIM_HOSTS * SIM_AGENTS)) -n 1 -W 0 -l sim_wait
   sleep 5 # one whole interval: every host's burst is on its steady pace
@@ -288,7 +290,7 @@ sim_run() {
   sed 's/^/  /' "$WORK/sim.out" >&2
   cat "$WORK/sim.out" >>"$RESULTS"
   local beats_s
-  beats_s=$(awk -v h="$SIM_HOSTS" -v a="$SIM_AGENTS" 'BEGIN { printf "%.1f", h * (a + 1) / 5 }')
+  beats_s=$(awk '$2 == "sim.beats_per_s" { print $3 }' "$WORK/sim.out")
   {
     echo "RESULT sim_cpu.pins $n"
     echo "RESULT sim_cpu.beats_per_s $beats_s"
@@ -320,6 +322,7 @@ sim_table() {
   printf '| %-58s | %12s | %-26s |\n' "hostS fleetd CPU % of a core, while $(get sim_cpu.beats_per_s) beats/s" "$f_busy" "for information"
   printf '| %-58s | %12s | %-26s |\n' "presence CPU % of a core (beating - idle)" "$per" "$(verdict "$per" '<=' 5)"
   printf '| %-58s | %12s | %-26s |\n' "fleetd CPU us per beat" "$(awk -v p="$per" -v r="$(get sim_cpu.beats_per_s)" 'BEGIN { if (r > 0) printf "%.1f", p * 1e4 / r; else print "n/a" }')" "for information"
+  printf '| %-58s | %12s | %-26s |\n' "fleetd CPU us per remote agent refreshed" "$(awk -v p="$per" -v a="$(get sim.agents)" -v i="$(get sim.interval_ms)" 'BEGIN { if (a > 0) printf "%.1f", p * 1e4 * i / 1000 / a; else print "n/a" }')" "for information"
   printf '| %-58s | %12s | %-26s |\n' "broker CPU % of a core, idle / beating" "$bi / $bb" "for information"
   printf '| %-58s | %12s | %-26s |\n' "broker CPU us per beat (1 publish, 1 delivery)" "$(awk -v p="$bper" -v r="$(get sim_cpu.beats_per_s)" 'BEGIN { if (r > 0) printf "%.1f", p * 1e4 / r; else print "n/a" }')" "for information"
   printf '| %-58s | %12s | %-26s |\n' "fleet_list p50 ms, $(get sim_list.entries) entries" "$(get sim_list.p50_ms)" "for information"
