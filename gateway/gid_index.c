@@ -62,6 +62,33 @@ void *fl_gid_index_get(const fl_gid_index *ix, const char *key) {
   return gid_find(ix->slots, ix->cap, key)->value;
 }
 
+int fl_gid_index_del(fl_gid_index *ix, const char *key) {
+  if (!ix || !key || !ix->n)
+    return 0;
+  size_t mask = ix->cap - 1;
+  fl_gid_slot *s = gid_find(ix->slots, ix->cap, key);
+  if (!s->key)
+    return 0;
+  /* Backward-shift deletion: every entry of the cluster after the hole
+   * that may move into it does, so no probe ever stops early at it. */
+  size_t hole = (size_t)(s - ix->slots), i = hole;
+  for (;;) {
+    i = (i + 1) & mask;
+    if (!ix->slots[i].key)
+      break;
+    size_t home = (size_t)gid_hash(ix->slots[i].key) & mask;
+    /* The entry at i stays when its home lies cyclically in (hole, i]. */
+    if (hole <= i ? (hole < home && home <= i) : (hole < home || home <= i))
+      continue;
+    ix->slots[hole] = ix->slots[i];
+    hole = i;
+  }
+  ix->slots[hole].key = NULL;
+  ix->slots[hole].value = NULL;
+  ix->n--;
+  return 1;
+}
+
 void fl_gid_index_free(fl_gid_index *ix) {
   if (!ix)
     return;

@@ -3,9 +3,9 @@
  *
  * An open-addressing hash table of borrowed (key, value) pairs: the key is
  * the entity's own gid string, which must live as long as the index (the
- * roster never frees an entity while the gateway runs). Gids compare
- * without regard to ASCII case, as fl_entity_by_gid always did. There is
- * no removal: an entry stays until the index is freed. Pure, one thread. */
+ * roster removes an entity from the index before it frees it). Gids
+ * compare without regard to ASCII case, as fl_entity_by_gid always did.
+ * Pure, one thread. */
 #ifndef FL_GID_INDEX_H
 #define FL_GID_INDEX_H
 
@@ -28,6 +28,9 @@ int fl_gid_index_put(fl_gid_index *ix, const char *key, void *value);
 
 /* The value of key (in any case), or NULL. */
 void *fl_gid_index_get(const fl_gid_index *ix, const char *key);
+
+/* Removes key (in any case): 1 if it was there, else 0. */
+int fl_gid_index_del(fl_gid_index *ix, const char *key);
 
 /* Frees the table (not the keys or values) and empties ix. */
 void fl_gid_index_free(fl_gid_index *ix);

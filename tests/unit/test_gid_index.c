@@ -4,7 +4,9 @@
  * Covered: an empty index finds nothing; every one of 10000 keys (through
  * many growths) finds its own value, in either case; a key never put is not
  * found; putting a key again (in another case) replaces its value without
- * counting twice; NULL arguments; freeing empties the index. */
+ * counting twice; NULL arguments; freeing empties the index; removing
+ * every other key of 10000 (in the other case) leaves every remaining key
+ * found and every removed one gone, through a second round of puts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,10 +77,46 @@ static void test_replace(void **state) {
   fl_gid_index_free(&ix);
 }
 
+static void test_del(void **state) {
+  (void)state;
+  static char keys[N][37];
+  static int values[N];
+  fl_gid_index ix = {0};
+  assert_int_equal(fl_gid_index_del(&ix, "x"), 0);
+  for (size_t i = 0; i < N; i++) {
+    key_of(i, keys[i]);
+    assert_int_equal(fl_gid_index_put(&ix, keys[i], &values[i]), 0);
+  }
+  char upper[37];
+  for (size_t i = 0; i < N; i += 2) {
+    for (size_t k = 0; k < 37; k++)
+      upper[k] = (char)toupper((unsigned char)keys[i][k]);
+    assert_int_equal(fl_gid_index_del(&ix, upper), 1);
+    assert_int_equal(fl_gid_index_del(&ix, keys[i]), 0);
+  }
+  assert_int_equal(ix.n, N / 2);
+  for (size_t i = 0; i < N; i++) {
+    if (i % 2)
+      assert_ptr_equal(fl_gid_index_get(&ix, keys[i]), &values[i]);
+    else
+      assert_null(fl_gid_index_get(&ix, keys[i]));
+  }
+  /* The removed keys go back in and are found with the others. */
+  for (size_t i = 0; i < N; i += 2)
+    assert_int_equal(fl_gid_index_put(&ix, keys[i], &values[i]), 0);
+  assert_int_equal(ix.n, N);
+  for (size_t i = 0; i < N; i++)
+    assert_ptr_equal(fl_gid_index_get(&ix, keys[i]), &values[i]);
+  assert_int_equal(fl_gid_index_del(NULL, keys[0]), 0);
+  assert_int_equal(fl_gid_index_del(&ix, NULL), 0);
+  fl_gid_index_free(&ix);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_empty),
       cmocka_unit_test(test_many),
+      cmocka_unit_test(test_del),
       cmocka_unit_test(test_replace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
