@@ -156,6 +156,10 @@
 /* Entities in one gateway's roster, local and remote together. A peer
  * announcing more is refused rather than growing our memory. */
 #define FL_MAX_ENTITIES 10000
+/* When it is full, the roster forgets this many of the remote entities that
+ * left or have been offline longest at once (gateway/roster.h), so a long
+ * run of agents that come and go never locks new ones out. */
+#define FL_ROSTER_RECLAIM_BATCH 100
 
 /* Local entities one host beat lists (gateway/beat.h): a body of at most
  * a few hundred KiB even with every group of every entity at its longest,

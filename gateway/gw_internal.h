@@ -44,6 +44,7 @@
   X(REMOTE_DEAD_LETTERED, "remote_dead_lettered")                                                  \
   X(PRESENCE_RECEIVED, "presence_received")                                                        \
   X(PRESENCE_REFUSED, "presence_refused")                                                          \
+  X(ROSTER_FORGOTTEN, "roster_forgotten") /* remote entities dropped to make room */               \
   X(BROKER_DISCONNECTS, "broker_disconnects")                                                      \
   X(VERIFY_BAD_SIGNATURE, "verify_bad_signature")                                                  \
   X(VERIFY_UNPINNED, "verify_unpinned")                                                            \

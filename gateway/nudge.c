@@ -39,10 +39,10 @@ void fl_nudge_init(fl_entity *e) {
   e->nudge.recheck.data = e;
 }
 
-void fl_nudge_close(fl_entity *e) {
+void fl_nudge_close(fl_entity *e, uv_close_cb done) {
   e->nudge.pending = 0;
-  uv_close((uv_handle_t *)&e->nudge.timer, NULL);
-  uv_close((uv_handle_t *)&e->nudge.recheck, NULL);
+  uv_close((uv_handle_t *)&e->nudge.timer, done);
+  uv_close((uv_handle_t *)&e->nudge.recheck, done);
 }
 
 void fl_nudge_stop(fl_entity *e) {

@@ -11,6 +11,8 @@
 #ifndef FL_NUDGE_H
 #define FL_NUDGE_H
 
+#include <uv.h>
+
 typedef struct fl_entity fl_entity;
 
 /* Opens e's nudge timer (once, from fl_entity_new). */
@@ -20,7 +22,8 @@ void fl_nudge_init(fl_entity *e);
 void fl_nudge_arm(fl_entity *e);
 /* Disarms e's nudge and resets its backoff (e drained, or went offline). */
 void fl_nudge_stop(fl_entity *e);
-/* Closes e's nudge timer (shutdown). */
-void fl_nudge_close(fl_entity *e);
+/* Closes e's two nudge handles (shutdown, or an entity the roster forgets);
+ * done (NULL for none) runs once for each when it has closed. */
+void fl_nudge_close(fl_entity *e, uv_close_cb done);
 
 #endif

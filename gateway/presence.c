@@ -426,7 +426,8 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
             e->remote ? e->host : gw->cfg.host_id);
     return FL_EINVAL;
   }
-  if (!e && gw->nentities >= FL_MAX_ENTITIES) {
+  if (!e && gw->nentities >= FL_MAX_ENTITIES &&
+      fl_roster_reclaim(gw, FL_ROSTER_RECLAIM_BATCH) == 0) {
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
     fl_warn(NULL, "roster is full (%d entities): presence of '%s' on host '%s' ignored",
             FL_MAX_ENTITIES, b->name, host);

@@ -13,6 +13,7 @@
  * index by gid (gid_index.h) borrows their gids. */
 #include "gateway/roster.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/ids.h"
+#include "common/log.h"
 #include "gateway/gw_internal.h"
 #include "gateway/nudge.h"
 #include "gateway/remote.h"
@@ -273,9 +275,68 @@ size_t fl_roster_drop_host(fl_gw *gw, const char *host) {
   return n;
 }
 
+/* A forgotten entity is freed once both its handles have closed. */
+static void fl_forgotten_closed(uv_handle_t *h) {
+  fl_entity *e = h->data;
+  if (++e->closed == 2)
+    fl_free(e);
+}
+
+typedef struct fl_stale {
+  fl_entity *e;
+  long long seen; /* LLONG_MIN for a dropped one: it goes first */
+} fl_stale;
+
+static int fl_stale_cmp(const void *a, const void *b) {
+  const fl_stale *x = a, *y = b;
+  return (x->seen > y->seen) - (x->seen < y->seen);
+}
+
+size_t fl_roster_reclaim(fl_gw *gw, size_t want) {
+  long long now = fl_now_ms();
+  size_t n = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    n += e->remote && !e->client && (e->dropped || now > e->presence.expires_ms);
+  if (!n || !want)
+    return 0;
+  fl_stale *v = fl_malloc(n * sizeof *v);
+  if (!v)
+    return 0;
+  size_t k = 0;
+  for (fl_entity *e = gw->entities; e && k < n; e = e->next)
+    if (e->remote && !e->client && (e->dropped || now > e->presence.expires_ms))
+      v[k++] = (fl_stale){e, e->dropped ? LLONG_MIN : e->last_seen_ms};
+  qsort(v, k, sizeof *v, fl_stale_cmp);
+  if (want > k)
+    want = k;
+  /* Out of the index first: the walk below tells the forgotten by that. */
+  for (size_t i = 0; i < want; i++) {
+    fl_gid_index_del(&gw->by_gid, v[i].e->gid);
+    if (fl_store_remote_delete(gw->store, v[i].e->gid) != 0)
+      fl_gw_count(gw, FL_C_STORE_ERRORS);
+  }
+  fl_free(v);
+  for (fl_entity **pp = &gw->entities; *pp;) {
+    fl_entity *e = *pp;
+    if (e->remote && fl_gid_index_get(&gw->by_gid, e->gid) != e) {
+      *pp = e->next;
+      gw->nentities--;
+      fl_gw_count(gw, FL_C_ROSTER_FORGOTTEN);
+      fl_nudge_close(e, fl_forgotten_closed);
+    } else {
+      pp = &e->next;
+    }
+  }
+  fl_info(NULL,
+          "roster is full (%d entities): forgot %zu remote entities that left or were offline "
+          "longest",
+          FL_MAX_ENTITIES, want);
+  return want;
+}
+
 void fl_roster_close(fl_gw *gw) {
   for (fl_entity *e = gw->entities; e; e = e->next)
-    fl_nudge_close(e);
+    fl_nudge_close(e, NULL);
 }
 
 void fl_roster_free(fl_gw *gw) {

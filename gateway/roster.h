@@ -6,7 +6,10 @@
  * gateway lives (a name that leaves may come back), so their embedded
  * handles stay valid until fl_roster_close. Remote entities are other
  * hosts', written by presence (presence.c) from signed beats; the core reads
- * them like local ones and routes to them through remote.h.
+ * them like local ones and routes to them through remote.h. When the roster
+ * is full, the remote entities that left or have been offline longest are
+ * forgotten to make room (fl_roster_reclaim); nothing keeps a pointer to a
+ * remote entity past the loop callback that looked it up.
  *
  * Internal to gateway/. Loop thread only; nothing blocks but the local
  * SQLite commit of fl_entity_persist. */
@@ -79,6 +82,7 @@ struct fl_entity {
     long long expires_ms; /* the beat's TTL runs out then */
     long long ts_ms;      /* ts of the newest beat taken: older ones are replays */
   } presence;             /* presence.c's */
+  unsigned closed;        /* a forgotten entity's handles closed so far (of 2) */
 };
 
 /* Adds a new entity (not persisted) to gw's roster and opens its handles.
@@ -123,6 +127,13 @@ int fl_roster_resolve(fl_gw *gw, const char *to, fl_entity **out, char *err, siz
 size_t fl_roster_drop_host(fl_gw *gw, const char *host);
 /* 1 when host is this gateway's own or has a pinned key, else 0. */
 int fl_roster_host_trusted(fl_gw *gw, const char *host);
+/* Makes room in a full roster: forgets up to want remote entities without a
+ * session that left (dropped) or whose presence ran out, those dropped and
+ * then those seen longest ago first. Each leaves the roster, its index and
+ * the store's memory at once and is freed when its handles have closed;
+ * counted as roster_forgotten. Returns how many were forgotten. Call it only
+ * where no pointer to a remote entity is held. */
+size_t fl_roster_reclaim(fl_gw *gw, size_t want);
 /* Closes every entity's handles (shutdown); run the loop before free. */
 void fl_roster_close(fl_gw *gw);
 /* Frees every entity. */

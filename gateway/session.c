@@ -95,7 +95,8 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
     fl_errf(err, errlen, "the gid %s already belongs to another name", id->gid);
     goto fail;
   }
-  if (!e && gw->nentities >= FL_MAX_ENTITIES) {
+  if (!e && gw->nentities >= FL_MAX_ENTITIES &&
+      fl_roster_reclaim(gw, FL_ROSTER_RECLAIM_BATCH) == 0) {
     rc = FL_EFULL;
     fl_errf(err, errlen, "the roster is full (%d entities)", FL_MAX_ENTITIES);
     goto fail;

@@ -15,7 +15,9 @@
  * signature, a bad entry, a replay (of the whole beat, or for one entity
  * an entity beat of its own has overtaken) and a forged signature are
  * refused, and a host beat that lists nothing says its host expects
- * entity beats. */
+ * entity beats. And a full roster: refused while every entity is live,
+ * then, once their TTL ran out, it forgets the one that left and those
+ * offline longest (from the store too) to take a new one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -417,6 +419,76 @@ static void test_unpinned_beats_refused(void **state) {
   assert_int_equal(fl_presence_unpinned_claim(f->p, "carol", host, sizeof host), 0);
 }
 
+/* A gid for entity i of the reclaim test. */
+static void many_gid(size_t i, char gid[FL_ID_LEN]) {
+  snprintf(gid, FL_ID_LEN, "00000000-0000-4000-8000-%012x", (unsigned)i);
+}
+
+static void count_remote(void *ctx, const fl_entity_rec *r) {
+  (void)r;
+  (*(size_t *)ctx)++;
+}
+
+static void test_full_roster_forgets_the_stalest(void **state) {
+  fixture *f = *state;
+  fl_gw *gw = f->g.gw;
+  fl_beat b;
+  beat_of(&b, "many", 1);
+  size_t base = gw->nentities, n = FL_MAX_ENTITIES - base;
+  char gid[FL_ID_LEN];
+  long long now = fl_now_ms();
+  assert_int_equal(fl_store_batch_begin(gw->store), 0);
+  for (size_t i = 0; i < n; i++) {
+    many_gid(i, gid);
+    assert_int_equal(fl_presence_take(f->p, "hostB", gid, &b, now), 0);
+    /* Seen in order, entity 0 longest ago, and live however long this takes. */
+    fl_entity *e = fl_entity_by_gid(gw, gid);
+    e->last_seen_ms = now - 100000 + (long long)i;
+    e->presence.expires_ms = now + 3600000;
+  }
+  assert_int_equal(fl_store_batch_end(gw->store), 0);
+  assert_int_equal(gw->nentities, FL_MAX_ENTITIES);
+  /* Every one still live: a new one is refused, nothing forgotten. */
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, now), FL_EFULL);
+  assert_int_equal(gw->counters[FL_C_ROSTER_FORGOTTEN], 0);
+
+  /* Their TTL runs out; entity 7 beats again, entity 500 left. */
+  for (size_t i = 0; i < n; i++) {
+    many_gid(i, gid);
+    fl_entity_by_gid(gw, gid)->presence.expires_ms = now - 1;
+  }
+  many_gid(7, gid);
+  assert_int_equal(fl_presence_take(f->p, "hostB", gid, &b, fl_now_ms()), 0);
+  many_gid(500, gid);
+  fl_presence_forget(f->p, "hostB", gid, fl_now_ms());
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  uv_run(gw->loop, UV_RUN_NOWAIT); /* the forgotten entities' handles close */
+  assert_int_equal(gw->counters[FL_C_ROSTER_FORGOTTEN], FL_ROSTER_RECLAIM_BATCH);
+  assert_int_equal(gw->nentities, FL_MAX_ENTITIES - FL_ROSTER_RECLAIM_BATCH + 1);
+  assert_non_null(fl_entity_by_gid(gw, GID_B));
+  /* The one that left went first, then the longest offline: 0..99 but 7. */
+  many_gid(500, gid);
+  assert_null(fl_entity_by_gid(gw, gid));
+  for (size_t i = 0; i < 101; i++) {
+    many_gid(i, gid);
+    if (i == 7 || i == 100)
+      assert_non_null(fl_entity_by_gid(gw, gid));
+    else
+      assert_null(fl_entity_by_gid(gw, gid));
+  }
+  many_gid(101, gid);
+  assert_non_null(fl_entity_by_gid(gw, gid));
+  /* The store forgot them too: a restart does not bring them back. */
+  size_t remembered = 0;
+  assert_int_equal(fl_store_remote_each(gw->store, count_remote, &remembered), 0);
+  assert_int_equal(remembered, n + 1 - FL_ROSTER_RECLAIM_BATCH);
+  /* The walk of the roster still reaches every entity that is left. */
+  size_t walked = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    walked++;
+  assert_int_equal(walked, gw->nentities);
+}
+
 /* ---- host beats: one signature for every entity of a host ----------------------- */
 
 #define GID_C "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -560,6 +632,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_unpinned_beats_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_host_beat_lists_entities, setup, teardown),
       cmocka_unit_test_setup_teardown(test_host_beat_unpinned_hint, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_full_roster_forgets_the_stalest, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
