@@ -31,11 +31,15 @@
  *   -m        publish with the mandatory flag
  *   -q LIST   declare the queue with fleet's inbox arguments, a comma list
  *             of dlx, maxlen, overflow, ttl, expires, type (or "inbox": all
- *             six), with fleet's default values
+ *             six), with fleet's default values; v2 adds x-queue-version 2
+ *             (RabbitMQ 3.10+'s second classic queue format, not fleet's)
  *   -e        fleet's per-message properties: text content type, timestamp,
  *             a fresh message id and the signed envelope headers a fleet
  *             message carries (fl_broker_env_properties, one signature made
  *             at start and reused: the broker does not check it)
+ *   -E        as -e, but the envelope's headers replaced by one header of
+ *             as many bytes (their keys and values), to tell the cost of
+ *             the headers' number from that of their bytes
  *   -a N      the consumer acks with `multiple` once every N deliveries
  *             (and at the end) instead of one basic.ack per message
  *   -H        the consumer holds its acks until PREFETCH deliveries are
@@ -102,6 +106,7 @@ enum {
   QA_TTL = 8,
   QA_EXPIRES = 16,
   QA_TYPE = 32,
+  QA_V2 = 64,
 };
 static struct {
   int topic, mandatory, envelope, hold, backlog;
@@ -112,6 +117,8 @@ static struct {
 
 /* -e: the envelope every publish carries (msgId changes per publish). */
 static fl_envelope g_env;
+/* -E: as many bytes as the envelope's headers, keys and values, in one. */
+static char g_env_one[2048];
 
 static struct amqp_connection_info g_ci;
 
@@ -189,7 +196,7 @@ static void exchanges_declare(amqp_connection_state_t c) {
  * exchange as a fleet inbox is (its own name and two broadcast keys). A
  * queue left by an earlier run with other arguments is deleted first. */
 static void queue_fresh(amqp_connection_state_t c, const char *q) {
-  amqp_table_entry_t args[6];
+  amqp_table_entry_t args[7];
   int na = 0;
   if (g_var.qargs & QA_DLX)
     args[na++] = entry_str("x-dead-letter-exchange", X_DLX);
@@ -203,6 +210,8 @@ static void queue_fresh(amqp_connection_state_t c, const char *q) {
     args[na++] = entry_long("x-expires", FL_BROKER_DEFAULT_QUEUE_EXPIRES_MS);
   if (g_var.qargs & QA_TYPE)
     args[na++] = entry_str("x-queue-type", "classic");
+  if (g_var.qargs & QA_V2)
+    args[na++] = entry_long("x-queue-version", 2);
   amqp_table_t table = {na, args};
   if (na) {
     amqp_queue_delete(c, CH, amqp_cstring_bytes(q), 0, 0);
@@ -309,6 +318,11 @@ static void pub_send(struct pub *p, const char *q, const char *body, size_t len)
      * as signed at start. */
     fl_uuid(g_env.msg_id);
     fl_broker_env_properties(&g_env, hdr, &props);
+    if (g_var.envelope > 1) {
+      /* -E: the same bytes in one header. */
+      hdr[0] = entry_str("envelope", g_env_one);
+      props.headers.num_entries = 1;
+    }
   }
   amqp_bytes_t b = {len, (void *)body};
   amqp_bytes_t ex = g_var.topic ? amqp_cstring_bytes(X_TOPIC) : amqp_empty_bytes;
@@ -601,7 +615,7 @@ static void usage(void) {
   fprintf(stderr, "usage: amqp_baseline URI tput|lat|rtt [-n N] [-s SIZE] [-w WINDOW] "
                   "[-r RATE] [-W WARMUP] [-p PREFETCH] [-l LABEL]\n"
                   "       variants: [-x] [-m] [-q dlx,maxlen,overflow,ttl,expires,type|inbox] "
-                  "[-e] [-a ACK_EVERY] [-H] [-b] [-B BROKER_PID]\n");
+                  "[-e|-E] [-a ACK_EVERY] [-H] [-b] [-B BROKER_PID]\n");
   exit(2);
 }
 
@@ -616,6 +630,7 @@ static unsigned parse_qargs(const char *list) {
                {"ttl", QA_TTL},
                {"expires", QA_EXPIRES},
                {"type", QA_TYPE},
+               {"v2", QA_V2},
                {"inbox", QA_DLX | QA_MAXLEN | QA_OVERFLOW | QA_TTL | QA_EXPIRES | QA_TYPE}};
   unsigned bits = 0;
   char buf[256];
@@ -654,6 +669,14 @@ static void envelope_init(void) {
   snprintf(g_env.sealed_to, sizeof g_env.sealed_to, "benchpeer");
   if (fl_sign_envelope(&g_env, "bench", 5, sk) != 0)
     die("cannot sign the envelope");
+  amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
+  int n = fl_broker_env_to_headers(&g_env, hdr);
+  size_t len = 0;
+  for (int i = 0; i < n; i++)
+    len += hdr[i].key.len + hdr[i].value.value.bytes.len + 1;
+  if (len >= sizeof g_env_one)
+    len = sizeof g_env_one - 1;
+  memset(g_env_one, 'e', len);
 }
 
 int main(int argc, char **argv) {
@@ -666,7 +689,7 @@ int main(int argc, char **argv) {
   o.label = o.mode;
   optind = 3;
   int ch;
-  while ((ch = getopt(argc, argv, "n:s:w:r:W:p:l:xmq:ea:HbB:")) != -1) {
+  while ((ch = getopt(argc, argv, "n:s:w:r:W:p:l:xmq:eEa:HbB:")) != -1) {
     switch (ch) {
     case 'x':
       g_var.topic = 1;
@@ -679,6 +702,9 @@ int main(int argc, char **argv) {
       break;
     case 'e':
       g_var.envelope = 1;
+      break;
+    case 'E':
+      g_var.envelope = 2;
       break;
     case 'a':
       g_var.ack_every = strtoul(optarg, NULL, 10);
