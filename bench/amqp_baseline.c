@@ -21,11 +21,43 @@
  *       to bench.req, a responder consumes it, publishes the same body to
  *       bench.rep and acks; the requester's consumer records now - then.
  *
+ * Variants (all off by default, so the plain run is the baseline bench/run.sh
+ * reports against): each switches on one thing fleet does differently, so
+ * the broker's cost of each can be measured on its own (bench/broker_cost.sh):
+ *
+ *   -x        publish through a durable topic exchange (bench.topic) instead
+ *             of the default exchange; the queue is bound with its own name
+ *             and fleet's two broadcast keys, as a fleet inbox is
+ *   -m        publish with the mandatory flag
+ *   -q LIST   declare the queue with fleet's inbox arguments, a comma list
+ *             of dlx, maxlen, overflow, ttl, expires, type (or "inbox": all
+ *             six), with fleet's default values; v2 adds x-queue-version 2
+ *             (RabbitMQ 3.10+'s second classic queue format, not fleet's)
+ *   -e        fleet's per-message properties: text content type, timestamp,
+ *             a fresh message id and the signed envelope headers a fleet
+ *             message carries (fl_broker_env_properties, one signature made
+ *             at start and reused: the broker does not check it)
+ *   -E        as -e, but the envelope's headers replaced by one header of
+ *             as many bytes (their keys and values), to tell the cost of
+ *             the headers' number from that of their bytes
+ *   -a N      the consumer acks with `multiple` once every N deliveries
+ *             (and at the end) instead of one basic.ack per message
+ *   -H        the consumer holds its acks until PREFETCH deliveries are
+ *             unacked (or the last arrived), then acks them one by one, as
+ *             fleetd does when its client drains a poll's worth at once
+ *   -b        backlog (tput): the consumer starts reading only once every
+ *             publish is confirmed, so the queue holds all N first, as a
+ *             fleet inbox fills when its receiver is slower than its sender
+ *   -B PID    measure the CPU (user + system, /proc/PID/stat) process PID
+ *             (the broker) spends from the first publish to the last
+ *             message consumed, and this process's own, per message
+ *
  * rabbitmq-c connections are not thread-safe, so each thread has its own
  * connection(s). Results are printed as "RESULT LABEL.KEY VALUE" lines on
  * stdout; progress and errors go to stderr. Exit status 0, or 1 on failure. */
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
+#include <sodium.h>
 
 #include <getopt.h>
 #include <pthread.h>
@@ -34,14 +66,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "bench_util.h"
+#include "common/ids.h"
+#include "common/limits.h"
+#include "common/time.h"
+#include "gateway/broker_headers.h"
+#include "gateway/envelope.h"
+#include "gateway/sign.h"
+#include "gateway/topology.h"
 
 #define Q_TPUT "bench.tput"
 #define Q_LAT "bench.lat"
 #define Q_REQ "bench.req"
 #define Q_REP "bench.rep"
+#define X_TOPIC "bench.topic"
+#define X_DLX "bench.dlx"
 #define CH 1
 /* A consumer that sees nothing for this long gives up: the run is broken. */
 #define IDLE_TIMEOUT_S 30
@@ -54,6 +97,28 @@ struct opts {
   unsigned prefetch;
   double rate;
 };
+
+/* The variants' switches (see the top of the file); all 0 is the baseline. */
+enum {
+  QA_DLX = 1,
+  QA_MAXLEN = 2,
+  QA_OVERFLOW = 4,
+  QA_TTL = 8,
+  QA_EXPIRES = 16,
+  QA_TYPE = 32,
+  QA_V2 = 64,
+};
+static struct {
+  int topic, mandatory, envelope, hold, backlog;
+  unsigned qargs; /* QA_* */
+  size_t ack_every;
+  long broker_pid;
+} g_var = {.ack_every = 1};
+
+/* -e: the envelope every publish carries (msgId changes per publish). */
+static fl_envelope g_env;
+/* -E: as many bytes as the envelope's headers, keys and values, in one. */
+static char g_env_one[2048];
 
 static struct amqp_connection_info g_ci;
 
@@ -98,10 +163,71 @@ static void conn_close(amqp_connection_state_t *c) {
   *c = NULL;
 }
 
-/* Declares q durable (not exclusive, not auto-delete) and empties it. */
+static amqp_table_entry_t entry_str(const char *k, const char *v) {
+  amqp_table_entry_t e = {.key = amqp_cstring_bytes(k)};
+  e.value.kind = AMQP_FIELD_KIND_UTF8;
+  e.value.value.bytes = amqp_cstring_bytes(v);
+  return e;
+}
+
+static amqp_table_entry_t entry_long(const char *k, int64_t v) {
+  amqp_table_entry_t e = {.key = amqp_cstring_bytes(k)};
+  e.value.kind = AMQP_FIELD_KIND_I64;
+  e.value.value.i64 = v;
+  return e;
+}
+
+/* -x: the topic exchange and -q dlx's dead-letter exchange, durable. */
+static void exchanges_declare(amqp_connection_state_t c) {
+  if (g_var.topic) {
+    amqp_exchange_declare(c, CH, amqp_cstring_bytes(X_TOPIC), amqp_cstring_bytes("topic"), 0, 1, 0,
+                          0, amqp_empty_table);
+    die_reply(amqp_get_rpc_reply(c), "exchange.declare " X_TOPIC);
+  }
+  if (g_var.qargs & QA_DLX) {
+    amqp_exchange_declare(c, CH, amqp_cstring_bytes(X_DLX), amqp_cstring_bytes("fanout"), 0, 1, 0,
+                          0, amqp_empty_table);
+    die_reply(amqp_get_rpc_reply(c), "exchange.declare " X_DLX);
+  }
+}
+
+/* Declares q durable (not exclusive, not auto-delete) and empties it; with
+ * -q, with the inbox arguments chosen, and with -x, bound to the topic
+ * exchange as a fleet inbox is (its own name and two broadcast keys). A
+ * queue left by an earlier run with other arguments is deleted first. */
 static void queue_fresh(amqp_connection_state_t c, const char *q) {
-  amqp_queue_declare(c, CH, amqp_cstring_bytes(q), 0, 1, 0, 0, amqp_empty_table);
+  amqp_table_entry_t args[7];
+  int na = 0;
+  if (g_var.qargs & QA_DLX)
+    args[na++] = entry_str("x-dead-letter-exchange", X_DLX);
+  if (g_var.qargs & QA_MAXLEN)
+    args[na++] = entry_long("x-max-length", FL_BROKER_DEFAULT_MAX_LENGTH);
+  if (g_var.qargs & QA_OVERFLOW)
+    args[na++] = entry_str("x-overflow", "reject-publish-dlx");
+  if (g_var.qargs & QA_TTL)
+    args[na++] = entry_long("x-message-ttl", FL_BROKER_DEFAULT_MESSAGE_TTL_MS);
+  if (g_var.qargs & QA_EXPIRES)
+    args[na++] = entry_long("x-expires", FL_BROKER_DEFAULT_QUEUE_EXPIRES_MS);
+  if (g_var.qargs & QA_TYPE)
+    args[na++] = entry_str("x-queue-type", "classic");
+  if (g_var.qargs & QA_V2)
+    args[na++] = entry_long("x-queue-version", 2);
+  amqp_table_t table = {na, args};
+  if (na) {
+    amqp_queue_delete(c, CH, amqp_cstring_bytes(q), 0, 0);
+    die_reply(amqp_get_rpc_reply(c), "queue.delete");
+  }
+  exchanges_declare(c);
+  amqp_queue_declare(c, CH, amqp_cstring_bytes(q), 0, 1, 0, 0, table);
   die_reply(amqp_get_rpc_reply(c), "queue.declare");
+  if (g_var.topic) {
+    const char *keys[] = {q, "broadcast.benchhost.all", "broadcast.all"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+      amqp_queue_bind(c, CH, amqp_cstring_bytes(q), amqp_cstring_bytes(X_TOPIC),
+                      amqp_cstring_bytes(keys[i]), amqp_empty_table);
+      die_reply(amqp_get_rpc_reply(c), "queue.bind");
+    }
+  }
   amqp_queue_purge(c, CH, amqp_cstring_bytes(q));
   die_reply(amqp_get_rpc_reply(c), "queue.purge");
 }
@@ -182,12 +308,25 @@ static void pub_drain(struct pub *p) {
 
 static void pub_send(struct pub *p, const char *q, const char *body, size_t len) {
   amqp_basic_properties_t props;
+  amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
   memset(&props, 0, sizeof props);
   props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_CONTENT_TYPE_FLAG;
   props.delivery_mode = AMQP_DELIVERY_PERSISTENT;
   props.content_type = amqp_cstring_bytes("application/octet-stream");
+  if (g_var.envelope) {
+    /* What fleet's broker link sends: a new message id each time, the rest
+     * as signed at start. */
+    fl_uuid(g_env.msg_id);
+    fl_broker_env_properties(&g_env, hdr, &props);
+    if (g_var.envelope > 1) {
+      /* -E: the same bytes in one header. */
+      hdr[0] = entry_str("envelope", g_env_one);
+      props.headers.num_entries = 1;
+    }
+  }
   amqp_bytes_t b = {len, (void *)body};
-  if (amqp_basic_publish(p->c, CH, amqp_empty_bytes, amqp_cstring_bytes(q), 0, 0, &props, b) !=
+  amqp_bytes_t ex = g_var.topic ? amqp_cstring_bytes(X_TOPIC) : amqp_empty_bytes;
+  if (amqp_basic_publish(p->c, CH, ex, amqp_cstring_bytes(q), g_var.mandatory, 0, &props, b) !=
       AMQP_STATUS_OK)
     die("publish failed");
   p->published++;
@@ -209,6 +348,47 @@ static void pub_close(struct pub *p) {
   p->done = NULL;
 }
 
+/* ---- CPU time ------------------------------------------------------------------- */
+
+static uint64_t tv_us(struct timeval tv) {
+  return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+}
+
+/* The calling thread's CPU time so far, user + system, in microseconds. */
+static uint64_t thread_cpu_us(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0)
+    return 0;
+  return tv_us(ru.ru_utime) + tv_us(ru.ru_stime);
+}
+
+/* This process's CPU time so far (every thread), in microseconds. */
+static uint64_t self_cpu_us(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0)
+    return 0;
+  return tv_us(ru.ru_utime) + tv_us(ru.ru_stime);
+}
+
+/* Process pid's CPU time so far (utime + stime of /proc/PID/stat), in
+ * microseconds; dies if it cannot be read. */
+static uint64_t proc_cpu_us(long pid) {
+  char path[64], buf[4096];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    die("-B: cannot read the process's /proc/PID/stat");
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* Fields 14 and 15, counted after the ")" that ends the command name. */
+  char *p = strrchr(buf, ')');
+  unsigned long long ut = 0, st = 0;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    die("-B: cannot parse /proc/PID/stat");
+  return (ut + st) * 1000000u / (uint64_t)sysconf(_SC_CLK_TCK);
+}
+
 /* ---- a consumer thread ---------------------------------------------------------- */
 
 struct cons {
@@ -219,7 +399,9 @@ struct cons {
   int latency;   /* record now - the timestamp in the body */
   int echo_to;   /* rtt responder: publish the body back to Q_REP */
   atomic_int ready;
+  atomic_int go;   /* -b: the publisher is done, consume now */
   uint64_t t_last; /* when the last one was consumed */
+  uint64_t cpu_us; /* the thread's CPU time, user + system, when it ended */
   uint64_t *lat;
   size_t nlat;
   pthread_t th;
@@ -237,7 +419,13 @@ static void *cons_main(void *arg) {
                      amqp_empty_table);
   die_reply(amqp_get_rpc_reply(c), "basic.consume");
   atomic_store(&k->ready, 1);
-  size_t got = 0;
+  size_t got = 0, nheld = 0;
+  uint64_t *held = g_var.hold ? calloc(k->prefetch, sizeof *held) : NULL;
+  if (g_var.hold && !held)
+    die("out of memory");
+  if (g_var.backlog)
+    while (!atomic_load(&k->go))
+      fb_sleep_until(fb_now_ns() + 1000000);
   while (got < k->expect) {
     amqp_envelope_t env;
     struct timeval tv = {IDLE_TIMEOUT_S, 0};
@@ -269,12 +457,31 @@ static void *cons_main(void *arg) {
       pub_send(&echo, Q_REP, env.message.body.bytes, env.message.body.len);
       pub_drain(&echo);
     }
-    if (amqp_basic_ack(c, CH, env.delivery_tag, 0) != AMQP_STATUS_OK)
-      die("consumer: ack failed");
-    amqp_destroy_envelope(&env);
     got++;
+    if (g_var.hold) {
+      /* -H: acks wait until the prefetch is full (or the last message),
+       * then go one by one, oldest first. */
+      if (nheld < k->prefetch)
+        held[nheld++] = env.delivery_tag;
+      if (nheld == k->prefetch || got == k->expect) {
+        for (size_t i = 0; i < nheld; i++)
+          if (amqp_basic_ack(c, CH, held[i], 0) != AMQP_STATUS_OK)
+            die("consumer: ack failed");
+        nheld = 0;
+      }
+    } else if (g_var.ack_every <= 1) {
+      if (amqp_basic_ack(c, CH, env.delivery_tag, 0) != AMQP_STATUS_OK)
+        die("consumer: ack failed");
+    } else if (got % g_var.ack_every == 0 || got == k->expect) {
+      /* -a: every delivery up to this one at once. */
+      if (amqp_basic_ack(c, CH, env.delivery_tag, 1) != AMQP_STATUS_OK)
+        die("consumer: ack failed");
+    }
+    amqp_destroy_envelope(&env);
     k->t_last = now;
   }
+  k->cpu_us = thread_cpu_us();
+  free(held);
   if (k->echo_to) {
     pub_finish(&echo);
     pub_close(&echo);
@@ -312,6 +519,8 @@ static void run_tput(const struct opts *o, amqp_connection_state_t admin) {
   if (!body)
     die("out of memory");
   fill(body, o->size);
+  uint64_t b0 = g_var.broker_pid ? proc_cpu_us(g_var.broker_pid) : 0;
+  uint64_t c0 = self_cpu_us(), k0 = k.cpu_us = 0;
   uint64_t t0 = fb_now_ns();
   for (size_t i = 0; i < o->n; i++) {
     while (p.published - p.confirmed >= o->window)
@@ -321,12 +530,24 @@ static void run_tput(const struct opts *o, amqp_connection_state_t admin) {
   }
   pub_finish(&p);
   uint64_t t_pub = fb_now_ns();
+  atomic_store(&k.go, 1);
   pthread_join(k.th, NULL);
+  uint64_t b1 = g_var.broker_pid ? proc_cpu_us(g_var.broker_pid) : 0;
+  uint64_t c1 = self_cpu_us();
   double secs = (double)(k.t_last - t0) / 1e9;
   printf("RESULT %s.msgs %zu\n", o->label, o->n);
   printf("RESULT %s.secs %.3f\n", o->label, secs);
   printf("RESULT %s.msgs_per_s %.1f\n", o->label, (double)o->n / secs);
   printf("RESULT %s.confirmed_per_s %.1f\n", o->label, (double)o->n / ((double)(t_pub - t0) / 1e9));
+  if (g_var.broker_pid) {
+    /* The broker's from just before the first publish to after the last
+     * consume; the client's over the same span, the consumer's alone (its
+     * thread includes its connection set-up, a few hundred us). */
+    printf("RESULT %s.broker_us_per_msg %.1f\n", o->label, (double)(b1 - b0) / (double)o->n);
+    printf("RESULT %s.client_us_per_msg %.1f\n", o->label, (double)(c1 - c0) / (double)o->n);
+    printf("RESULT %s.consumer_us_per_msg %.1f\n", o->label,
+           (double)(k.cpu_us - k0) / (double)o->n);
+  }
   pub_close(&p);
   free(body);
   queue_drop(admin, Q_TPUT);
@@ -392,8 +613,70 @@ static void run_rtt(const struct opts *o, amqp_connection_state_t admin) {
 
 static void usage(void) {
   fprintf(stderr, "usage: amqp_baseline URI tput|lat|rtt [-n N] [-s SIZE] [-w WINDOW] "
-                  "[-r RATE] [-W WARMUP] [-p PREFETCH] [-l LABEL]\n");
+                  "[-r RATE] [-W WARMUP] [-p PREFETCH] [-l LABEL]\n"
+                  "       variants: [-x] [-m] [-q dlx,maxlen,overflow,ttl,expires,type|inbox] "
+                  "[-e|-E] [-a ACK_EVERY] [-H] [-b] [-B BROKER_PID]\n");
   exit(2);
+}
+
+/* -q's comma list as QA_* bits; dies on an unknown name. */
+static unsigned parse_qargs(const char *list) {
+  static const struct {
+    const char *name;
+    unsigned bit;
+  } names[] = {{"dlx", QA_DLX},
+               {"maxlen", QA_MAXLEN},
+               {"overflow", QA_OVERFLOW},
+               {"ttl", QA_TTL},
+               {"expires", QA_EXPIRES},
+               {"type", QA_TYPE},
+               {"v2", QA_V2},
+               {"inbox", QA_DLX | QA_MAXLEN | QA_OVERFLOW | QA_TTL | QA_EXPIRES | QA_TYPE}};
+  unsigned bits = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    size_t i = 0;
+    while (i < sizeof names / sizeof *names && strcmp(names[i].name, w) != 0)
+      i++;
+    if (i == sizeof names / sizeof *names)
+      usage();
+    bits |= names[i].bit;
+  }
+  return bits;
+}
+
+/* -e: an envelope as fleet's broker link publishes one for a sealed
+ * fleet_send from one agent on host benchhost to another on benchpeer,
+ * signed with a bench key. */
+static void envelope_init(void) {
+  unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+  if (sodium_init() < 0)
+    die("libsodium cannot start");
+  crypto_sign_keypair(pk, sk);
+  memset(&g_env, 0, sizeof g_env);
+  snprintf(g_env.v, sizeof g_env.v, "%s", FL_ENVELOPE_VERSION);
+  snprintf(g_env.kind, sizeof g_env.kind, "%s", fl_envelope_kind_name(FL_KIND_SEND));
+  fl_uuid(g_env.msg_id);
+  fl_uuid(g_env.trace_id);
+  fl_uuid(g_env.from);
+  fl_uuid(g_env.to);
+  snprintf(g_env.from_name, sizeof g_env.from_name, "bench-sender");
+  snprintf(g_env.host, sizeof g_env.host, "benchhost");
+  long long now = fl_now_ms();
+  fl_rfc3339(now, g_env.ts);
+  fl_rfc3339(now + FL_BROKER_DEFAULT_MESSAGE_TTL_MS, g_env.expires_at);
+  snprintf(g_env.sealed_to, sizeof g_env.sealed_to, "benchpeer");
+  if (fl_sign_envelope(&g_env, "bench", 5, sk) != 0)
+    die("cannot sign the envelope");
+  amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
+  int n = fl_broker_env_to_headers(&g_env, hdr);
+  size_t len = 0;
+  for (int i = 0; i < n; i++)
+    len += hdr[i].key.len + hdr[i].value.value.bytes.len + 1;
+  if (len >= sizeof g_env_one)
+    len = sizeof g_env_one - 1;
+  memset(g_env_one, 'e', len);
 }
 
 int main(int argc, char **argv) {
@@ -406,8 +689,35 @@ int main(int argc, char **argv) {
   o.label = o.mode;
   optind = 3;
   int ch;
-  while ((ch = getopt(argc, argv, "n:s:w:r:W:p:l:")) != -1) {
+  while ((ch = getopt(argc, argv, "n:s:w:r:W:p:l:xmq:eEa:HbB:")) != -1) {
     switch (ch) {
+    case 'x':
+      g_var.topic = 1;
+      break;
+    case 'm':
+      g_var.mandatory = 1;
+      break;
+    case 'q':
+      g_var.qargs |= parse_qargs(optarg);
+      break;
+    case 'e':
+      g_var.envelope = 1;
+      break;
+    case 'E':
+      g_var.envelope = 2;
+      break;
+    case 'a':
+      g_var.ack_every = strtoul(optarg, NULL, 10);
+      break;
+    case 'H':
+      g_var.hold = 1;
+      break;
+    case 'b':
+      g_var.backlog = 1;
+      break;
+    case 'B':
+      g_var.broker_pid = strtol(optarg, NULL, 10);
+      break;
     case 'n':
       o.n = strtoul(optarg, NULL, 10);
       break;
@@ -433,8 +743,11 @@ int main(int argc, char **argv) {
       usage();
     }
   }
-  if (o.n == 0 || o.window == 0 || o.rate <= 0 || o.prefetch == 0 || o.prefetch > 65535)
+  if (o.n == 0 || o.window == 0 || o.rate <= 0 || o.prefetch == 0 || o.prefetch > 65535 ||
+      g_var.ack_every == 0 || g_var.broker_pid < 0)
     usage();
+  if (g_var.envelope)
+    envelope_init();
   char *uri = strdup(o.uri);
   amqp_default_connection_info(&g_ci);
   if (!uri || amqp_parse_url(uri, &g_ci) != AMQP_STATUS_OK)

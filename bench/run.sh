@@ -34,6 +34,8 @@
 #   BENCH_SIM_LIST_N=200   (f) fleet_list calls timed with every entry present
 #   BENCH_SIM_ONLY=1       run only (f), presence at scale (the broker and one gateway)
 #   BENCH_SIM_ENTITY_BEATS=1  (f) the simulated hosts beat each agent alone, as the earlier wire did
+#   BENCH_TPUT_ONLY=1      run only the two throughput runs (raw_tput, fleet_tput) with
+#                          the broker's CPU per message, then stop
 #   FLEET_BUILD_DIR=build  where fleet is built; BENCH_NO_BUILD=1 skips building
 set -euo pipefail
 
@@ -62,6 +64,7 @@ SIM_WINDOW=${BENCH_SIM_WINDOW:-20}
 SIM_EACH=${BENCH_SIM_ENTITY_BEATS:+-e}
 SIM_LIST_N=${BENCH_SIM_LIST_N:-200}
 SIM_ONLY=${BENCH_SIM_ONLY:-0}
+TPUT_ONLY=${BENCH_TPUT_ONLY:-0}
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -157,7 +160,7 @@ emb_stop() {
   for pid in "${FLEETD_PIDS[@]}"; do [ "$pid" = "$EMB_PID" ] || keep+=("$pid"); done
   FLEETD_PIDS=("${keep[@]}")
 }
-if [ "$SIM_ONLY" != 1 ]; then
+if [ "$SIM_ONLY" != 1 ] && [ "$TPUT_ONLY" != 1 ]; then
 log "(e) embedded start-up to socket ready, $STARTS starts"
 mkdir -p "$WORK/emb-start"
 fb startup "$BUILD/fleetd" "$WORK/emb-start" -n "$STARTS" -l emb_startup
@@ -344,13 +347,15 @@ fi
 # ---- (a) raw baseline ----
 raw() { "$BBUILD/amqp_baseline" "$URI" "$@" | tee -a "$RESULTS" | sed 's/^/  /' >&2; }
 log "(a) raw throughput: $N x $SIZE B, confirms window $RAW_WINDOW, prefetch 100"
-raw tput -n "$N" -s "$SIZE" -w "$RAW_WINDOW" -p 100 -l raw_tput
+raw tput -n "$N" -s "$SIZE" -w "$RAW_WINDOW" -p 100 -B "$(cat "$WORK/mq/rabbitmq.pid")" -l raw_tput
+if [ "$TPUT_ONLY" != 1 ]; then
 log "(a) raw one-way latency at $LAT_RATE/s x $LAT_N"
 raw lat -n "$LAT_N" -s "$SIZE" -r "$LAT_RATE" -p 100 -l "raw_lat$LAT_RATE"
 log "(a) raw one-way latency at $RATE/s x $RTT_N (the pace of the fleet round trips)"
 raw lat -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_lat
 log "(a) raw request/reply round trip at $RATE/s x $RTT_N"
 raw rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_rtt
+fi
 
 # ---- (b) four gateways ----
 HOSTS=(hostA hostB hostC hostD)
@@ -411,6 +416,39 @@ for h in "${HOSTS[@]}"; do
   done
 done
 log "pinned every gateway's key on every other"
+
+if [ "$TPUT_ONLY" = 1 ]; then
+  BEAM=$(cat "$WORK/mq/rabbitmq.pid")
+  log "(b) the broker idle with the gateways up, 5 s"
+  i0=$(cpu_s "$BEAM")
+  sleep 5
+  i1=$(cpu_s "$BEAM")
+  log "(b) fleet cross-host throughput: $N x $SIZE B, hostA -> hostB, window $WINDOW, poll max 100"
+  b0=$(cpu_s "$BEAM")
+  fb tput "$SA" "$SB" -n "$N" -s "$SIZE" -w "$WINDOW" -l fleet_tput
+  b1=$(cpu_s "$BEAM")
+  FL_T=$(get fleet_tput.msgs_per_s)
+  RAW_T=$(get raw_tput.msgs_per_s)
+  FL_B=$(awk -v a="$b0" -v b="$b1" -v n="$N" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
+  IDLE=$(pct "$i0" "$i1" 5)
+  {
+    echo
+    echo "throughput only: $N x $SIZE B, fleetd log level $LOG_LEVEL"
+    echo
+    printf '| %-58s | %12s | %12s | %14s |\n' "metric" "baseline" "fleet" "fleet/baseline"
+    printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 60))" "$(printf -- '-%.0s' $(seq 14))" \
+      "$(printf -- '-%.0s' $(seq 14))" "$(printf -- '-%.0s' $(seq 16))"
+    printf '| %-58s | %12s | %12s | %14s |\n' "throughput msgs/s: raw 1 queue vs fleet hostA->hostB" "$RAW_T" "$FL_T" "$(ratio "$FL_T" "$RAW_T")"
+    printf '| %-58s | %12s | %12s | %14s |\n' "broker CPU us per message (over the whole run)" "$(get raw_tput.broker_us_per_msg)" "$FL_B" "$(ratio "$FL_B" "$(get raw_tput.broker_us_per_msg)")"
+    echo
+    echo "  broker CPU % of a core with the four gateways up and idle: $IDLE"
+    echo "  fleet sends the broker nacked because hostB's inbox was full: $(get fleet_tput.refused_full)"
+    echo "  fleet receiver: $(get fleet_tput.polls) polls, mean $(get fleet_tput.mean_batch), max $(get fleet_tput.max_batch) messages per poll"
+    echo
+    echo "whole run: $(($(date +%s) - T_START)) s"
+  } | tee "$WORK/table.txt"
+  exit 0
+fi
 
 measure() { # SUFFIX ("" sealed, "_clear" in clear)
   local x=$1

@@ -14,6 +14,13 @@
  * included); 2 declares the shared topology and consumes control.<host> and
  * roster.<host>; every inbox gets a channel of its own from 3 up.
  *
+ * Acks: the loop acks each delivery on its own, but a burst of commands
+ * often holds many acks of one channel. Each channel keeps which of its
+ * deliveries are settled (broker_acks.c); at the end of a run of acks, the
+ * ones below the lowest delivery not yet settled go as one basic.ack with
+ * `multiple`, the rest one by one, at once: an ack is never held back, and
+ * a multiple ack never covers a delivery its owner has not settled.
+ *
  * Delivery tags handed to the loop are (channel epoch << 48 | channel << 32 |
  * broker tag). The epoch changes on every channel open, so an ack that
  * arrives after a reconnect or after an inbox was removed names a channel
@@ -93,6 +100,8 @@ void fl_broker_conn_free(fl_broker *b) {
   b->pub.body = NULL;
   fl_free(b->sys.body);
   b->sys.body = NULL;
+  fl_broker_acks_free(&b->pub.acks);
+  fl_broker_acks_free(&b->sys.acks);
 }
 
 /* ---- thread -> loop ---- */
@@ -185,6 +194,8 @@ void fl_broker_chan_reset(fl_broker *b, struct chan *c) {
     b->chans[c->id] = NULL;
   fl_free(c->body);
   c->body = NULL;
+  fl_broker_acks_free(&c->acks);
+  c->multiple_to = 0;
   c->open = 0;
   c->content = 0;
   c->id = 0;
@@ -194,6 +205,8 @@ int fl_broker_chan_open(fl_broker *b, struct chan *c, uint16_t id, char *why, si
   c->id = id;
   c->epoch = ++b->epoch ? b->epoch : ++b->epoch; /* 0 never names a channel */
   c->content = 0;
+  c->multiple_to = 0;
+  fl_broker_acks_reset(&c->acks);
   amqp_channel_open(b->conn, id);
   int rc = fl_broker_rpc_result(b, id, "channel.open", why, n);
   if (rc != 0) {
@@ -402,9 +415,51 @@ static struct chan *tag_chan(fl_broker *b, uint64_t tag) {
   return c && c->open && c->epoch == epoch ? c : NULL;
 }
 
-/* Acks or rejects. Returns 0 (also for a stale tag, dropped), or FL_EBROKER
- * after link_lost. */
-static int do_settle(fl_broker *b, struct item *it) {
+/* Acks waiting for the end of their run (ack_flush): at most one batch. */
+struct ack_run {
+  uint64_t tag[FL_BROKER_BATCH]; /* loop tags: epoch, channel, broker tag */
+  size_t n;
+};
+
+static int settle_failed(fl_broker *b, int rc) {
+  char why[FL_BROKER_WHY_LEN];
+  fl_errf(why, sizeof(why), "ack/reject failed: %s", amqp_error_string2(rc));
+  link_lost(b, why);
+  return FL_EBROKER;
+}
+
+/* Sends the run's acks: for each channel one multiple ack up to the
+ * highest tag below which every delivery is settled, if any of the run is
+ * there, and a plain ack for each of the run above it. Returns 0, or
+ * FL_EBROKER after link_lost. */
+static int ack_flush(fl_broker *b, struct ack_run *run) {
+  size_t n = run->n;
+  int rc = AMQP_STATUS_OK;
+  run->n = 0;
+  for (size_t i = 0; i < n && b->conn && rc == AMQP_STATUS_OK; i++) {
+    struct chan *c = tag_chan(b, run->tag[i]);
+    uint64_t dtag = run->tag[i] & 0xffffffffu;
+    if (!c)
+      continue; /* closed since: the broker requeued it */
+    if (fl_broker_acks_covered(&c->acks, dtag))
+      c->multiple_to = c->acks.lo - 1;
+    else
+      rc = amqp_basic_ack(b->conn, c->id, dtag, 0);
+  }
+  for (size_t i = 0; i < n && b->conn && rc == AMQP_STATUS_OK; i++) {
+    struct chan *c = tag_chan(b, run->tag[i]);
+    if (c && c->multiple_to) {
+      rc = amqp_basic_ack(b->conn, c->id, c->multiple_to, 1);
+      c->multiple_to = 0;
+    }
+  }
+  return rc == AMQP_STATUS_OK ? 0 : settle_failed(b, rc);
+}
+
+/* Acks or rejects. An ack the channel's tracker remembers joins run (sent
+ * by ack_flush); the rest go at once. Returns 0 (also for a stale tag or a
+ * second settle of one delivery, dropped), or FL_EBROKER after link_lost. */
+static int do_settle(fl_broker *b, struct item *it, struct ack_run *run) {
   struct chan *c = b->conn ? tag_chan(b, it->tag) : NULL;
   uint64_t dtag = it->tag & 0xffffffffu;
   int rc;
@@ -412,25 +467,34 @@ static int do_settle(fl_broker *b, struct item *it) {
     fl_debug(NULL, "broker: dropped a settle for a delivery of a closed channel");
     return 0;
   }
+  int known = fl_broker_acks_settle(&c->acks, dtag);
+  if (known == 1) {
+    /* The broker would close the channel for an unknown tag. */
+    fl_debug(NULL, "broker: dropped a second settle of one delivery");
+    return 0;
+  }
+  if (it->type == CMD_ACK && known == 0) {
+    run->tag[run->n++] = it->tag;
+    return 0;
+  }
   if (it->type == CMD_ACK)
     rc = amqp_basic_ack(b->conn, c->id, dtag, 0);
   else
     rc = amqp_basic_reject(b->conn, c->id, dtag, it->requeue != 0);
-  if (rc != AMQP_STATUS_OK) {
-    char why[FL_BROKER_WHY_LEN];
-    fl_errf(why, sizeof(why), "ack/reject failed: %s", amqp_error_string2(rc));
-    link_lost(b, why);
-    return FL_EBROKER;
-  }
-  return 0;
+  return rc == AMQP_STATUS_OK ? 0 : settle_failed(b, rc);
 }
 
 /* Serves up to FL_BROKER_BATCH commands. */
 static void serve_commands(fl_broker *b) {
   void *batch[FL_BROKER_BATCH];
+  struct ack_run run;
+  run.n = 0;
   size_t n = fl_xqueue_pop(b->cmds, batch, FL_BROKER_BATCH);
   for (size_t i = 0; i < n; i++) {
     struct item *it = batch[i];
+    /* A run of settles ends before anything that may close a channel. */
+    if (run.n && it->type != CMD_ACK && it->type != CMD_REJECT)
+      ack_flush(b, &run);
     switch (it->type) {
     case CMD_PUBLISH:
       if (!b->conn)
@@ -440,7 +504,7 @@ static void serve_commands(fl_broker *b) {
       continue; /* the item now belongs to pending or the event queue */
     case CMD_ACK:
     case CMD_REJECT:
-      do_settle(b, it);
+      do_settle(b, it, &run);
       break;
     case CMD_ADD_INBOX:
       if (fl_broker_inbox_add(b, it) < 0)
@@ -470,6 +534,8 @@ static void serve_commands(fl_broker *b) {
     }
     fl_broker_item_free(it);
   }
+  if (run.n)
+    ack_flush(b, &run);
 }
 
 /* ---- frames ---- */
@@ -531,6 +597,7 @@ static void delivered(fl_broker *b, struct chan *c) {
   if (c->bad[0]) {
     fl_error(c->env.trace_id, "broker: dead-lettering a message from %s key %s: %s", c->exchange,
              c->routing_key, c->bad);
+    fl_broker_acks_settle(&c->acks, c->dtag);
     if (amqp_basic_reject(b->conn, c->id, c->dtag, 0) != AMQP_STATUS_OK)
       link_lost(b, "reject failed");
     return;
@@ -538,6 +605,7 @@ static void delivered(fl_broker *b, struct chan *c) {
   struct item *it = fl_calloc(1, sizeof(*it));
   if (!it) {
     fl_error(c->env.trace_id, "broker: out of memory; message requeued");
+    fl_broker_acks_settle(&c->acks, c->dtag);
     amqp_basic_reject(b->conn, c->id, c->dtag, 1);
     return;
   }

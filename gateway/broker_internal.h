@@ -10,6 +10,8 @@
  *   broker_topology.c  on the broker thread: declaring exchanges, queues and
  *                      bindings, and each inbox's channel and consumer;
  *   broker_headers.c   the envelope as AMQP headers (pure);
+ *   broker_acks.c      which deliveries of a channel are settled, for
+ *                      `multiple` acks (pure);
  *   broker_why.c       on the broker thread: why a connect failed.
  * The loop thread and the broker thread share only the two fl_xqueues
  * (xqueue.h); each field of fl_broker below says which thread owns it. */
@@ -24,6 +26,7 @@
 
 #include "common/limits.h"
 #include "gateway/broker.h"
+#include "gateway/broker_acks.h"
 #include "gateway/broker_headers.h"
 #include "gateway/xqueue.h"
 
@@ -120,6 +123,8 @@ struct chan {
   char bad[FL_BROKER_WHY_LEN]; /* why this delivery will be dead-lettered, "" = it will not */
   char *body;
   size_t size, got;
+  fl_broker_acks acks;  /* which deliveries are settled (reset on every open) */
+  uint64_t multiple_to; /* a burst's multiple ack goes up to here; 0 = none due */
 };
 
 struct inbox {

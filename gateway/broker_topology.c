@@ -150,6 +150,7 @@ void fl_broker_inbox_free(struct inbox *ib) {
     fl_free(ib->groups[i]);
   fl_free(ib->groups);
   fl_free(ib->ch.body);
+  fl_broker_acks_free(&ib->ch.acks);
   fl_free(ib);
 }
 

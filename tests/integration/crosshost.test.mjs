@@ -1,6 +1,7 @@
 // crosshost.test.mjs — two or three gateways on one private RabbitMQ: a send
 // and its reply across hosts (blocking and poll fallback), the broker
-// topology, a crash while a remote message is held, a broker outage, an
+// topology, a crash while a remote message is held, acks drained out of
+// order (a message still held is never acked with later ones), a broker outage, an
 // unroutable publish, presence (join, leave, crash), a group broadcast over
 // hosts, and a name that lives on two hosts.
 
@@ -229,6 +230,63 @@ hostsTest('a remote message held at kill -9 is drained exactly once after the re
     },
     { what: "bob's broker inbox to be empty (acked after the drain)", interval: 500, timeout: 10000 }
   );
+});
+
+// ---- 3b. acks of a burst go as one multiple ack, never over a held message ----------
+
+hostsTest('acks drained out of order never settle a message still held; a drained burst is all acked', brokerRef, async ({ hostA, hostB, broker }) => {
+  const alice = await hostA.mcpClient('alice', { role: 'lead' });
+  const carol = await hostA.mcpClient('carol');
+  const bob = await hostB.mcpClient('bob');
+  const bobGid = selfGid(await callTool(bob, 'fleet_list', {}));
+  await waitStatus(alice, 'bob', 'hostB', 'online');
+  await waitStatus(carol, 'bob', 'hostB', 'online');
+  await waitStatus(bob, 'alice', 'hostA', 'online');
+  await waitStatus(bob, 'carol', 'hostA', 'online');
+  const inboxQ = `agent.${bobGid}.inbox.v2`;
+  const unacked = async () => {
+    const qs = await broker.listQueues(['name', 'messages_ready', 'messages_unacknowledged']);
+    const qq = qs.find((x) => x.name === inboxQ);
+    return qq ? Number(qq.messages_unacknowledged) + Number(qq.messages_ready) : -1;
+  };
+
+  // alice's message is the inbox's first delivery, carol's five come after
+  // it; each send returns once the broker confirmed it, so that is their order.
+  const first = await callTool(alice, 'fleet_send', { to: 'bob', content: 'held while later ones drain' });
+  assert.equal(first.status, 'sent', JSON.stringify(first));
+  for (let i = 0; i < 5; i++) {
+    const r = await callTool(carol, 'fleet_send', { to: 'bob', content: `later ${i}` });
+    assert.equal(r.status, 'sent', JSON.stringify(r));
+  }
+  await waitEntity(bob, 'bob', 'hostB', (e) => e.held >= 6, { what: 'hostB to hold all six for bob' });
+
+  // bob drains carol's only: their acks go, alice's stays owed. A multiple
+  // ack over the later ones would have settled hers too.
+  const later = await callTool(bob, 'fleet_poll', { from: 'carol', max: 10 });
+  assert.equal(later.messages.length, 5, JSON.stringify(later));
+  await waitFor(async () => (await unacked()) === 1, {
+    what: `only alice's message to be owed in ${inboxQ}`,
+    interval: 300,
+    timeout: 10000,
+  });
+  await sleep(1000);
+  assert.equal(await unacked(), 1, "alice's message is still owed a second later");
+
+  // Then hers, and a burst of twenty after it: everything drained is acked.
+  const hers = await callTool(bob, 'fleet_poll', { from: 'alice', max: 10 });
+  assert.deepEqual(hers.messages.map((m) => m.msgId), [first.msgId]);
+  for (let i = 0; i < 20; i++) {
+    const r = await callTool(carol, 'fleet_send', { to: 'bob', content: `burst ${i}` });
+    assert.equal(r.status, 'sent', JSON.stringify(r));
+  }
+  await waitEntity(bob, 'bob', 'hostB', (e) => e.held >= 20, { what: 'hostB to hold the burst' });
+  const burst = await callTool(bob, 'fleet_poll', { max: 50 });
+  assert.equal(burst.messages.length, 20, JSON.stringify(burst));
+  await waitFor(async () => (await unacked()) === 0, {
+    what: `${inboxQ} to be empty once everything is drained`,
+    interval: 300,
+    timeout: 10000,
+  });
 });
 
 // ---- 4. Broker outage --------------------------------------------------------------
