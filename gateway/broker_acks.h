@@ -10,8 +10,10 @@
  * below the highest delivered one was delivered.
  *
  * Nothing here delays an ack: the broker thread marks a burst's settles,
- * then sends one multiple ack up to lo - 1 for those below lo and a plain
- * ack for each above it, at once. A settle beyond the window (one delivery
+ * then sends, at once, one multiple ack for those below lo, naming the
+ * highest of them (a delivery the broker still holds: a multiple ack naming
+ * a tag acked before is an unknown delivery tag, and the broker closes the
+ * channel), and a plain ack for each above it. A settle beyond the window (one delivery
  * held while thousands after it were settled) cannot be remembered; the
  * channel then stops coalescing until it is opened again, and every ack
  * goes one by one, as before. Pure; broker thread only. */
@@ -42,7 +44,7 @@ void fl_broker_acks_free(fl_broker_acks *a);
  * tracker): its ack must go on its own. */
 int fl_broker_acks_settle(fl_broker_acks *a, uint64_t tag);
 
-/* 1 if tag is below lo (covered by a multiple ack up to lo - 1), else 0. */
+/* 1 if tag is below lo (every tag up to it is settled), else 0. */
 static inline int fl_broker_acks_covered(const fl_broker_acks *a, uint64_t tag) {
   return tag < a->lo;
 }

@@ -428,9 +428,9 @@ static int settle_failed(fl_broker *b, int rc) {
   return FL_EBROKER;
 }
 
-/* Sends the run's acks: for each channel one multiple ack up to the
- * highest tag below which every delivery is settled, if any of the run is
- * there, and a plain ack for each of the run above it. Returns 0, or
+/* Sends the run's acks: for each channel one multiple ack up to the highest
+ * of the run's tags below which every delivery is settled, if any of the run
+ * is there, and a plain ack for each of the run above it. Returns 0, or
  * FL_EBROKER after link_lost. */
 static int ack_flush(fl_broker *b, struct ack_run *run) {
   size_t n = run->n;
@@ -441,9 +441,15 @@ static int ack_flush(fl_broker *b, struct ack_run *run) {
     uint64_t dtag = run->tag[i] & 0xffffffffu;
     if (!c)
       continue; /* closed since: the broker requeued it */
-    if (fl_broker_acks_covered(&c->acks, dtag))
-      c->multiple_to = c->acks.lo - 1;
-    else
+    /* The multiple ack names the highest of the run's own covered tags, a
+     * delivery the broker still holds unacked: every tag below it is
+     * settled, and one acked on its own before is no longer owed. Naming a
+     * tag acked before (lo - 1 may be one) makes the broker close the
+     * channel for an unknown delivery tag. */
+    if (fl_broker_acks_covered(&c->acks, dtag)) {
+      if (dtag > c->multiple_to)
+        c->multiple_to = dtag;
+    } else
       rc = amqp_basic_ack(b->conn, c->id, dtag, 0);
   }
   for (size_t i = 0; i < n && b->conn && rc == AMQP_STATUS_OK; i++) {

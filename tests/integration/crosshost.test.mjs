@@ -287,6 +287,12 @@ hostsTest('acks drained out of order never settle a message still held; a draine
     interval: 300,
     timeout: 10000,
   });
+  // A multiple ack must name a delivery still owed: one naming a tag acked
+  // before makes the broker close the channel ("unknown delivery tag") and
+  // redeliver everything owed on it.
+  assert.doesNotMatch(hostB.fleetdLog, /closed channel|unknown delivery tag/);
+  const counters = JSON.parse((await hostB.fleetctl(['--json', 'status'])).stdout).counters;
+  assert.equal(counters.redeliveries_acked ?? 0, 0, JSON.stringify(counters));
 });
 
 // ---- 4. Broker outage --------------------------------------------------------------
