@@ -105,6 +105,12 @@ struct fl_gw {
   fl_store *store;
   fl_entity *entities; /* the roster (roster.c) */
   size_t nentities;
+  /* The last order fl_roster_sorted made (roster.c): n entities, cap
+   * allocated. */
+  struct {
+    fl_entity **v;
+    size_t n, cap;
+  } sorted;
   fl_gid_index by_gid; /* the roster by gid (roster.c) */
   size_t nclients;
   uv_timer_t sweep;

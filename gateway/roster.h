@@ -26,6 +26,9 @@ typedef struct fl_entity fl_entity;
 struct fl_entity {
   fl_entity *next;
   fl_gw *gw;
+  /* Made as the seq-th entity of the roster (1 = the first): the list is
+   * newest first, so a higher seq is earlier in it (fl_roster_sorted). */
+  size_t seq;
   char gid[FL_ID_LEN];
   char name[FL_MAX_NAME + 1];
   char role[FL_MAX_ROLE + 1];
@@ -91,7 +94,11 @@ fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name);
 /* The entities a listing shows (neither dropped nor removed), sorted by
  * name; entities of one name keep their roster order. *out is a new array
  * of *n borrowed pointers for the caller to fl_free (NULL when there are
- * none). Returns 0 or FL_ENOMEM. */
+ * none). Returns 0 or FL_ENOMEM. The order is kept on the gateway and
+ * reused while it still holds, which a walk of the roster checks: the
+ * roster changes far less often than it is listed, and it changes in more
+ * places (presence renames, drops and brings back) than could each say
+ * so. */
 int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n);
 /* Replaces e's groups with the comma list csv (empty or overlong items
  * dropped, at most FL_MAX_GROUPS). */
