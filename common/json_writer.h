@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct fl_jw {
   char *buf; /* fl_malloc'd; NULL until the first write */
@@ -41,11 +42,14 @@ void fl_jw_obj_open(fl_jw *w);
 void fl_jw_obj_close(fl_jw *w);
 void fl_jw_arr_open(fl_jw *w);
 void fl_jw_arr_close(fl_jw *w);
-/* The key of the next object member (a NUL-terminated UTF-8 string). */
-void fl_jw_key(fl_jw *w, const char *key);
-/* A string value (NUL-terminated, UTF-8); NULL is written as null, as
- * json_pack's "s?" does. */
-void fl_jw_str(fl_jw *w, const char *s);
+/* The key of the next object member (UTF-8, n bytes); fl_jw_key takes it
+ * NUL-terminated (inline, so a literal's length is known when compiling). */
+void fl_jw_keyn(fl_jw *w, const char *key, size_t n);
+static inline void fl_jw_key(fl_jw *w, const char *key) { fl_jw_keyn(w, key, strlen(key)); }
+/* A string value (UTF-8, n bytes; fl_jw_str: NUL-terminated); NULL is
+ * written as null, as json_pack's "s?" does. */
+void fl_jw_strn(fl_jw *w, const char *s, size_t n);
+static inline void fl_jw_str(fl_jw *w, const char *s) { fl_jw_strn(w, s, s ? strlen(s) : 0); }
 void fl_jw_int(fl_jw *w, long long v);
 void fl_jw_bool(fl_jw *w, int v);
 void fl_jw_null(fl_jw *w);

@@ -169,6 +169,39 @@ static void test_escaping_matches_jansson(void **state) {
   json_decref(js);
 }
 
+/* The escaping goes eight bytes at a time: a character to escape at every
+ * place in and around a word, and in the tail, escapes as jansson's does. */
+static void test_escaping_at_every_offset(void **state) {
+  (void)state;
+  static const char *const specials[] = {"\"", "\\", "\n", "\x01", "\x1f", "\x7f", "\xc3\xa9", "/"};
+  for (size_t len = 1; len <= 26; len++) {
+    for (size_t pos = 0; pos < len; pos++) {
+      for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+        char s[64];
+        memset(s, 'a', len);
+        size_t sl = strlen(specials[k]);
+        memcpy(s + pos, specials[k], sl);
+        size_t n = pos + sl > len ? pos + sl : len;
+        s[n] = '\0';
+        json_t *js = json_string(s);
+        assert_non_null(js);
+        char *dumped = json_dumps(js, JSON_ENCODE_ANY);
+        size_t dn = strlen(dumped);
+        char out[512];
+        assert_int_equal(fl_json_escaped_len(s, n), dn - 2);
+        assert_int_equal((size_t)(fl_json_escape(out, s, n) - out), dn - 2);
+        assert_memory_equal(out, dumped + 1, dn - 2);
+        fl_jw w;
+        fl_jw_init(&w, BIG);
+        fl_jw_str(&w, s);
+        check_dump(&w, js);
+        fl_free(dumped);
+        json_decref(js);
+      }
+    }
+  }
+}
+
 static void test_not_utf8_is_refused(void **state) {
   (void)state;
   static const char *const bad[] = {
@@ -266,6 +299,7 @@ int main(void) {
       cmocka_unit_test(test_values_and_nesting),
       cmocka_unit_test(test_bare_values_and_embedded_trees),
       cmocka_unit_test(test_escaping_matches_jansson),
+      cmocka_unit_test(test_escaping_at_every_offset),
       cmocka_unit_test(test_not_utf8_is_refused),
       cmocka_unit_test(test_cap),
       cmocka_unit_test(test_empty_and_oom),
