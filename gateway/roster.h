@@ -23,6 +23,10 @@
 
 typedef struct fl_entity fl_entity;
 
+/* The fields a listing, a lookup or a beat reads come first, together: a
+ * roster of thousands is walked whole for every fleet_list, and what the
+ * walk reads of each entity should be a few cache lines, not one at each end
+ * of its 4 KB (most of it paths and the nudge's timers). */
 struct fl_entity {
   fl_entity *next;
   fl_gw *gw;
@@ -32,10 +36,30 @@ struct fl_entity {
   char gid[FL_ID_LEN];
   char name[FL_MAX_NAME + 1];
   char role[FL_MAX_ROLE + 1];
-  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
-  size_t ngroups;
   fl_client *client; /* the live session, or NULL when offline */
   long long last_seen_ms;
+  /* Stopped (fleet_stop): a local entity that has left the roster for good;
+   * hidden like a dropped one, and gone from the store. */
+  int removed;
+  /* Remote entities (from another gateway's presence) live only here. */
+  int remote;
+  /* Its host was unpinned (fl_roster_drop_host), or was not pinned when the
+   * store's memory of it was loaded: hidden from list, resolve and status
+   * until a verified beat brings it back (presence.c). */
+  int dropped;
+  /* A remote entity's messages are typed into its terminal (its beat said
+   * "delivery": "inject"), so a brief to it waits for INJECTED. */
+  int delivery_inject;
+  struct {
+    int online;           /* as its last beat said */
+    long long expires_ms; /* the beat's TTL runs out then */
+    long long ts_ms;      /* ts of the newest beat taken: older ones are replays */
+  } presence;             /* presence.c's */
+  char host[64];
+  size_t ngroups;
+  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
+  /* A lead's coordId as its session gave it ("" = <name>@<fleet>; coord.c). */
+  char coord_id[FL_MAX_COORD_ID + 1];
   /* Where a nudge is typed, as the live session gave it: the terminal
    * backend (inject.h; NULL = none) and its pane and server socket. */
   const struct fl_inject_type *inject;
@@ -62,26 +86,6 @@ struct fl_entity {
     char pane[FL_MAX_PANE + 1];
     char socket[FL_MAX_PATH + 1];
   } spawn;
-  /* Stopped (fleet_stop): a local entity that has left the roster for good;
-   * hidden like a dropped one, and gone from the store. */
-  int removed;
-  /* A lead's coordId as its session gave it ("" = <name>@<fleet>; coord.c). */
-  char coord_id[FL_MAX_COORD_ID + 1];
-  /* Remote entities (from another gateway's presence) live only here. */
-  int remote;
-  char host[64];
-  /* Its host was unpinned (fl_roster_drop_host), or was not pinned when the
-   * store's memory of it was loaded: hidden from list, resolve and status
-   * until a verified beat brings it back (presence.c). */
-  int dropped;
-  /* A remote entity's messages are typed into its terminal (its beat said
-   * "delivery": "inject"), so a brief to it waits for INJECTED. */
-  int delivery_inject;
-  struct {
-    int online;           /* as its last beat said */
-    long long expires_ms; /* the beat's TTL runs out then */
-    long long ts_ms;      /* ts of the newest beat taken: older ones are replays */
-  } presence;             /* presence.c's */
 };
 
 /* Adds a new entity (not persisted) to gw's roster and opens its handles.
