@@ -101,6 +101,7 @@ struct sess {
   char name[64];
   char *buf;
   size_t len, off, cap;
+  size_t scanned;  /* bytes after off already searched for the end of the line */
   size_t last_len; /* bytes of the last line read */
   long next_id;
 };
@@ -120,14 +121,17 @@ static void sess_write(struct sess *s, const char *p, size_t n) {
 /* Next complete line (NUL-terminated in place), reading as needed. */
 static char *sess_line(struct sess *s) {
   for (;;) {
-    char *nl = memchr(s->buf + s->off, '\n', s->len - s->off);
+    /* Only the bytes not searched yet: a 2 MB line comes in many reads. */
+    char *nl = memchr(s->buf + s->off + s->scanned, '\n', s->len - s->off - s->scanned);
     if (nl) {
       *nl = '\0';
       char *line = s->buf + s->off;
       s->last_len = (size_t)(nl - line);
       s->off = (size_t)(nl - s->buf) + 1;
+      s->scanned = 0;
       return line;
     }
+    s->scanned = s->len - s->off;
     if (s->off > 0) {
       memmove(s->buf, s->buf + s->off, s->len - s->off);
       s->len -= s->off;
