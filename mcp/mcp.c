@@ -96,8 +96,7 @@ void fl_session_reply_tool(fl_session *s, json_t *id, json_t *structured) {
 
 void fl_session_reply_tool_json(fl_session *s, json_t *id, char *json, size_t len) {
   size_t n = 0;
-  char *line = fl_tool_result_line_json(id, json, len, &n);
-  fl_free(json);
+  char *line = fl_tool_result_line_take(id, json, len, &n);
   if (!line) {
     fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
                            "fleetd could not build the response (out of memory)");

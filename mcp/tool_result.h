@@ -20,10 +20,11 @@
  * NULL when memory runs out. id is borrowed (NULL is written as null);
  * structured is stolen. */
 char *fl_tool_result_line(json_t *id, json_t *structured);
-/* The same line for a structured result already written as JSON: sj[0..sn)
- * (borrowed), compact, as json_dumps or common/json_writer.h writes it. The
- * line's length goes to *len when len is not NULL. NULL when memory runs
- * out. */
-char *fl_tool_result_line_json(json_t *id, const char *sj, size_t sn, size_t *len);
+/* The same line for a structured result already written as JSON: sj[0..sn),
+ * compact, as json_dumps or common/json_writer.h writes it, in a buffer from
+ * fl_malloc. sj is stolen: the line is built in its buffer (so sj must not be
+ * used after), or it is freed when memory runs out (then NULL). The line's
+ * length goes to *len when len is not NULL. */
+char *fl_tool_result_line_take(json_t *id, char *sj, size_t sn, size_t *len);
 
 #endif
