@@ -71,10 +71,22 @@ static uint64_t fl_control_bytes(uint64_t v) { return fl_zero_bytes(v & (FL_ONES
  * instruction is assumed. */
 static size_t fl_marked(uint64_t m) { return (size_t)(((m >> 7) * FL_ONES) >> 56); }
 
+/* Eight bytes as a word whose lowest byte is the first, and back: the
+ * masks above give the first byte of a word the lowest bits. */
 static uint64_t fl_word(const char *s) {
   uint64_t v;
   memcpy(&v, s, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
   return v;
+}
+
+static void fl_store_word(char *o, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  memcpy(o, &v, sizeof v);
 }
 
 size_t fl_json_escaped_len(const char *s, size_t n) {
@@ -110,24 +122,33 @@ static char *fl_escape_bytes(char *o, const char *s, size_t n) {
 
 char *fl_json_escape(char *o, const char *s, size_t n) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  /* A word at a time while at least one more word follows: every byte
+   * still to come writes at least one, so the output is sure to run at
+   * least eight bytes past wherever this loop stores a whole word, and a
+   * store may overshoot what is valid so far (the bytes after it are
+   * written again). */
+  for (; i + 16 <= n; i += 8) {
     uint64_t v = fl_word(s + i);
     uint64_t q = fl_quoted_bytes(v);
     if (fl_control_bytes(v)) {
       o = fl_escape_bytes(o, s + i, 8); /* rare in JSON text */
-    } else if (!q) {
-      memcpy(o, &v, sizeof v);
-      o += 8;
-    } else {
-      /* Quotes come every few bytes in JSON text: each byte goes with a
-       * backslash before it or not, without a branch. */
-      for (size_t j = 0; j < 8; j++) {
-        unsigned char c = (unsigned char)s[i + j];
-        unsigned k = (unsigned)(q >> (8 * j + 7)) & 1;
-        o[0] = k ? '\\' : (char)c;
-        o[k] = (char)c;
-        o += 1 + k;
-      }
+      continue;
+    }
+    /* Quotes come every few bytes in JSON text: the bytes up to each go
+     * out in one store, then its backslash and itself. */
+    unsigned from = 0;
+    while (q) {
+      unsigned at = (unsigned)__builtin_ctzll(q) >> 3;
+      fl_store_word(o, v >> (8 * from));
+      o += at - from;
+      *o++ = '\\';
+      *o++ = (char)(v >> (8 * at));
+      from = at + 1;
+      q &= q - 1;
+    }
+    if (from < 8) {
+      fl_store_word(o, v >> (8 * from));
+      o += 8 - from;
     }
   }
   return fl_escape_bytes(o, s + i, n - i);

@@ -157,7 +157,7 @@ static void test_escaping_matches_jansson(void **state) {
   size_t dn = strlen(dumped);
   /* The dump is the escaped contents between two quotes. */
   assert_int_equal(fl_json_escaped_len(s, n), dn - 2);
-  char *out = malloc(dn);
+  char *out = malloc(dn - 2);
   assert_non_null(out);
   char *end = fl_json_escape(out, s, n);
   assert_int_equal((size_t)(end - out), dn - 2);
@@ -187,10 +187,13 @@ static void test_escaping_at_every_offset(void **state) {
         assert_non_null(js);
         char *dumped = json_dumps(js, JSON_ENCODE_ANY);
         size_t dn = strlen(dumped);
-        char out[512];
+        /* Exactly the room it needs: a store past it is an ASan error. */
+        char *out = malloc(dn - 2);
+        assert_non_null(out);
         assert_int_equal(fl_json_escaped_len(s, n), dn - 2);
         assert_int_equal((size_t)(fl_json_escape(out, s, n) - out), dn - 2);
         assert_memory_equal(out, dumped + 1, dn - 2);
+        free(out);
         fl_jw w;
         fl_jw_init(&w, BIG);
         fl_jw_str(&w, s);
@@ -199,6 +202,39 @@ static void test_escaping_at_every_offset(void **state) {
         json_decref(js);
       }
     }
+  }
+}
+
+/* Long strings of a pseudo-random mix, dense in quotes and backslashes as
+ * JSON text is, with now and then a control character or UTF-8. */
+static void test_escaping_long_mixes(void **state) {
+  (void)state;
+  static const char *const bits[] = {"\"",     "\\", "ab",   "c",        "defgh",
+                                     "\"x\":", "\n", "\x02", "\xc3\xa9", "0123456789"};
+  uint32_t x = 12345;
+  for (int round = 0; round < 200; round++) {
+    char s[2048];
+    size_t n = 0, want = (size_t)round * 9 + 1;
+    while (n < want) {
+      x = x * 1103515245u + 12345u;
+      const char *b = bits[(x >> 16) % (sizeof bits / sizeof bits[0])];
+      size_t bl = strlen(b);
+      memcpy(s + n, b, bl);
+      n += bl;
+    }
+    s[n] = '\0';
+    json_t *js = json_string(s);
+    assert_non_null(js);
+    char *dumped = json_dumps(js, JSON_ENCODE_ANY);
+    size_t dn = strlen(dumped);
+    char *out = malloc(dn - 2);
+    assert_non_null(out);
+    assert_int_equal(fl_json_escaped_len(s, n), dn - 2);
+    assert_int_equal((size_t)(fl_json_escape(out, s, n) - out), dn - 2);
+    assert_memory_equal(out, dumped + 1, dn - 2);
+    free(out);
+    fl_free(dumped);
+    json_decref(js);
   }
 }
 
@@ -300,6 +336,7 @@ int main(void) {
       cmocka_unit_test(test_bare_values_and_embedded_trees),
       cmocka_unit_test(test_escaping_matches_jansson),
       cmocka_unit_test(test_escaping_at_every_offset),
+      cmocka_unit_test(test_escaping_long_mixes),
       cmocka_unit_test(test_not_utf8_is_refused),
       cmocka_unit_test(test_cap),
       cmocka_unit_test(test_empty_and_oom),
