@@ -36,7 +36,8 @@
  *       start (which creates the identity and the store) is not counted.
  * list: waits until SOCK's gateway lists EXPECT other entities online (the
  *       hosts presence_sim plays), then times N fleet_list calls at RATE
- *       calls/s: request written → the whole result read.
+ *       calls/s: request written → the whole result line read (the client
+ *       parses it after the clock stops).
  *
  *   fleet_bench sessions SOCK PID [-n N] [-l LABEL]
  *   fleet_bench held SOCK PID [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]
@@ -100,6 +101,7 @@ struct sess {
   char name[64];
   char *buf;
   size_t len, off, cap;
+  size_t scanned;  /* bytes after off already searched for the end of the line */
   size_t last_len; /* bytes of the last line read */
   long next_id;
 };
@@ -119,14 +121,17 @@ static void sess_write(struct sess *s, const char *p, size_t n) {
 /* Next complete line (NUL-terminated in place), reading as needed. */
 static char *sess_line(struct sess *s) {
   for (;;) {
-    char *nl = memchr(s->buf + s->off, '\n', s->len - s->off);
+    /* Only the bytes not searched yet: a 2 MB line comes in many reads. */
+    char *nl = memchr(s->buf + s->off + s->scanned, '\n', s->len - s->off - s->scanned);
     if (nl) {
       *nl = '\0';
       char *line = s->buf + s->off;
       s->last_len = (size_t)(nl - line);
       s->off = (size_t)(nl - s->buf) + 1;
+      s->scanned = 0;
       return line;
     }
+    s->scanned = s->len - s->off;
     if (s->off > 0) {
       memmove(s->buf, s->buf + s->off, s->len - s->off);
       s->len -= s->off;
@@ -155,10 +160,14 @@ static char *sess_line(struct sess *s) {
   }
 }
 
-/* Next response (a message with an id); notifications are skipped. New reference. */
-static json_t *sess_recv(struct sess *s) {
+/* Next response (a message with an id); notifications are skipped. New
+ * reference. When read_ns is given, it gets the clock at the moment the
+ * response's line was read whole, before it is parsed. */
+static json_t *sess_recv_at(struct sess *s, uint64_t *read_ns) {
   for (;;) {
     char *line = sess_line(s);
+    if (read_ns)
+      *read_ns = fb_now_ns();
     json_error_t e;
     json_t *j = json_loads(line, 0, &e);
     if (!j)
@@ -168,6 +177,8 @@ static json_t *sess_recv(struct sess *s) {
     json_decref(j);
   }
 }
+
+static json_t *sess_recv(struct sess *s) { return sess_recv_at(s, NULL); }
 
 /* The structuredContent of a tools/call response (borrowed from resp); dies
  * on a JSON-RPC error or an isError result, naming what. */
@@ -211,18 +222,23 @@ static long sess_call_start(struct sess *s, const char *tool, const char *args, 
   return id;
 }
 
-/* One synchronous tools/call; returns the response (new reference). */
-static json_t *sess_call(struct sess *s, const char *tool, const char *args) {
+/* One synchronous tools/call; returns the response (new reference). With
+ * read_ns, as sess_recv_at. */
+static json_t *sess_call_at(struct sess *s, const char *tool, const char *args, uint64_t *read_ns) {
   size_t cap = strlen(args) + 256;
   char *scratch = malloc(cap);
   if (!scratch)
     fb_die("out of memory");
   long id = sess_call_start(s, tool, args, scratch, cap);
   free(scratch);
-  json_t *r = sess_recv(s);
+  json_t *r = sess_recv_at(s, read_ns);
   if (json_integer_value(json_object_get(r, "id")) != id)
     fb_die("%s: response to an unexpected id", s->name);
   return r;
+}
+
+static json_t *sess_call(struct sess *s, const char *tool, const char *args) {
+  return sess_call_at(s, tool, args, NULL);
 }
 
 /* When set (-m), every session goes through this fleet-mcp, as an MCP client's does. */
@@ -856,7 +872,8 @@ static size_t count_online(json_t *sc) {
 
 /* Waits (60 s at most) until SOCK's gateway lists at least EXPECT other
  * entities online, then times N fleet_list calls at RATE calls/s after
- * WARMUP: request written to response read. */
+ * WARMUP: request written to the whole response line read (its parse
+ * comes after the window). */
 static void run_list(const struct opts *o, size_t expect) {
   struct sess s;
   char name[64];
@@ -885,9 +902,11 @@ static void run_list(const struct opts *o, size_t expect) {
   for (size_t i = 0; i < o->warmup + o->n; i++) {
     fb_sleep_until(next);
     next += period;
-    uint64_t ts = fb_now_ns();
-    json_t *r = sess_call(&s, "fleet_list", "{}");
-    uint64_t dt = fb_now_ns() - ts;
+    /* The window ends when the response line is read whole: parsing it
+     * is this client's cost, not the gateway's. */
+    uint64_t ts = fb_now_ns(), te;
+    json_t *r = sess_call_at(&s, "fleet_list", "{}", &te);
+    uint64_t dt = te - ts;
     json_t *sc = tool_result(&s, r, "fleet_list");
     if (count_online(sc) < expect)
       below++;

@@ -22,6 +22,13 @@
  * stops reading is disconnected rather than growing our memory. */
 #define FL_MAX_OUTQ (16u * 1024u * 1024u)
 
+/* One tool result written straight as JSON (fleet_list's roster,
+ * gateway/list.c). Its response line carries it twice, the second time
+ * escaped as text (a roster's is about 10% longer: every quote gets a
+ * backslash), so 6 MiB keeps the line well inside FL_MAX_OUTQ. That is about
+ * 30,000 entities of 200 bytes each. */
+#define FL_MAX_RESULT_JSON (6u * 1024u * 1024u)
+
 /* Past this many unsent bytes a client's requests are not read until it
  * reads its answers: a client that floods and never reads stalls only
  * itself, well before FL_MAX_OUTQ would drop it. */

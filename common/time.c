@@ -21,12 +21,57 @@ long long fl_mono_ns(void) {
 
 long long fl_mono_ms(void) { return fl_mono_ns() / 1000000; }
 
+/* v as n decimal digits (leading zeros) at o. */
+static char *fl_put_digits(char *o, unsigned v, int n) {
+  for (int i = n - 1; i >= 0; i--) {
+    o[i] = (char)('0' + v % 10);
+    v /= 10;
+  }
+  return o + n;
+}
+
+/* The first millisecond of year 10000: past it a year has five digits. */
+#define FL_YEAR_10000_MS 253402300800000LL
+
 void fl_rfc3339(long long ms, char *out) {
-  time_t s = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&s, &tm);
-  size_t n = strftime(out, FL_TS_LEN, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out + n, FL_TS_LEN - n, ".%03dZ", (int)(ms % 1000));
+  if (ms < 0 || ms >= FL_YEAR_10000_MS) {
+    /* Outside 1970..9999, as the C library writes it. */
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t n = strftime(out, FL_TS_LEN, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, FL_TS_LEN - n, ".%03dZ", (int)(ms % 1000));
+    return;
+  }
+  /* The date from the day count, in arithmetic (a roster listing writes
+   * thousands of these; gmtime_r and strftime cost a microsecond each):
+   * the proleptic Gregorian calendar counted in 400-year eras from
+   * 0000-03-01, so that a leap day falls at the end of its year. */
+  long long secs = ms / 1000;
+  unsigned sod = (unsigned)(secs % 86400);
+  unsigned long long z = (unsigned long long)(secs / 86400) + 719468; /* days since 0000-03-01 */
+  unsigned long long era = z / 146097;
+  unsigned doe = (unsigned)(z - era * 146097);                          /* [0, 146096] */
+  unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+  unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
+  unsigned mp = (5 * doy + 2) / 153;                                    /* March = 0 */
+  unsigned day = doy - (153 * mp + 2) / 5 + 1;
+  unsigned month = mp < 10 ? mp + 3 : mp - 9;
+  unsigned year = (unsigned)(era * 400 + yoe) + (month <= 2);
+  char *o = fl_put_digits(out, year, 4);
+  *o++ = '-';
+  o = fl_put_digits(o, month, 2);
+  *o++ = '-';
+  o = fl_put_digits(o, day, 2);
+  *o++ = 'T';
+  o = fl_put_digits(o, sod / 3600, 2);
+  *o++ = ':';
+  o = fl_put_digits(o, sod / 60 % 60, 2);
+  *o++ = ':';
+  o = fl_put_digits(o, sod % 60, 2);
+  *o++ = '.';
+  o = fl_put_digits(o, (unsigned)(ms % 1000), 3);
+  memcpy(o, "Z", 2);
 }
 
 void fl_rfc3339_now(char *out, size_t n) {

@@ -463,30 +463,34 @@ void fl_coord_free(fl_gw *gw) {
 
 /* ---- what the core asks ------------------------------------------------------------ */
 
-void fl_coord_list(fl_gw *gw, json_t *list) {
+int fl_coord_list_id(fl_gw *gw, const fl_entity *e, char id[FL_MAX_COORD_ID + 1]) {
+  if (!gw->coord || !fl_is_local_lead(e))
+    return 0;
+  fl_coord_id_of(gw, e, id);
+  return 1;
+}
+
+void fl_coord_list_write(fl_gw *gw, fl_jw *w) {
   fl_coord *co = gw->coord;
   if (!co)
     return;
-  size_t i;
-  json_t *o;
-  json_array_foreach(json_object_get(list, "entities"), i, o) {
-    fl_entity *e = fl_entity_by_gid(gw, json_string_value(json_object_get(o, "gid")));
-    if (e && fl_is_local_lead(e)) {
-      char id[FL_MAX_COORD_ID + 1];
-      fl_coord_id_of(gw, e, id);
-      json_object_set_new(o, "coordId", json_string(id));
-    }
-  }
-  json_t *arr = json_array();
   long long now = fl_now_ms();
+  fl_jw_key(w, "coordinators");
+  fl_jw_arr_open(w);
   for (size_t k = 0; k < co->npeers; k++) {
     const fl_coord_peer *p = &co->peers[k];
-    json_array_append_new(arr,
-                          json_pack("{s:s, s:s, s:s, s:b}", "coordId", p->coord_id, "host", p->host,
-                                    "status", p->expires_ms > now ? "online" : "offline", "local",
-                                    strcmp(p->host, gw->cfg.host_id) == 0));
+    fl_jw_obj_open(w);
+    fl_jw_key(w, "coordId");
+    fl_jw_str(w, p->coord_id);
+    fl_jw_key(w, "host");
+    fl_jw_str(w, p->host);
+    fl_jw_key(w, "status");
+    fl_jw_str(w, p->expires_ms > now ? "online" : "offline");
+    fl_jw_key(w, "local");
+    fl_jw_bool(w, strcmp(p->host, gw->cfg.host_id) == 0);
+    fl_jw_obj_close(w);
   }
-  json_object_set_new(list, "coordinators", arr);
+  fl_jw_arr_close(w);
 }
 
 json_t *fl_coord_describe(fl_gw *gw) {

@@ -17,7 +17,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/json_writer.h"
+#include "common/limits.h"
 #include "gateway/gw.h"
+
+typedef struct fl_entity fl_entity;
 
 /* Starts the coordinator link when one is configured (else does nothing).
  * 0, or a negative code with err saying what to fix. */
@@ -26,10 +30,12 @@ int fl_coord_start(fl_gw *gw, char *err, size_t errlen);
 void fl_coord_stop(fl_gw *gw);
 /* Frees it (after stop and a loop run). NULL-safe. */
 void fl_coord_free(fl_gw *gw);
-/* Adds to a fleet_list result: coordId on each local lead's entry and the
- * leads heard on the coordinator under "coordinators". Nothing without a
- * coordinator. */
-void fl_coord_list(fl_gw *gw, json_t *list);
+/* What a fleet_list result (list.c) shows of the coordinator. Nothing
+ * without one. fl_coord_list_id: 1 with e's coordId in id when e is a local
+ * lead, else 0. fl_coord_list_write: the result's "coordinators" member
+ * (its key, then the leads heard on the coordinator) into w. */
+int fl_coord_list_id(fl_gw *gw, const fl_entity *e, char id[FL_MAX_COORD_ID + 1]);
+void fl_coord_list_write(fl_gw *gw, fl_jw *w);
 /* The link's state for fleetctl status: a new object, or NULL without one. */
 json_t *fl_coord_describe(fl_gw *gw);
 

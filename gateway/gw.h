@@ -182,6 +182,11 @@ typedef void (*fl_gw_cb)(void *ctx, json_t *result, const char *err);
  * (err lists each name@host), FL_EUNPINNED when it is on (or names) a host
  * whose key is not pinned here (err says how to pin it). */
 int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
+/* fleet_list's result written as compact JSON (gateway/list.c says its
+ * shape): 0 with *out (NUL-terminated; the caller fl_frees it) and its
+ * length in *len, or FL_ENOMEM, or FL_ETOOBIG past FL_MAX_RESULT_JSON.
+ * fl_gw_list is the same result as a tree. */
+int fl_gw_list_json(fl_gw *gw, fl_client *c, char **out, size_t *len);
 json_t *fl_gw_status(fl_gw *gw);
 int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);

@@ -107,6 +107,13 @@ struct fl_gw {
   fl_store *store;
   fl_entity *entities; /* the roster (roster.c) */
   size_t nentities;
+  size_t entities_made; /* ever, so each entity's seq is its own (roster.c) */
+  /* The last order fl_roster_sorted made (roster.c): n entities, cap
+   * allocated; emptied when the roster forgets entities. */
+  struct {
+    fl_entity **v;
+    size_t n, cap;
+  } sorted;
   fl_gid_index by_gid; /* the roster by gid (roster.c) */
   size_t nclients;
   uv_timer_t sweep;

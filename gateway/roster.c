@@ -41,6 +41,7 @@ fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name) {
   e->next = gw->entities;
   gw->entities = e;
   gw->nentities++;
+  e->seq = ++gw->entities_made;
   return e;
 }
 
@@ -57,16 +58,28 @@ fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name) {
   return NULL;
 }
 
-/* Orders by name, then by roster position (ties keep the roster's order). */
-typedef struct fl_sorted {
-  fl_entity *e;
-  size_t pos;
-} fl_sorted;
-
+/* Orders by name, then by roster position (ties keep the roster's order:
+ * newest, the highest seq, first). */
 static int fl_sorted_cmp(const void *a, const void *b) {
-  const fl_sorted *x = a, *y = b;
-  int c = strcmp(x->e->name, y->e->name);
-  return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+  const fl_entity *x = *(fl_entity *const *)a, *y = *(fl_entity *const *)b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->seq < y->seq) - (x->seq > y->seq);
+}
+
+static int fl_shown(const fl_entity *e) { return !(e->dropped || e->removed); }
+
+/* 1 if the kept order still holds for the k entities shown now: each of
+ * its entries is still shown (so, there being k of them, it has every
+ * shown entity) and each is still after the one before it (names change). */
+static int fl_sorted_holds(const fl_gw *gw, size_t k) {
+  if (gw->sorted.n != k)
+    return 0;
+  for (size_t i = 0; i < k; i++) {
+    const fl_entity *e = gw->sorted.v[i];
+    if (!fl_shown(e) || (i > 0 && fl_sorted_cmp(&gw->sorted.v[i - 1], &gw->sorted.v[i]) > 0))
+      return 0;
+  }
+  return 1;
 }
 
 int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n) {
@@ -74,29 +87,32 @@ int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n) {
   *n = 0;
   size_t k = 0;
   for (fl_entity *e = gw->entities; e; e = e->next)
-    k += !(e->dropped || e->removed);
+    k += fl_shown(e);
   if (!k)
     return 0;
-  fl_sorted *v = fl_malloc(k * sizeof *v);
   fl_entity **arr = fl_malloc(k * sizeof *arr);
-  if (!v || !arr) {
-    fl_free(v);
-    fl_free(arr);
+  if (!arr)
     return FL_ENOMEM;
-  }
-  size_t i = 0;
-  for (fl_entity *e = gw->entities; e; e = e->next)
-    if (!(e->dropped || e->removed)) {
-      v[i].e = e;
-      v[i].pos = i;
-      i++;
+  if (!fl_sorted_holds(gw, k)) {
+    if (k > gw->sorted.cap) {
+      fl_entity **v = fl_realloc(gw->sorted.v, k * sizeof *v);
+      if (!v) {
+        fl_free(arr);
+        return FL_ENOMEM;
+      }
+      gw->sorted.v = v;
+      gw->sorted.cap = k;
     }
-  /* A sort, not an insertion into a sorted list: thousands of remote
-   * entities are listed in milliseconds. */
-  qsort(v, k, sizeof *v, fl_sorted_cmp);
-  for (i = 0; i < k; i++)
-    arr[i] = v[i].e;
-  fl_free(v);
+    size_t i = 0;
+    for (fl_entity *e = gw->entities; e; e = e->next)
+      if (fl_shown(e))
+        gw->sorted.v[i++] = e;
+    /* A sort, not an insertion into a sorted list: thousands of remote
+     * entities are listed in milliseconds. */
+    qsort(gw->sorted.v, k, sizeof *gw->sorted.v, fl_sorted_cmp);
+    gw->sorted.n = k;
+  }
+  memcpy(arr, gw->sorted.v, k * sizeof *arr);
   *out = arr;
   *n = k;
   return 0;
@@ -316,6 +332,7 @@ size_t fl_roster_reclaim(fl_gw *gw, size_t want) {
       fl_gw_count(gw, FL_C_STORE_ERRORS);
   }
   fl_free(v);
+  gw->sorted.n = 0; /* the kept order points at the entities freed below */
   for (fl_entity **pp = &gw->entities; *pp;) {
     fl_entity *e = *pp;
     if (e->remote && fl_gid_index_get(&gw->by_gid, e->gid) != e) {
@@ -346,5 +363,7 @@ void fl_roster_free(fl_gw *gw) {
     gw->entities = n;
   }
   gw->nentities = 0;
+  fl_free(gw->sorted.v);
+  memset(&gw->sorted, 0, sizeof gw->sorted);
   fl_gid_index_free(&gw->by_gid);
 }

@@ -26,16 +26,44 @@
 
 typedef struct fl_entity fl_entity;
 
+/* The fields a listing, a lookup or a beat reads come first, together: a
+ * roster of thousands is walked whole for every fleet_list, and what the
+ * walk reads of each entity should be a few cache lines, not one at each end
+ * of its 4 KB (most of it paths and the nudge's timers). */
 struct fl_entity {
   fl_entity *next;
   fl_gw *gw;
+  /* Made as the seq-th entity of the roster since start (1 = the first):
+   * the list is newest first, so a higher seq is earlier in it
+   * (fl_roster_sorted). */
+  size_t seq;
   char gid[FL_ID_LEN];
   char name[FL_MAX_NAME + 1];
   char role[FL_MAX_ROLE + 1];
-  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
-  size_t ngroups;
   fl_client *client; /* the live session, or NULL when offline */
   long long last_seen_ms;
+  /* Stopped (fleet_stop): a local entity that has left the roster for good;
+   * hidden like a dropped one, and gone from the store. */
+  int removed;
+  /* Remote entities (from another gateway's presence) live only here. */
+  int remote;
+  /* Its host was unpinned (fl_roster_drop_host), or was not pinned when the
+   * store's memory of it was loaded: hidden from list, resolve and status
+   * until a verified beat brings it back (presence.c). */
+  int dropped;
+  /* A remote entity's messages are typed into its terminal (its beat said
+   * "delivery": "inject"), so a brief to it waits for INJECTED. */
+  int delivery_inject;
+  struct {
+    int online;           /* as its last beat said */
+    long long expires_ms; /* the beat's TTL runs out then */
+    long long ts_ms;      /* ts of the newest beat taken: older ones are replays */
+  } presence;             /* presence.c's */
+  char host[64];
+  size_t ngroups;
+  char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
+  /* A lead's coordId as its session gave it ("" = <name>@<fleet>; coord.c). */
+  char coord_id[FL_MAX_COORD_ID + 1];
   /* Where a nudge is typed, as the live session gave it: the terminal
    * backend (inject.h; NULL = none) and its pane and server socket. */
   const struct fl_inject_type *inject;
@@ -62,27 +90,7 @@ struct fl_entity {
     char pane[FL_MAX_PANE + 1];
     char socket[FL_MAX_PATH + 1];
   } spawn;
-  /* Stopped (fleet_stop): a local entity that has left the roster for good;
-   * hidden like a dropped one, and gone from the store. */
-  int removed;
-  /* A lead's coordId as its session gave it ("" = <name>@<fleet>; coord.c). */
-  char coord_id[FL_MAX_COORD_ID + 1];
-  /* Remote entities (from another gateway's presence) live only here. */
-  int remote;
-  char host[64];
-  /* Its host was unpinned (fl_roster_drop_host), or was not pinned when the
-   * store's memory of it was loaded: hidden from list, resolve and status
-   * until a verified beat brings it back (presence.c). */
-  int dropped;
-  /* A remote entity's messages are typed into its terminal (its beat said
-   * "delivery": "inject"), so a brief to it waits for INJECTED. */
-  int delivery_inject;
-  struct {
-    int online;           /* as its last beat said */
-    long long expires_ms; /* the beat's TTL runs out then */
-    long long ts_ms;      /* ts of the newest beat taken: older ones are replays */
-  } presence;             /* presence.c's */
-  unsigned closed;        /* a forgotten entity's handles closed so far (of 2) */
+  unsigned closed; /* a forgotten entity's handles closed so far (of 2) */
 };
 
 /* Adds a new entity (not persisted) to gw's roster and opens its handles.
@@ -95,7 +103,11 @@ fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name);
 /* The entities a listing shows (neither dropped nor removed), sorted by
  * name; entities of one name keep their roster order. *out is a new array
  * of *n borrowed pointers for the caller to fl_free (NULL when there are
- * none). Returns 0 or FL_ENOMEM. */
+ * none). Returns 0 or FL_ENOMEM. The order is kept on the gateway and
+ * reused while it still holds, which a walk of the roster checks: the
+ * roster changes far less often than it is listed, and it changes in more
+ * places (presence renames, drops and brings back) than could each say
+ * so. */
 int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n);
 /* Replaces e's groups with the comma list csv (empty or overlong items
  * dropped, at most FL_MAX_GROUPS). */

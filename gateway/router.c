@@ -1,5 +1,5 @@
-/* router.c — local delivery and the verbs: send, reply, poll, broadcast,
- * list.
+/* router.c — local delivery and the verbs: send, reply, poll, broadcast
+ * (fleet_list is list.c).
  *
  * Every message goes one way: it is committed to the hold store first
  * (fl_router_accept), then the recipient is woken (fl_router_wake). Waking
@@ -26,8 +26,6 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/ask.h"
-#include "gateway/config.h"
-#include "gateway/coord.h"
 #include "gateway/dashboard.h"
 #include "gateway/envelope.h"
 #include "gateway/fanout.h"
@@ -576,60 +574,6 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
     return 0;
   }
   return rc;
-}
-
-int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
-  fl_entity **sorted = NULL;
-  size_t nsorted = 0;
-  /* Sorted by name so tables read the same every time. */
-  if (fl_roster_sorted(gw, &sorted, &nsorted) != 0)
-    return FL_ENOMEM;
-  json_t *arr = json_array();
-  long long now = fl_now_ms();
-  for (size_t k = 0; k < nsorted; k++) {
-    fl_entity *e = sorted[k];
-    size_t held = 0;
-    /* Messages are held by the recipient's own fleetd: none here for a
-     * remote entity, so no store query for each of thousands of them. */
-    if (!e->remote)
-      fl_store_count(gw->store, e->gid, now, &held);
-    json_t *groups = json_array();
-    for (size_t i = 0; i < e->ngroups; i++)
-      json_array_append_new(groups, json_string(e->groups[i]));
-    const char *status = e->remote ? fl_remote_status(gw, e) : e->client ? "online" : "offline";
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name",
-                          e->name, "role", e->role, "host", fl_entity_host(e), "groups", groups,
-                          "status", status, "self", c && c->entity == e, "held", (json_int_t)held);
-    long long seen = e->client ? now : e->last_seen_ms;
-    if (o && seen) {
-      char ts[32];
-      fl_rfc3339(seen, ts);
-      json_object_set_new(o, "lastSeen", json_string(ts));
-    }
-    json_array_append_new(arr, o);
-  }
-  fl_free(sorted);
-  /* Every host a spawn can target, this one first, then the others as
-   * their gateway beats said (even with no agent on them). */
-  json_t *hosts = json_array(), *mine = fl_config_profiles_json(&gw->cfg);
-  json_t *others = fl_remote_hosts(gw);
-  if (!hosts || !mine || !others ||
-      json_array_append_new(hosts, json_pack("{s:s, s:b, s:s, s:O}", "host", gw->cfg.host_id,
-                                             "self", 1, "status", "online", "profiles", mine)) ||
-      json_array_extend(hosts, others)) {
-    json_decref(hosts);
-    json_decref(mine);
-    json_decref(others);
-    json_decref(arr);
-    return FL_ENOMEM;
-  }
-  json_decref(mine);
-  json_decref(others);
-  *result = json_pack("{s:s, s:s?, s:o, s:o}", "host", gw->cfg.host_id, "self",
-                      (c && c->entity) ? c->entity->gid : NULL, "entities", arr, "hosts", hosts);
-  if (*result)
-    fl_coord_list(gw, *result);
-  return *result ? 0 : FL_ENOMEM;
 }
 
 /* ---- for the verbs in other files (ask.c, fanout.c) ---------------------------- */

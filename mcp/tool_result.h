@@ -8,7 +8,8 @@
  * the text as a string on the way. Here the object is dumped once; the line
  * embeds those bytes escaped (the text) and raw (structuredContent). The JSON
  * is the same as the tree's: text parses to an object equal to
- * structuredContent. */
+ * structuredContent. A result too big to build as a tree at all (fleet_list)
+ * comes already written (common/json_writer.h) and goes in the same way. */
 #ifndef FL_MCP_TOOL_RESULT_H
 #define FL_MCP_TOOL_RESULT_H
 
@@ -19,5 +20,11 @@
  * NULL when memory runs out. id is borrowed (NULL is written as null);
  * structured is stolen. */
 char *fl_tool_result_line(json_t *id, json_t *structured);
+/* The same line for a structured result already written as JSON: sj[0..sn),
+ * compact, as json_dumps or common/json_writer.h writes it, in a buffer from
+ * fl_malloc. sj is stolen: the line is built in its buffer (so sj must not be
+ * used after), or it is freed when memory runs out (then NULL). The line's
+ * length goes to *len when len is not NULL. */
+char *fl_tool_result_line_take(json_t *id, char *sj, size_t sn, size_t *len);
 
 #endif

@@ -7,13 +7,16 @@
  * gateway verb. The result comes back now, or later through
  * fl_tool_call_done for a call the verb parked; either way it goes out as
  * structuredContent plus the same JSON as text, serialized once
- * (tool_result.h). */
+ * (tool_result.h). fleet_list's handler, whose roster runs to megabytes,
+ * has its verb write the structured result as JSON instead of building a
+ * tree; the call carries that text to the same line. */
 #include "mcp/tools.h"
 
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "mcp/claim_tools.h"
 #include "mcp/hints.h"
@@ -32,6 +35,10 @@ struct fl_tool_call {
   json_t *id; /* the request's id (owned) */
   fl_wait *wait;
   int admin; /* answered as plain JSON-RPC, not as a tool result */
+  /* A structured result its handler wrote as JSON rather than a tree
+   * (fl_malloc'd, json_len bytes; owned until answered). */
+  char *json;
+  size_t json_len;
 };
 
 int fl_tools_init(void) {
@@ -108,6 +115,7 @@ static void fl_tool_call_free(fl_tool_call **call) {
   if (!call || !*call)
     return;
   json_decref((*call)->id);
+  fl_free((*call)->json);
   fl_free(*call);
   *call = NULL;
 }
@@ -226,7 +234,14 @@ static int fl_tool_send_route(fl_session *s, fl_tool_call *call, json_t *args, j
 
 static int fl_tool_list(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                         fl_wait **wait, char *err, size_t errlen) {
-  return fl_gw_list(fl_session_gw(s), fl_session_client(s), result);
+  /* Megabytes with thousands of entities: written, never a tree. */
+  int rc = fl_gw_list_json(fl_session_gw(s), fl_session_client(s), &call->json, &call->json_len);
+  if (rc == FL_ETOOBIG)
+    fl_errf(err, errlen,
+            "the roster is too large for one fleet_list result (over %u MiB of JSON); "
+            "unpin hosts you do not use (fleetctl peer remove HOST)",
+            FL_MAX_RESULT_JSON >> 20);
+  return rc;
 }
 
 static int fl_tool_send(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
@@ -342,11 +357,17 @@ static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *ar
     *head = call;
     return;
   }
+  char *json = call->json;
+  size_t len = call->json_len;
+  call->json = NULL;
   fl_tool_call_free(&call);
   if (rc != 0) {
+    fl_free(json);
     char msg[700];
     fl_hints_refusal(fl_session_iface(s), rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
     fl_session_reply(s, id, fl_tool_err(msg));
+  } else if (json) {
+    fl_session_reply_tool_json(s, id, json, len);
   } else if (result) {
     fl_session_reply_tool(s, id, result);
   } else { /* a verb that neither answered nor waited: still one answer */

@@ -27,7 +27,9 @@ typedef struct fl_tool_call fl_tool_call;
 /* Runs the gateway verb for call (which carries the session and the
  * request's id) with args (borrowed, already valid against the tool's
  * inputSchema). Returns 0 with *result set (a new reference: answered now),
- * 0 with *wait set (the gateway answers later; call is parked), or a
+ * 0 with *wait set (the gateway answers later; call is parked), 0 with
+ * neither and the result already written as JSON on the call (a result too
+ * big to build as a tree, fleet_list's: tools.c's handlers only), or a
  * negative code with err filled (err may be left empty: then the code's
  * message is used). */
 typedef int (*fl_tool_handler)(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,

@@ -13,7 +13,8 @@
  * unpinning a host drops its entities from resolve, list and status.
  * A roster of thousands: every entity is found by its gid, and the sorted
  * listing has every shown entity once, by name, with same-named ones in
- * roster order and dropped or removed ones left out. */
+ * roster order and dropped or removed ones left out, also after the roster
+ * changed since the listing before (its order is kept between listings). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -394,7 +395,21 @@ static void test_many_and_sorted(void **state) {
   made[6]->removed = 1;
   fl_entity **v = NULL;
   size_t n = 0;
+  /* The order is kept between calls: changes made after the first one
+   * (a rename, one dropped, one back, a new one) must show in the next. */
   assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
+  fl_free(v);
+  fl_copy(made[7]->name, sizeof made[7]->name, "a-first");
+  fl_copy(made[8]->name, sizeof made[8]->name, made[9]->name);
+  made[10]->dropped = 1;
+  made[5]->dropped = 0;
+  made[6]->removed = 0;
+  assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
+  fl_free(v);
+  made[6]->removed = 1;
+  remote_new(gw, "ffffffff-aaaa-4bbb-8ccc-000000000000", "n0500", "h9");
+  assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
+  assert_string_equal(v[0]->name, "a-first");
   size_t shown = 0;
   for (fl_entity *e = gw->entities; e; e = e->next)
     shown += !(e->dropped || e->removed);

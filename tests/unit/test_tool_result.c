@@ -5,8 +5,9 @@
  * (text = the object's dump, plus the object), for results holding every
  * character class the escaping treats apart: quotes, backslashes, every
  * control character, '/', DEL, multi-byte UTF-8, nested objects and arrays,
- * string and integer ids. The text must parse back to structuredContent, and
- * an allocation failure gives NULL without a leak. */
+ * string and integer ids, and a result of megabytes. The line built in the
+ * buffer of JSON already written is the same. The text must parse back to
+ * structuredContent, and an allocation failure gives NULL without a leak. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,6 +47,15 @@ static void check_same(json_t *id, json_t *structured) {
   char *got = fl_tool_result_line(id, json_incref(structured));
   assert_non_null(got);
   assert_string_equal(got, want);
+  /* The same from JSON already written, built in that JSON's buffer. */
+  char *sj = json_dumps(structured, JSON_COMPACT);
+  assert_non_null(sj);
+  size_t n = 0;
+  char *taken = fl_tool_result_line_take(id, sj, strlen(sj), &n);
+  assert_non_null(taken);
+  assert_string_equal(taken, want);
+  assert_int_equal(n, strlen(want));
+  fl_free(taken);
 
   json_error_t e;
   json_t *line = json_loads(got, JSON_DISABLE_EOF_CHECK, &e);
@@ -101,6 +111,22 @@ static void test_nested_and_ids(void **state) {
   json_decref(o);
 }
 
+/* A result of megabytes with a quote every few bytes, as fleet_list's
+ * roster is: the JSON moves over itself to make room for its text. */
+static void test_big_result(void **state) {
+  (void)state;
+  json_t *arr = json_array();
+  for (int i = 0; i < 20000; i++)
+    json_array_append_new(arr, json_pack("{s:s, s:i, s:b}", "name", i % 7 ? "w\"x" : "ab\\c\n", "n",
+                                         i, "self", i % 2));
+  json_t *o = json_pack("{s:s, s:o}", "host", "hostA", "entities", arr);
+  assert_non_null(o);
+  json_t *id = json_integer(7);
+  check_same(id, o);
+  json_decref(id);
+  json_decref(o);
+}
+
 static void test_oom_and_null(void **state) {
   (void)state;
   assert_null(fl_tool_result_line(NULL, NULL));
@@ -114,6 +140,17 @@ static void test_oom_and_null(void **state) {
       assert_null(line); /* the first allocation is the dump itself */
     fl_free(line);
   }
+  for (long k = 0; k < 3; k++) {
+    char *sj = fl_strdup("{\"a\":\"b\"}");
+    assert_non_null(sj);
+    fl_alloc_fail_after(k);
+    char *line = fl_tool_result_line_take(id, sj, strlen(sj), NULL); /* stolen either way */
+    fl_alloc_fail_after(-1);
+    if (k < 2)
+      assert_null(line); /* the id's dump, then the line's room */
+    fl_free(line);
+  }
+  assert_null(fl_tool_result_line_take(id, NULL, 0, NULL));
   json_decref(id);
 }
 
@@ -121,6 +158,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_control_character),
       cmocka_unit_test(test_nested_and_ids),
+      cmocka_unit_test(test_big_result),
       cmocka_unit_test(test_oom_and_null),
   };
   return cmocka_run_group_tests_name("tool_result", tests, setup, NULL);

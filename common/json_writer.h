@@ -1,0 +1,75 @@
+/* json_writer.h — JSON written straight into a growing buffer (fl_jw_*),
+ * and the one escaping of a JSON string's contents.
+ *
+ * For a result too big to build as a jansson tree and dump (fleet_list of
+ * thousands of entities, gateway/list.c): the caller appends the values in
+ * order and the writer only puts the commas and colons between them. The
+ * bytes are what json_dumps(v, JSON_COMPACT) writes for a tree with the same
+ * values and keys in the same order: no spaces, integers in decimal, true,
+ * false and null, and strings escaped as jansson escapes them without
+ * JSON_ENSURE_ASCII or JSON_ESCAPE_SLASH: '"' and '\\' get a backslash, the
+ * control characters below 0x20 their short form (\b \f \n \r \t) or \u00XX
+ * (upper-case hex), every other byte (UTF-8 included) goes through as it is.
+ *
+ * The writer does not track nesting: the caller opens and closes what it
+ * opens, and puts a key before each member of an object. Errors are sticky:
+ * the first failure (FL_ENOMEM; FL_ETOOBIG past the writer's cap;
+ * FL_EINVAL for a string that is not UTF-8, which jansson would refuse too)
+ * turns every later call into a no-op and is what fl_jw_take returns, so a
+ * caller checks once at the end. A writer belongs to one thread. */
+#ifndef FL_JSON_WRITER_H
+#define FL_JSON_WRITER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <string.h>
+
+typedef struct fl_jw {
+  char *buf; /* fl_malloc'd; NULL until the first write */
+  size_t len, cap;
+  size_t max; /* len never goes past this (the writer's cap) */
+  int comma;  /* a value ended here: the next key or value needs a ',' */
+  int err;    /* the first failure, sticky; 0 while all is well */
+} fl_jw;
+
+/* An empty writer whose output may grow to max bytes. Allocates nothing. */
+void fl_jw_init(fl_jw *w, size_t max);
+/* Frees the buffer (NULL-safe, and safe after fl_jw_take); w can be
+ * initialized again. */
+void fl_jw_free(fl_jw *w);
+
+void fl_jw_obj_open(fl_jw *w);
+void fl_jw_obj_close(fl_jw *w);
+void fl_jw_arr_open(fl_jw *w);
+void fl_jw_arr_close(fl_jw *w);
+/* The key of the next object member (UTF-8, n bytes); fl_jw_key takes it
+ * NUL-terminated (inline, so a literal's length is known when compiling). */
+void fl_jw_keyn(fl_jw *w, const char *key, size_t n);
+static inline void fl_jw_key(fl_jw *w, const char *key) { fl_jw_keyn(w, key, strlen(key)); }
+/* A string value (UTF-8, n bytes; fl_jw_str: NUL-terminated); NULL is
+ * written as null, as json_pack's "s?" does. */
+void fl_jw_strn(fl_jw *w, const char *s, size_t n);
+static inline void fl_jw_str(fl_jw *w, const char *s) { fl_jw_strn(w, s, s ? strlen(s) : 0); }
+void fl_jw_int(fl_jw *w, long long v);
+void fl_jw_bool(fl_jw *w, int v);
+void fl_jw_null(fl_jw *w);
+/* Any jansson value (borrowed), dumped compact in place: for the small
+ * parts of a result that other modules build as trees. */
+void fl_jw_json(fl_jw *w, const json_t *v);
+
+/* 0 and the output (NUL-terminated, fl_malloc'd: the caller frees it with
+ * fl_free) in *out and its length in *len; the writer is then empty. Or the
+ * writer's first failure (see above), and *out is NULL; the writer still
+ * needs fl_jw_free. Nothing written at all is FL_EINVAL. */
+int fl_jw_take(fl_jw *w, char **out, size_t *len);
+
+/* The escaping above, for code that embeds JSON text in a JSON string (the
+ * text copy of a tool result, mcp/tool_result.h): the bytes the string
+ * contents s[0..n) take escaped, without the quotes, and the escaping
+ * itself, written at out (which has room for fl_json_escaped_len bytes);
+ * returns the end of what it wrote. Bytes at or above 0x80 pass through
+ * unchecked: s is expected to be UTF-8 already. */
+size_t fl_json_escaped_len(const char *s, size_t n);
+char *fl_json_escape(char *out, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,329 @@
+/* test_list.c — unit tests for gateway/list.c, fleet_list's result.
+ *
+ * The result is written straight as JSON; it must be the very bytes that
+ * building it as a jansson tree and dumping it gave before (old_list below
+ * is that builder, kept here as the reference), for a roster that has every
+ * case the result treats apart: an online session (self, lastSeen now) and
+ * an anonymous caller (self null), an offline local entity with messages
+ * held for it, one never seen (no lastSeen), remote entities whose status
+ * the cross-host backend gives, same names on several hosts, groups, dropped
+ * and removed entities (left out), this host's spawn profiles and other
+ * hosts from the backend (the coordinator's part is covered by
+ * tests/integration/coordinator.test.mjs). fl_gw_list's tree is the same
+ * JSON, and the order
+ * stays right when the roster changes between two listings (a new entity, a
+ * rename, one dropped and one back). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* After the four above: cmocka.h uses them without including them. */
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/time.h"
+#include "gateway/config.h"
+#include "gateway/gw_internal.h"
+#include "gateway/remote.h"
+#include "gateway/roster.h"
+#include "gateway/store.h"
+#include "tests/support/test_gw.h"
+#include "tests/support/test_util.h"
+
+typedef struct fixture {
+  fl_test_gw g;
+} fixture;
+
+static void add_profile(fl_gw_config *cfg, const char *name, const char *backend) {
+  fl_profile *p = &cfg->profiles[cfg->nprofiles++];
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "%s", name);
+  snprintf(p->backend, sizeof p->backend, "%s", backend);
+  snprintf(p->role, sizeof p->role, "worker");
+  p->ready_timeout_s = 5;
+  snprintf(p->launch, sizeof p->launch, "{\"command\":[\"true\"],\"env\":{}}");
+}
+
+static int setup(void **state) {
+  fixture *f = fl_test_fixture_new(sizeof *f, "list");
+  if (!f)
+    return -1;
+  fl_test_gw_stop(&f->g);
+  add_profile(&f->g.cfg, "claude", "tmux");
+  add_profile(&f->g.cfg, "runner", "exec");
+  if (fl_test_gw_start(&f->g) != 0) {
+    fl_test_fixture_free(f);
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) { return fl_test_fixture_free(*state); }
+
+/* ---- a cross-host backend that only answers status and hosts ------------- */
+
+static int stub_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_msg *m, double w,
+                        json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
+                        size_t errlen) {
+  (void)ctx, (void)c, (void)dst, (void)m, (void)w, (void)cb, (void)cb_ctx, (void)wait;
+  json_decref(on_confirm);
+  fl_errf(err, errlen, "stub");
+  return FL_EBROKER;
+}
+static int stub_broadcast(void *ctx, fl_client *c, const fl_msg *m, const char *group,
+                          json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
+                          size_t errlen) {
+  (void)group;
+  return stub_publish(ctx, c, NULL, m, 0, on_confirm, cb, cb_ctx, wait, err, errlen);
+}
+static void stub_entity_changed(void *ctx, fl_entity *e) { (void)ctx, (void)e; }
+static void stub_drained(void *ctx, const char *to, const char *id) {
+  (void)ctx, (void)to, (void)id;
+}
+static void stub_void(void *ctx) { (void)ctx; }
+/* Remote entities whose name ends in an even digit are online. */
+static const char *stub_status(void *ctx, const fl_entity *e) {
+  (void)ctx;
+  size_t n = strlen(e->name);
+  return n && (e->name[n - 1] - '0') % 2 == 0 ? "online" : "offline";
+}
+static json_t *stub_hosts(void *ctx) {
+  (void)ctx;
+  return json_loads(
+      "[{\"host\":\"hostB\",\"self\":false,\"status\":\"online\",\"profiles\":"
+      "[{\"name\":\"w\",\"backend\":\"tmux\",\"role\":\"worker\",\"groups\":[\"g\"]}]},"
+      "{\"host\":\"hostC\",\"self\":false,\"status\":\"unknown\",\"profiles\":[]}]",
+      0, NULL);
+}
+static json_t *stub_describe(void *ctx) {
+  (void)ctx;
+  return NULL;
+}
+static int stub_claim(void *ctx, const char *name, char *host, size_t n) {
+  (void)ctx, (void)name, (void)host, (void)n;
+  return 0;
+}
+static const fl_remote_ops stub_ops = {
+    .publish = stub_publish,
+    .broadcast = stub_broadcast,
+    .entity_changed = stub_entity_changed,
+    .drained = stub_drained,
+    .sweep = stub_void,
+    .status = stub_status,
+    .hosts = stub_hosts,
+    .describe = stub_describe,
+    .unpinned_claim = stub_claim,
+    .stop = stub_void,
+    .free = stub_void,
+};
+
+/* ---- the reference: fleet_list as the jansson tree it used to be ---------- */
+
+static int by_name_then_roster(const void *a, const void *b) {
+  const fl_entity *const *x = a, *const *y = b;
+  int c = strcmp((*x)->name, (*y)->name);
+  if (c)
+    return c;
+  /* The roster is newest first: the later made goes first. */
+  for (const fl_entity *e = (*x)->gw->entities; e; e = e->next) {
+    if (e == *x)
+      return -1;
+    if (e == *y)
+      return 1;
+  }
+  return 0;
+}
+
+static json_t *old_list(fl_gw *gw, fl_client *c) {
+  size_t n = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    n += !(e->dropped || e->removed);
+  fl_entity **v = calloc(n ? n : 1, sizeof *v);
+  assert_non_null(v);
+  size_t k = 0;
+  for (fl_entity *e = gw->entities; e; e = e->next)
+    if (!(e->dropped || e->removed))
+      v[k++] = e;
+  qsort(v, n, sizeof *v, by_name_then_roster);
+  json_t *arr = json_array();
+  long long now = fl_now_ms();
+  for (k = 0; k < n; k++) {
+    fl_entity *e = v[k];
+    size_t held = 0;
+    if (!e->remote)
+      fl_store_count(gw->store, e->gid, now, &held);
+    json_t *groups = json_array();
+    for (size_t i = 0; i < e->ngroups; i++)
+      json_array_append_new(groups, json_string(e->groups[i]));
+    const char *status = e->remote ? fl_remote_status(gw, e) : e->client ? "online" : "offline";
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "gid", e->gid, "name",
+                          e->name, "role", e->role, "host", fl_entity_host(e), "groups", groups,
+                          "status", status, "self", c && c->entity == e, "held", (json_int_t)held);
+    long long seen = e->client ? now : e->last_seen_ms;
+    if (o && seen) {
+      char ts[32];
+      fl_rfc3339(seen, ts);
+      json_object_set_new(o, "lastSeen", json_string(ts));
+    }
+    json_array_append_new(arr, o);
+  }
+  free(v);
+  json_t *hosts = json_array(), *mine = fl_config_profiles_json(&gw->cfg);
+  json_t *others = fl_remote_hosts(gw);
+  json_array_append_new(hosts, json_pack("{s:s, s:b, s:s, s:O}", "host", gw->cfg.host_id, "self", 1,
+                                         "status", "online", "profiles", mine));
+  json_array_extend(hosts, others);
+  json_decref(mine);
+  json_decref(others);
+  json_t *r = json_pack("{s:s, s:s?, s:o, s:o}", "host", gw->cfg.host_id, "self",
+                        (c && c->entity) ? c->entity->gid : NULL, "entities", arr, "hosts", hosts);
+  assert_non_null(r);
+  return r;
+}
+
+/* Both builders read the clock: an online session's lastSeen is "now".
+ * Every lastSeen in [t0, t1], the window the builders ran in, becomes X's,
+ * so the rest can be compared byte for byte. */
+static void mask_now(char *s, long long t0, long long t1) {
+  static const char key[] = "\"lastSeen\":\"";
+  for (char *p = strstr(s, key); p; p = strstr(p, key)) {
+    p += sizeof key - 1;
+    char ts[FL_TS_LEN];
+    size_t n = strcspn(p, "\"");
+    assert_true(n < sizeof ts);
+    memcpy(ts, p, n);
+    ts[n] = '\0';
+    long long ms;
+    assert_int_equal(fl_rfc3339_parse(ts, &ms), 0);
+    if (ms >= t0 && ms <= t1)
+      memset(p, 'X', n);
+  }
+}
+
+/* The written result is the reference's dump, byte for byte, and
+ * fl_gw_list's tree dumps to it too. */
+static void check_same(fl_gw *gw, fl_client *c) {
+  long long t0 = fl_now_ms();
+  json_t *old = old_list(gw, c);
+  char *got = NULL;
+  size_t len = 0;
+  assert_int_equal(fl_gw_list_json(gw, c, &got, &len), 0);
+  json_t *tree = NULL;
+  assert_int_equal(fl_gw_list(gw, c, &tree), 0);
+  long long t1 = fl_now_ms();
+  assert_int_equal(len, strlen(got));
+  char *want = json_dumps(old, JSON_COMPACT), *again = json_dumps(tree, JSON_COMPACT);
+  assert_non_null(want);
+  assert_non_null(again);
+  mask_now(got, t0, t1);
+  mask_now(want, t0, t1);
+  mask_now(again, t0, t1);
+  assert_string_equal(got, want);
+  assert_string_equal(again, want);
+  fl_free(again);
+  fl_free(want);
+  fl_free(got);
+  json_decref(tree);
+  json_decref(old);
+}
+
+static fl_entity *remote_new(fl_gw *gw, const char *gid, const char *name, const char *host) {
+  fl_entity *e = fl_entity_new(gw, gid, name);
+  assert_non_null(e);
+  e->remote = 1;
+  fl_copy(e->host, sizeof e->host, host);
+  fl_copy(e->role, sizeof e->role, "worker");
+  return e;
+}
+
+static fl_client *attach(fixture *f, const char *name, const char *role, const char *groups) {
+  fl_ident id = {.name = name, .role = role};
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", groups ? groups : "");
+  for (char *tok = strtok(buf, ","); tok && id.ngroups < 16; tok = strtok(NULL, ","))
+    id.groups[id.ngroups++] = tok;
+  id.groups_given = groups != NULL;
+  fl_client *c = NULL;
+  char err[512] = "";
+  assert_int_equal(fl_gw_attach(f->g.gw, &id, NULL, NULL, &c, err, sizeof err), 0);
+  return c;
+}
+
+static void test_empty_roster(void **state) {
+  fixture *f = *state;
+  check_same(f->g.gw, NULL);
+}
+
+static void test_same_bytes_as_the_tree(void **state) {
+  fixture *f = *state;
+  fl_gw *gw = f->g.gw;
+  fl_gw_set_remote(gw, &stub_ops, NULL);
+  fl_client *lead = attach(f, "lead", "lead", "core,ops");
+  fl_client *gone = attach(f, "gone", "worker", NULL);
+  fl_gw_detach(gw, &gone); /* offline, last seen now */
+  fl_entity *never = fl_entity_new(gw, "00000000-1111-4222-8333-444455556666", "never");
+  assert_non_null(never);
+  fl_copy(never->role, sizeof never->role, "worker");
+
+  /* Two messages held for the offline one. */
+  for (int i = 0; i < 2; i++) {
+    json_t *res = NULL;
+    fl_wait *wait = NULL;
+    char err[256] = "";
+    assert_int_equal(
+        fl_gw_send(gw, lead, "gone", "hello", 0, NULL, NULL, &res, &wait, err, sizeof err), 0);
+    json_decref(res);
+  }
+
+  /* Remote entities: names repeat on three hosts, various groups and ages. */
+  long long now = fl_now_ms();
+  for (int i = 0; i < 300; i++) {
+    char gid[40], name[32], host[16];
+    snprintf(gid, sizeof gid, "%08x-aaaa-4bbb-8ccc-%012x", (unsigned)(300 - i) * 7919u, i);
+    snprintf(name, sizeof name, "w%03d", (i * 37) % 100);
+    snprintf(host, sizeof host, "host%c", "BCD"[i % 3]);
+    fl_entity *e = remote_new(gw, gid, name, host);
+    e->last_seen_ms = i % 5 == 0 ? 0 : now - i * 1234;
+    char groups[64];
+    snprintf(groups, sizeof groups, i % 4 == 0 ? "" : "g%d,all", i % 3);
+    fl_entity_set_groups(e, groups);
+    if (i == 17)
+      e->dropped = 1;
+    if (i == 18)
+      e->removed = 1;
+  }
+  check_same(gw, lead);
+  check_same(gw, NULL);
+
+  /* The roster changes between listings: the order follows. */
+  fl_entity *late = remote_new(gw, "99999999-aaaa-4bbb-8ccc-000000000001", "w050", "hostB");
+  late->last_seen_ms = now;
+  check_same(gw, lead);
+  fl_copy(late->name, sizeof late->name, "aaa-first"); /* presence renames */
+  check_same(gw, lead);
+  fl_copy(late->name, sizeof late->name, "w010"); /* same name as others, newest */
+  check_same(gw, lead);
+  late->dropped = 1;
+  never->removed = 1;
+  check_same(gw, lead);
+  late->dropped = 0;
+  check_same(gw, lead);
+
+  fl_gw_detach(gw, &lead);
+  check_same(gw, NULL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_empty_roster, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_same_bytes_as_the_tree, setup, teardown),
+  };
+  return cmocka_run_group_tests_name("list", tests, NULL, NULL);
+}
