@@ -8,9 +8,11 @@
  * ambiguous, and the error lists every name@host so the caller can pick. A
  * host whose key is not pinned is not believed: a name behind one is an
  * error that says how to pin it, and unpinning a host drops its entities.
- * Entities are never freed while the gateway lives (a name that leaves may
- * come back and resume its gid), so pointers to them stay valid, and the
- * index by gid (gid_index.h) borrows their gids. */
+ * Local entities are never freed while the gateway lives (a name that
+ * leaves may come back and resume its gid), so pointers to them stay valid;
+ * remote ones are freed only by fl_roster_reclaim, in a full roster, after
+ * leaving the index by gid (gid_index.h borrows their gids) and emptying the
+ * kept listing order. */
 #include "gateway/roster.h"
 
 #include <limits.h>
@@ -282,7 +284,7 @@ size_t fl_roster_drop_host(fl_gw *gw, const char *host) {
   for (fl_entity *e = gw->entities; e; e = e->next) {
     if (!e->remote || e->dropped || strcmp(e->host, host) != 0)
       continue;
-    /* Kept (entities are never freed) but no longer believed: presence
+    /* Kept (until a full roster forgets it) but no longer believed: presence
      * (presence.c) lets a fresh beat revive it, or another host claim its
      * gid. */
     e->dropped = 1;
