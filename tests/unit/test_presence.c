@@ -383,21 +383,38 @@ static void test_unpinned_dropped_and_back(void **state) {
   assert_false(e->dropped);
 }
 
-static void test_unpinned_beats_refused(void **state) {
-  fixture *f = *state;
-  const char *body = "{\"name\":\"bob\",\"role\":\"worker\",\"status\":\"online\"}";
+typedef struct signer {
+  unsigned char pk[FL_SIGN_PK_BYTES], sk[FL_SIGN_SK_BYTES];
+} signer;
+
+/* Pins host with a new key pair into s. */
+static void pin_new(fixture *f, const char *host, signer *s) {
+  crypto_sign_keypair(s->pk, s->sk);
+  char b64[FL_SIGN_PK_B64_SIZE], err[256];
+  assert_int_equal(fl_b64_encode(s->pk, sizeof s->pk, b64, sizeof b64), 0);
+  assert_int_equal(fl_gw_peer_add(f->g.gw, host, b64, NULL, err, sizeof err), 0);
+}
+
+/* A PRESENCE beat of host under key gid (FL_GID_GATEWAY for its host
+ * beat), stamped ts_ms and signed by s (NULL: unsigned), received as from
+ * the broker. */
+static void receive_beat(fixture *f, const signer *s, const char *host, const char *gid,
+                         const char *body, long long ts_ms) {
   fl_envelope env;
   memset(&env, 0, sizeof env);
   snprintf(env.v, sizeof env.v, "%s", FL_ENVELOPE_VERSION);
   snprintf(env.kind, sizeof env.kind, "%s", fl_envelope_kind_name(FL_KIND_PRESENCE));
-  snprintf(env.from, sizeof env.from, "%s", GID_B);
-  snprintf(env.from_name, sizeof env.from_name, "bob");
-  snprintf(env.host, sizeof env.host, "trialB");
-  long long now = fl_now_ms();
-  fl_rfc3339(now, env.ts);
-  fl_rfc3339(now + 60000, env.expires_at);
+  snprintf(env.msg_id, sizeof env.msg_id, "%s", "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a");
+  int host_beat = strcmp(gid, FL_GID_GATEWAY) == 0;
+  snprintf(env.from, sizeof env.from, "%s", host_beat ? "" : gid);
+  snprintf(env.from_name, sizeof env.from_name, "%s", host_beat ? FL_GID_GATEWAY : "x");
+  snprintf(env.host, sizeof env.host, "%s", host);
+  fl_rfc3339(ts_ms, env.ts);
+  fl_rfc3339(ts_ms + 60000, env.expires_at);
+  if (s)
+    assert_int_equal(fl_sign_envelope(&env, body, strlen(body), s->sk), 0);
   char key[160];
-  assert_int_equal(fl_topology_roster_key(key, sizeof key, "trialB", GID_B), 0);
+  assert_int_equal(fl_topology_roster_key(key, sizeof key, host, gid), 0);
   fl_broker_delivery d = {.source = FL_BROKER_ROSTER,
                           .gid = "",
                           .exchange = "fleet.roster",
@@ -405,9 +422,15 @@ static void test_unpinned_beats_refused(void **state) {
                           .env = &env,
                           .body = body,
                           .len = strlen(body)};
+  fl_presence_receive(f->p, &d);
+}
+
+static void test_unpinned_beats_refused(void **state) {
+  fixture *f = *state;
+  const char *body = "{\"name\":\"bob\",\"role\":\"worker\",\"status\":\"online\"}";
   /* Every beat is refused and counted (the log says so once a minute). */
   for (int i = 0; i < 5; i++)
-    fl_presence_receive(f->p, &d);
+    receive_beat(f, NULL, "trialB", GID_B, body, fl_now_ms());
   assert_int_equal(f->g.gw->counters[FL_C_PRESENCE_REFUSED], 5);
   assert_int_equal(f->g.gw->counters[FL_C_VERIFY_UNPINNED], 5);
   assert_int_equal(f->g.gw->counters[FL_C_PRESENCE_RECEIVED], 0);
@@ -509,46 +532,6 @@ static void test_full_roster_forgets_the_stalest(void **state) {
 /* ---- host beats: one signature for every entity of a host ----------------------- */
 
 #define GID_C "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
-
-typedef struct signer {
-  unsigned char pk[FL_SIGN_PK_BYTES], sk[FL_SIGN_SK_BYTES];
-} signer;
-
-/* Pins host with a new key pair into s. */
-static void pin_new(fixture *f, const char *host, signer *s) {
-  crypto_sign_keypair(s->pk, s->sk);
-  char b64[FL_SIGN_PK_B64_SIZE], err[256];
-  assert_int_equal(fl_b64_encode(s->pk, sizeof s->pk, b64, sizeof b64), 0);
-  assert_int_equal(fl_gw_peer_add(f->g.gw, host, b64, NULL, err, sizeof err), 0);
-}
-
-/* A PRESENCE beat of host under key gid (FL_GID_GATEWAY for its host
- * beat), stamped ts_ms and signed by s, received as from the broker. */
-static void receive_beat(fixture *f, const signer *s, const char *host, const char *gid,
-                         const char *body, long long ts_ms) {
-  fl_envelope env;
-  memset(&env, 0, sizeof env);
-  snprintf(env.v, sizeof env.v, "%s", FL_ENVELOPE_VERSION);
-  snprintf(env.kind, sizeof env.kind, "%s", fl_envelope_kind_name(FL_KIND_PRESENCE));
-  snprintf(env.msg_id, sizeof env.msg_id, "%s", "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a");
-  int host_beat = strcmp(gid, FL_GID_GATEWAY) == 0;
-  snprintf(env.from, sizeof env.from, "%s", host_beat ? "" : gid);
-  snprintf(env.from_name, sizeof env.from_name, "%s", host_beat ? FL_GID_GATEWAY : "x");
-  snprintf(env.host, sizeof env.host, "%s", host);
-  fl_rfc3339(ts_ms, env.ts);
-  fl_rfc3339(ts_ms + 60000, env.expires_at);
-  assert_int_equal(fl_sign_envelope(&env, body, strlen(body), s->sk), 0);
-  char key[160];
-  assert_int_equal(fl_topology_roster_key(key, sizeof key, host, gid), 0);
-  fl_broker_delivery d = {.source = FL_BROKER_ROSTER,
-                          .gid = "",
-                          .exchange = "fleet.roster",
-                          .routing_key = key,
-                          .env = &env,
-                          .body = body,
-                          .len = strlen(body)};
-  fl_presence_receive(f->p, &d);
-}
 
 /* hostB's host beat: bob and carol, and an entry with a bad gid. */
 static const char *host_beat_body(void) {
