@@ -14,12 +14,8 @@
  * included); 2 declares the shared topology and consumes control.<host> and
  * roster.<host>; every inbox gets a channel of its own from 3 up.
  *
- * Acks: the loop acks each delivery on its own, but a burst of commands
- * often holds many acks of one channel. Each channel keeps which of its
- * deliveries are settled (broker_acks.c); at the end of a run of acks, the
- * ones below the lowest delivery not yet settled go as one basic.ack with
- * `multiple`, the rest one by one, at once: an ack is never held back, and
- * a multiple ack never covers a delivery its owner has not settled.
+ * Acks: the loop acks each delivery on its own; broker_settle.c sends a
+ * burst's run of them, as one `multiple` ack where that is safe.
  *
  * Delivery tags handed to the loop are (channel epoch << 48 | channel << 32 |
  * broker tag). The epoch changes on every channel open, so an ack that
@@ -260,7 +256,7 @@ static void fail_pending(fl_broker *b, int status, const char *why) {
 
 /* The connection failed: report down at once, fail what was in flight, drop
  * the connection. */
-static void link_lost(fl_broker *b, const char *why) {
+void fl_broker_link_lost(fl_broker *b, const char *why) {
   char w[FL_BROKER_WHY_LEN];
   fl_broker_copy(w, sizeof(w), why);
   if (b->t_up == 1)
@@ -375,13 +371,13 @@ static int link_connect(fl_broker *b, char *why, size_t n) {
 /* ---- commands ---- */
 
 /* Publishes it on the publish channel; it then waits in b->pending for its
- * confirm. Returns 0, or FL_EBROKER after link_lost (which reported it). */
+ * confirm. Returns 0, or FL_EBROKER after fl_broker_link_lost (which reported it). */
 static int do_publish(fl_broker *b, struct item *it) {
   amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
   amqp_basic_properties_t p;
   fl_broker_env_properties(&it->env, hdr, &p);
   amqp_bytes_t body = {it->len, it->body};
-  /* Pending before sending: if the send fails, link_lost reports it. The
+  /* Pending before sending: if the send fails, fl_broker_link_lost reports it. The
    * loop keeps at most FL_BROKER_MAX_INFLIGHT publishes outstanding, but a
    * confirm that lags behind later ones keeps their settled slots. */
   if (b->pending.n == b->pending.cap) {
@@ -399,14 +395,14 @@ static int do_publish(fl_broker *b, struct item *it) {
   if (rc != AMQP_STATUS_OK) {
     char why[FL_BROKER_WHY_LEN];
     fl_errf(why, sizeof(why), "publish failed: %s", amqp_error_string2(rc));
-    link_lost(b, why);
+    fl_broker_link_lost(b, why);
     return FL_EBROKER;
   }
   return 0;
 }
 
 /* Finds the channel a loop tag names, or NULL if that incarnation is gone. */
-static struct chan *tag_chan(fl_broker *b, uint64_t tag) {
+struct chan *fl_broker_tag_chan(fl_broker *b, uint64_t tag) {
   uint16_t id = (uint16_t)(tag >> 32);
   uint16_t epoch = (uint16_t)(tag >> 48);
   if (id == 0 || id > FL_BROKER_CH_MAX)
@@ -415,92 +411,17 @@ static struct chan *tag_chan(fl_broker *b, uint64_t tag) {
   return c && c->open && c->epoch == epoch ? c : NULL;
 }
 
-/* Acks waiting for the end of their run (ack_flush): at most one batch. */
-struct ack_run {
-  uint64_t tag[FL_BROKER_BATCH]; /* loop tags: epoch, channel, broker tag */
-  size_t n;
-};
-
-static int settle_failed(fl_broker *b, int rc) {
-  char why[FL_BROKER_WHY_LEN];
-  fl_errf(why, sizeof(why), "ack/reject failed: %s", amqp_error_string2(rc));
-  link_lost(b, why);
-  return FL_EBROKER;
-}
-
-/* Sends the run's acks: for each channel one multiple ack up to the highest
- * of the run's tags below which every delivery is settled, if any of the run
- * is there, and a plain ack for each of the run above it. Returns 0, or
- * FL_EBROKER after link_lost. */
-static int ack_flush(fl_broker *b, struct ack_run *run) {
-  size_t n = run->n;
-  int rc = AMQP_STATUS_OK;
-  run->n = 0;
-  for (size_t i = 0; i < n && b->conn && rc == AMQP_STATUS_OK; i++) {
-    struct chan *c = tag_chan(b, run->tag[i]);
-    uint64_t dtag = run->tag[i] & 0xffffffffu;
-    if (!c)
-      continue; /* closed since: the broker requeued it */
-    /* The multiple ack names the highest of the run's own covered tags, a
-     * delivery the broker still holds unacked: every tag below it is
-     * settled, and one acked on its own before is no longer owed. Naming a
-     * tag acked before (lo - 1 may be one) makes the broker close the
-     * channel for an unknown delivery tag. */
-    if (fl_broker_acks_covered(&c->acks, dtag)) {
-      if (dtag > c->multiple_to)
-        c->multiple_to = dtag;
-    } else
-      rc = amqp_basic_ack(b->conn, c->id, dtag, 0);
-  }
-  for (size_t i = 0; i < n && b->conn && rc == AMQP_STATUS_OK; i++) {
-    struct chan *c = tag_chan(b, run->tag[i]);
-    if (c && c->multiple_to) {
-      rc = amqp_basic_ack(b->conn, c->id, c->multiple_to, 1);
-      c->multiple_to = 0;
-    }
-  }
-  return rc == AMQP_STATUS_OK ? 0 : settle_failed(b, rc);
-}
-
-/* Acks or rejects. An ack the channel's tracker remembers joins run (sent
- * by ack_flush); the rest go at once. Returns 0 (also for a stale tag or a
- * second settle of one delivery, dropped), or FL_EBROKER after link_lost. */
-static int do_settle(fl_broker *b, struct item *it, struct ack_run *run) {
-  struct chan *c = b->conn ? tag_chan(b, it->tag) : NULL;
-  uint64_t dtag = it->tag & 0xffffffffu;
-  int rc;
-  if (!c) {
-    fl_debug(NULL, "broker: dropped a settle for a delivery of a closed channel");
-    return 0;
-  }
-  int known = fl_broker_acks_settle(&c->acks, dtag);
-  if (known == 1) {
-    /* The broker would close the channel for an unknown tag. */
-    fl_debug(NULL, "broker: dropped a second settle of one delivery");
-    return 0;
-  }
-  if (it->type == CMD_ACK && known == 0) {
-    run->tag[run->n++] = it->tag;
-    return 0;
-  }
-  if (it->type == CMD_ACK)
-    rc = amqp_basic_ack(b->conn, c->id, dtag, 0);
-  else
-    rc = amqp_basic_reject(b->conn, c->id, dtag, it->requeue != 0);
-  return rc == AMQP_STATUS_OK ? 0 : settle_failed(b, rc);
-}
-
 /* Serves up to FL_BROKER_BATCH commands. */
 static void serve_commands(fl_broker *b) {
   void *batch[FL_BROKER_BATCH];
-  struct ack_run run;
+  struct fl_broker_ack_run run;
   run.n = 0;
   size_t n = fl_xqueue_pop(b->cmds, batch, FL_BROKER_BATCH);
   for (size_t i = 0; i < n; i++) {
     struct item *it = batch[i];
     /* A run of settles ends before anything that may close a channel. */
     if (run.n && it->type != CMD_ACK && it->type != CMD_REJECT)
-      ack_flush(b, &run);
+      fl_broker_ack_flush(b, &run);
     switch (it->type) {
     case CMD_PUBLISH:
       if (!b->conn)
@@ -510,19 +431,19 @@ static void serve_commands(fl_broker *b) {
       continue; /* the item now belongs to pending or the event queue */
     case CMD_ACK:
     case CMD_REJECT:
-      do_settle(b, it, &run);
+      fl_broker_settle(b, it, &run);
       break;
     case CMD_ADD_INBOX:
       if (fl_broker_inbox_add(b, it) < 0)
-        link_lost(b, b->err);
+        fl_broker_link_lost(b, b->err);
       break;
     case CMD_REMOVE_INBOX:
       if (fl_broker_inbox_remove(b, it) < 0)
-        link_lost(b, "the connection failed while closing an inbox channel");
+        fl_broker_link_lost(b, "the connection failed while closing an inbox channel");
       break;
     case CMD_DELETE_INBOX:
       if (fl_broker_inbox_delete(b, it) < 0)
-        link_lost(b, "the connection failed while deleting an inbox queue");
+        fl_broker_link_lost(b, "the connection failed while deleting an inbox queue");
       break;
     case CMD_DLQ: {
       char why[FL_BROKER_WHY_LEN] = "";
@@ -530,7 +451,7 @@ static void serve_commands(fl_broker *b) {
         it->status = FL_EBROKER;
         fl_broker_copy(it->why, sizeof(it->why), "the broker link is down");
       } else if (fl_broker_dlq_serve(b, it, why, sizeof(why)) != 0) {
-        link_lost(b, why);
+        fl_broker_link_lost(b, why);
       }
       emit(b, it); /* back to the loop as its own event */
       continue;
@@ -541,7 +462,7 @@ static void serve_commands(fl_broker *b) {
     fl_broker_item_free(it);
   }
   if (run.n)
-    ack_flush(b, &run);
+    fl_broker_ack_flush(b, &run);
 }
 
 /* ---- frames ---- */
@@ -597,7 +518,7 @@ static void delivered(fl_broker *b, struct chan *c) {
   if (c->dtag > 0xffffffffu) {
     /* Tags carry 32 bits of the broker's tag; four billion deliveries on one
      * channel means the link is recycled rather than risk a wrong ack. */
-    link_lost(b, "delivery tag space of a channel exhausted; reconnecting");
+    fl_broker_link_lost(b, "delivery tag space of a channel exhausted; reconnecting");
     return;
   }
   if (c->bad[0]) {
@@ -605,7 +526,7 @@ static void delivered(fl_broker *b, struct chan *c) {
              c->routing_key, c->bad);
     fl_broker_acks_settle(&c->acks, c->dtag);
     if (amqp_basic_reject(b->conn, c->id, c->dtag, 0) != AMQP_STATUS_OK)
-      link_lost(b, "reject failed");
+      fl_broker_link_lost(b, "reject failed");
     return;
   }
   struct item *it = fl_calloc(1, sizeof(*it));
@@ -642,7 +563,7 @@ static void content_done(fl_broker *b, struct chan *c) {
   }
 }
 
-/* A method frame on channel c. Returns 0, or FL_EBROKER after link_lost. */
+/* A method frame on channel c. Returns 0, or FL_EBROKER after fl_broker_link_lost. */
 static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
   char why[FL_BROKER_WHY_LEN];
   switch (f->payload.method.id) {
@@ -700,12 +621,12 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
       fl_broker_emit_inbox(b, ib->gid, FL_EBROKER,
                            "the broker cancelled the consumer (queue deleted?)");
       if (fl_broker_inbox_close(b, ib) < 0) {
-        link_lost(b, "the connection failed while closing a cancelled inbox");
+        fl_broker_link_lost(b, "the connection failed while closing a cancelled inbox");
         return FL_EBROKER;
       }
       return 0;
     }
-    link_lost(b, "the broker cancelled a control or roster consumer");
+    fl_broker_link_lost(b, "the broker cancelled a control or roster consumer");
     return FL_EBROKER;
   case AMQP_CHANNEL_CLOSE_METHOD: {
     amqp_channel_close_t *m = f->payload.method.decoded;
@@ -721,7 +642,7 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
       fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
       return 0;
     }
-    link_lost(b, why);
+    fl_broker_link_lost(b, why);
     return FL_EBROKER;
   }
   default:
@@ -757,7 +678,7 @@ static void handle_header(fl_broker *b, struct chan *c, amqp_frame_t *f) {
     content_done(b, c);
 }
 
-/* Handles one frame. Returns 0, or FL_EBROKER after link_lost. */
+/* Handles one frame. Returns 0, or FL_EBROKER after fl_broker_link_lost. */
 static int handle_frame(fl_broker *b, amqp_frame_t *f) {
   char why[FL_BROKER_WHY_LEN];
   if (f->channel == 0) {
@@ -768,7 +689,7 @@ static int handle_frame(fl_broker *b, amqp_frame_t *f) {
       fl_errf(why, sizeof(why), "the broker closed the connection: %.*s", (int)m->reply_text.len,
               (const char *)m->reply_text.bytes);
       amqp_send_method(b->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
-      link_lost(b, why);
+      fl_broker_link_lost(b, why);
       return FL_EBROKER;
     }
     if (f->frame_type == AMQP_FRAME_METHOD &&
@@ -789,7 +710,7 @@ static int handle_frame(fl_broker *b, amqp_frame_t *f) {
   if (f->frame_type == AMQP_FRAME_BODY && c->content == 2) {
     amqp_bytes_t frag = f->payload.body_fragment;
     if (frag.len > c->size - c->got) {
-      link_lost(b, "the broker sent more body than announced");
+      fl_broker_link_lost(b, "the broker sent more body than announced");
       return FL_EBROKER;
     }
     if (c->body)
@@ -823,7 +744,7 @@ static void pump(fl_broker *b) {
     if (rc != AMQP_STATUS_OK) {
       char why[FL_BROKER_WHY_LEN];
       fl_errf(why, sizeof(why), "connection lost: %s", amqp_error_string2(rc));
-      link_lost(b, why);
+      fl_broker_link_lost(b, why);
       return;
     }
     uint16_t ch = f.channel;
@@ -854,7 +775,7 @@ void fl_broker_thread_main(void *arg) {
       if (b->conn && now_ms() >= next_retry) {
         next_retry = now_ms() + FL_BROKER_INBOX_RETRY_MS;
         if (fl_broker_inbox_retry(b) < 0)
-          link_lost(b, b->err);
+          fl_broker_link_lost(b, b->err);
       }
       if (!b->conn) {
         next_try = now_ms() + BACKOFF_FIRST_MS;

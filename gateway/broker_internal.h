@@ -243,6 +243,29 @@ void fl_broker_chan_reset(fl_broker *b, struct chan *c);
 /* A free channel number for an inbox, or 0 when none is left. */
 uint16_t fl_broker_chan_alloc(fl_broker *b);
 
+/* The connection failed: reports the link down at once, fails what was in
+ * flight and drops the connection. */
+void fl_broker_link_lost(fl_broker *b, const char *why);
+/* The channel a loop tag names, or NULL if that incarnation is gone. */
+struct chan *fl_broker_tag_chan(fl_broker *b, uint64_t tag);
+
+/* ---- broker_settle.c (broker thread) ---- */
+
+/* Acks waiting for the end of their run (fl_broker_ack_flush): at most one batch. */
+struct fl_broker_ack_run {
+  uint64_t tag[FL_BROKER_BATCH]; /* loop tags: epoch, channel, broker tag */
+  size_t n;
+};
+
+/* Acks or rejects it. An ack the channel's tracker remembers joins run
+ * (sent by fl_broker_ack_flush); the rest go at once. Returns 0 (also for a
+ * stale tag or a second settle of one delivery, dropped), or FL_EBROKER
+ * after fl_broker_link_lost. */
+int fl_broker_settle(fl_broker *b, struct item *it, struct fl_broker_ack_run *run);
+/* Sends run's acks and empties it; returns 0, or FL_EBROKER after
+ * fl_broker_link_lost. */
+int fl_broker_ack_flush(fl_broker *b, struct fl_broker_ack_run *run);
+
 /* ---- broker_headers.c: see broker_headers.h ---- */
 
 /* ---- broker_why.c (broker thread) ---- */
