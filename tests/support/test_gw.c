@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "tests/support/test_util.h"
 
@@ -73,3 +74,60 @@ int fl_test_fixture_free(void *fixture) {
   free(fixture);
   return rc == 0 ? 0 : -1;
 }
+
+void fl_test_add_profile(fl_gw_config *cfg, const char *name, const char *backend) {
+  fl_profile *p = &cfg->profiles[cfg->nprofiles++];
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "%s", name);
+  snprintf(p->backend, sizeof p->backend, "%s", backend);
+  snprintf(p->role, sizeof p->role, "worker");
+  p->ready_timeout_s = 5;
+  snprintf(p->launch, sizeof p->launch, "{\"command\":[\"true\"],\"env\":{}}");
+}
+
+/* ---- a cross-host backend that does nothing ------------------------------------ */
+
+static int stub_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_msg *m, double w,
+                        json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
+                        size_t errlen) {
+  (void)ctx, (void)c, (void)dst, (void)m, (void)w, (void)cb, (void)cb_ctx, (void)wait;
+  json_decref(on_confirm);
+  fl_errf(err, errlen, "stub");
+  return FL_EBROKER;
+}
+static int stub_broadcast(void *ctx, fl_client *c, const fl_msg *m, const char *group,
+                          json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
+                          size_t errlen) {
+  (void)group;
+  return stub_publish(ctx, c, NULL, m, 0, on_confirm, cb, cb_ctx, wait, err, errlen);
+}
+static void stub_entity_changed(void *ctx, fl_entity *e) { (void)ctx, (void)e; }
+static void stub_drained(void *ctx, const char *to, const char *id) {
+  (void)ctx, (void)to, (void)id;
+}
+static void stub_void(void *ctx) { (void)ctx; }
+static const char *stub_status(void *ctx, const fl_entity *e) {
+  (void)ctx, (void)e;
+  return "online";
+}
+static json_t *stub_describe(void *ctx) {
+  (void)ctx;
+  return NULL;
+}
+static int stub_claim(void *ctx, const char *name, char *host, size_t n) {
+  (void)ctx, (void)name, (void)host, (void)n;
+  return 0;
+}
+
+const fl_remote_ops fl_test_stub_ops = {
+    .publish = stub_publish,
+    .broadcast = stub_broadcast,
+    .entity_changed = stub_entity_changed,
+    .drained = stub_drained,
+    .sweep = stub_void,
+    .status = stub_status,
+    .describe = stub_describe,
+    .unpinned_claim = stub_claim,
+    .stop = stub_void,
+    .free = stub_void,
+};

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "gateway/gw.h"
+#include "gateway/remote.h"
 
 typedef struct fl_test_gw {
   char dir[64]; /* the state dir, removed by fl_test_gw_close */
@@ -40,5 +41,16 @@ void *fl_test_fixture_new(size_t size, const char *tag);
 /* Closes the fixture's gateway (fl_test_gw_close) and frees it. 0, or -1
  * when a handle was left open (a test teardown's return value). */
 int fl_test_fixture_free(void *fixture);
+
+/* Adds a spawn profile called name with backend ("tmux" or "exec") to cfg:
+ * role worker, a 5 s ready timeout, and `true` as its command. */
+void fl_test_add_profile(fl_gw_config *cfg, const char *name, const char *backend);
+
+/* A cross-host backend that does nothing: publishes and broadcasts fail
+ * with "stub" (FL_EBROKER), every remote entity reads "online", it lists no
+ * hosts, describes nothing and knows no unpinned claims. A test copies it
+ * into ops that live as long as the gateway and overrides what it needs,
+ * then gives them to fl_gw_set_remote. */
+extern const fl_remote_ops fl_test_stub_ops;
 
 #endif

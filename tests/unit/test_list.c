@@ -40,23 +40,13 @@ typedef struct fixture {
   fl_test_gw g;
 } fixture;
 
-static void add_profile(fl_gw_config *cfg, const char *name, const char *backend) {
-  fl_profile *p = &cfg->profiles[cfg->nprofiles++];
-  memset(p, 0, sizeof *p);
-  snprintf(p->name, sizeof p->name, "%s", name);
-  snprintf(p->backend, sizeof p->backend, "%s", backend);
-  snprintf(p->role, sizeof p->role, "worker");
-  p->ready_timeout_s = 5;
-  snprintf(p->launch, sizeof p->launch, "{\"command\":[\"true\"],\"env\":{}}");
-}
-
 static int setup(void **state) {
   fixture *f = fl_test_fixture_new(sizeof *f, "list");
   if (!f)
     return -1;
   fl_test_gw_stop(&f->g);
-  add_profile(&f->g.cfg, "claude", "tmux");
-  add_profile(&f->g.cfg, "runner", "exec");
+  fl_test_add_profile(&f->g.cfg, "claude", "tmux");
+  fl_test_add_profile(&f->g.cfg, "runner", "exec");
   if (fl_test_gw_start(&f->g) != 0) {
     fl_test_fixture_free(f);
     return -1;
@@ -69,25 +59,6 @@ static int teardown(void **state) { return fl_test_fixture_free(*state); }
 
 /* ---- a cross-host backend that only answers status and hosts ------------- */
 
-static int stub_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_msg *m, double w,
-                        json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
-                        size_t errlen) {
-  (void)ctx, (void)c, (void)dst, (void)m, (void)w, (void)cb, (void)cb_ctx, (void)wait;
-  json_decref(on_confirm);
-  fl_errf(err, errlen, "stub");
-  return FL_EBROKER;
-}
-static int stub_broadcast(void *ctx, fl_client *c, const fl_msg *m, const char *group,
-                          json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
-                          size_t errlen) {
-  (void)group;
-  return stub_publish(ctx, c, NULL, m, 0, on_confirm, cb, cb_ctx, wait, err, errlen);
-}
-static void stub_entity_changed(void *ctx, fl_entity *e) { (void)ctx, (void)e; }
-static void stub_drained(void *ctx, const char *to, const char *id) {
-  (void)ctx, (void)to, (void)id;
-}
-static void stub_void(void *ctx) { (void)ctx; }
 /* Remote entities whose name ends in an even digit are online. */
 static const char *stub_status(void *ctx, const fl_entity *e) {
   (void)ctx;
@@ -102,27 +73,8 @@ static json_t *stub_hosts(void *ctx) {
       "{\"host\":\"hostC\",\"self\":false,\"status\":\"unknown\",\"profiles\":[]}]",
       0, NULL);
 }
-static json_t *stub_describe(void *ctx) {
-  (void)ctx;
-  return NULL;
-}
-static int stub_claim(void *ctx, const char *name, char *host, size_t n) {
-  (void)ctx, (void)name, (void)host, (void)n;
-  return 0;
-}
-static const fl_remote_ops stub_ops = {
-    .publish = stub_publish,
-    .broadcast = stub_broadcast,
-    .entity_changed = stub_entity_changed,
-    .drained = stub_drained,
-    .sweep = stub_void,
-    .status = stub_status,
-    .hosts = stub_hosts,
-    .describe = stub_describe,
-    .unpinned_claim = stub_claim,
-    .stop = stub_void,
-    .free = stub_void,
-};
+/* The stub backend, with the status and hosts above. */
+static fl_remote_ops stub_ops;
 
 /* ---- the reference: fleet_list as the jansson tree it used to be ---------- */
 
@@ -264,6 +216,9 @@ static void test_empty_roster(void **state) {
 static void test_same_bytes_as_the_tree(void **state) {
   fixture *f = *state;
   fl_gw *gw = f->g.gw;
+  stub_ops = fl_test_stub_ops;
+  stub_ops.status = stub_status;
+  stub_ops.hosts = stub_hosts;
   fl_gw_set_remote(gw, &stub_ops, NULL);
   fl_client *lead = attach(f, "lead", "lead", "core,ops");
   fl_client *gone = attach(f, "gone", "worker", NULL);

@@ -256,34 +256,7 @@ static void test_attach_refusals(void **state) {
   "host 'hostB' is not pinned here: fleetctl peer add hostB KEY (run fleetctl identity on hostB "  \
   "for its key)"
 
-/* A backend that does nothing but say hostC's refused beats named carol. */
-static int stub_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_msg *m, double w,
-                        json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
-                        size_t errlen) {
-  (void)ctx, (void)c, (void)dst, (void)m, (void)w, (void)cb, (void)cb_ctx, (void)wait;
-  json_decref(on_confirm);
-  fl_errf(err, errlen, "stub");
-  return FL_EBROKER;
-}
-static int stub_broadcast(void *ctx, fl_client *c, const fl_msg *m, const char *group,
-                          json_t *on_confirm, fl_gw_cb cb, void *cb_ctx, fl_wait **wait, char *err,
-                          size_t errlen) {
-  (void)group;
-  return stub_publish(ctx, c, NULL, m, 0, on_confirm, cb, cb_ctx, wait, err, errlen);
-}
-static void stub_entity_changed(void *ctx, fl_entity *e) { (void)ctx, (void)e; }
-static void stub_drained(void *ctx, const char *to, const char *id) {
-  (void)ctx, (void)to, (void)id;
-}
-static void stub_void(void *ctx) { (void)ctx; }
-static const char *stub_status(void *ctx, const fl_entity *e) {
-  (void)ctx, (void)e;
-  return "online";
-}
-static json_t *stub_describe(void *ctx) {
-  (void)ctx;
-  return NULL;
-}
+/* The stub backend, but hostC's refused beats named carol. */
 static int stub_claim(void *ctx, const char *name, char *host, size_t n) {
   (void)ctx;
   if (strcmp(name, "carol") != 0)
@@ -291,18 +264,7 @@ static int stub_claim(void *ctx, const char *name, char *host, size_t n) {
   snprintf(host, n, "hostC");
   return 1;
 }
-static const fl_remote_ops stub_ops = {
-    .publish = stub_publish,
-    .broadcast = stub_broadcast,
-    .entity_changed = stub_entity_changed,
-    .drained = stub_drained,
-    .sweep = stub_void,
-    .status = stub_status,
-    .describe = stub_describe,
-    .unpinned_claim = stub_claim,
-    .stop = stub_void,
-    .free = stub_void,
-};
+static fl_remote_ops stub_ops;
 
 static int listed(fl_gw *gw, const char *name) {
   json_t *res = NULL;
@@ -318,6 +280,8 @@ static int listed(fl_gw *gw, const char *name) {
 
 static void test_resolve_unpinned(void **state) {
   fixture *f = *state;
+  stub_ops = fl_test_stub_ops;
+  stub_ops.unpinned_claim = stub_claim;
   fl_gw_set_remote(f->g.gw, &stub_ops, NULL);
   fl_entity *a = fl_entity_new(f->g.gw, GID_A, "alice");
   fl_entity *r = remote_new(f->g.gw, GID_B, "rob", "hostB");

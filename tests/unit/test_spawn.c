@@ -30,23 +30,13 @@ typedef struct fixture {
   fl_test_gw g;
 } fixture;
 
-static void add_profile(fl_gw_config *cfg, const char *name, const char *backend) {
-  fl_profile *p = &cfg->profiles[cfg->nprofiles++];
-  memset(p, 0, sizeof *p);
-  snprintf(p->name, sizeof p->name, "%s", name);
-  snprintf(p->backend, sizeof p->backend, "%s", backend);
-  snprintf(p->role, sizeof p->role, "worker");
-  p->ready_timeout_s = 5;
-  snprintf(p->launch, sizeof p->launch, "{\"command\":[\"true\"],\"env\":{}}");
-}
-
 static int setup(void **state) {
   fixture *f = fl_test_fixture_new(sizeof *f, "spawn");
   if (!f)
     return -1;
   fl_test_gw_stop(&f->g);
-  add_profile(&f->g.cfg, "claude", "tmux");
-  add_profile(&f->g.cfg, "runner", "exec");
+  fl_test_add_profile(&f->g.cfg, "claude", "tmux");
+  fl_test_add_profile(&f->g.cfg, "runner", "exec");
   if (fl_test_gw_start(&f->g) != 0) {
     fl_test_fixture_free(f);
     return -1;
