@@ -416,6 +416,11 @@ hostsTest('presence: join and leave on another host, and a crashed gateway goes 
   // its entities time out on hostA.
   await hostB.mcpClient('dave');
   await waitStatus(alice, 'dave', 'hostB', 'online', { timeout: 2 * FAST_PRESENCE_MS + SLACK_MS });
+  // Past two TTLs he is still online: after his join beat only hostB's host
+  // beats, which list its entities, refresh him.
+  await sleep(2 * FAST_PRESENCE_TTL_MS);
+  const still = await callTool(alice, 'fleet_list', {});
+  assert.equal(findEntity(still, 'dave', 'hostB')?.status, 'online', JSON.stringify(still));
   const tKill = Date.now();
   await hostB.kill9();
   const gone = await waitStatus(alice, 'dave', 'hostB', 'offline', { timeout: FAST_PRESENCE_TTL_MS + SLACK_MS });
