@@ -5,6 +5,7 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,85 @@ void fl_free(void *p) { free(p); }
 
 void fl_alloc_init(void) { json_set_alloc_funcs(fl_malloc, fl_free); }
 
+/* ---- spare big blocks ------------------------------------------------------ */
+
+/* Two: a listing's JSON and the response line made from it are both big
+ * at once. */
+#define FL_BIG_SPARES 2
+
+static struct {
+  pthread_mutex_t lock;
+  void *p[FL_BIG_SPARES];
+  size_t size[FL_BIG_SPARES]; /* usable bytes of p[i]; 0 for an empty slot */
+} fl_big = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The bytes p can hold (malloc_usable_size), or 0 where that is not known:
+ * then nothing is kept spare. */
+static size_t fl_usable(void *p) {
+#ifdef __GLIBC__
+  return malloc_usable_size(p);
+#else
+  (void)p;
+  return 0;
+#endif
+}
+
+void *fl_big_malloc(size_t n, size_t *size) {
+  void *p = NULL;
+  size_t got = n;
+  if (n >= FL_BIG_MIN) {
+    pthread_mutex_lock(&fl_big.lock);
+    int best = -1;
+    for (int i = 0; i < FL_BIG_SPARES; i++)
+      if (fl_big.size[i] >= n && (best < 0 || fl_big.size[i] < fl_big.size[best]))
+        best = i;
+    if (best >= 0) {
+      p = fl_big.p[best];
+      got = fl_big.size[best];
+      fl_big.p[best] = NULL;
+      fl_big.size[best] = 0;
+    }
+    pthread_mutex_unlock(&fl_big.lock);
+  }
+  if (!p)
+    p = fl_malloc(n);
+  if (size)
+    *size = p ? got : 0;
+  return p;
+}
+
+void fl_big_free(void *p) {
+  size_t size = p ? fl_usable(p) : 0;
+  if (size < FL_BIG_MIN) {
+    fl_free(p);
+    return;
+  }
+  pthread_mutex_lock(&fl_big.lock);
+  int low = 0;
+  for (int i = 1; i < FL_BIG_SPARES; i++)
+    if (fl_big.size[i] < fl_big.size[low])
+      low = i;
+  if (fl_big.size[low] < size) {
+    void *q = fl_big.p[low];
+    fl_big.p[low] = p;
+    fl_big.size[low] = size;
+    p = q;
+  }
+  pthread_mutex_unlock(&fl_big.lock);
+  fl_free(p);
+}
+
 void fl_alloc_trim(void) {
+  void *p[FL_BIG_SPARES];
+  pthread_mutex_lock(&fl_big.lock);
+  for (int i = 0; i < FL_BIG_SPARES; i++) {
+    p[i] = fl_big.p[i];
+    fl_big.p[i] = NULL;
+    fl_big.size[i] = 0;
+  }
+  pthread_mutex_unlock(&fl_big.lock);
+  for (int i = 0; i < FL_BIG_SPARES; i++)
+    fl_free(p[i]);
 #ifdef __GLIBC__
   malloc_trim(0);
 #endif

@@ -14,8 +14,8 @@
 void fl_alloc_init(void);
 
 /* Gives free heap memory back to the system (glibc's malloc_trim; nothing
- * elsewhere). Costs a walk of the heap: call it after a burst of big
- * buffers was freed, not per free. */
+ * elsewhere), and frees the spare big blocks (fl_big_free). Costs a walk of the heap: call it after
+ * a burst of big buffers was freed, not per free. */
 void fl_alloc_trim(void);
 void *fl_malloc(size_t n);
 void *fl_calloc(size_t n, size_t size);
@@ -26,6 +26,21 @@ char *fl_strndup(const char *s, size_t n);
 void fl_copy(char *dst, size_t n, const char *src);
 /* NULL-safe. */
 void fl_free(void *p);
+
+/* Big blocks that are made again and again (a listing of thousands of
+ * entities and its response line: megabytes, many times a second). fleetd
+ * maps every block of 128 KiB and more fresh (clients/fleetd.c), and the
+ * first touch of each page of a fresh map is a fault that zeroes the page:
+ * for a 2 MB line that is a third of its cost. So a few freed big blocks
+ * are kept spare: fl_big_malloc(n) hands out the smallest spare of at
+ * least n bytes (else it is fl_malloc; *size, when size is not NULL, is
+ * what the block holds, n or more), fl_big_free(p) keeps p (of
+ * FL_BIG_MIN bytes or more) in place of a smaller spare or frees it, and
+ * fl_alloc_trim frees every spare. Both are fl_malloc and fl_free for
+ * every caller's purposes, and may be called from any thread. */
+#define FL_BIG_MIN (256u * 1024u)
+void *fl_big_malloc(size_t n, size_t *size);
+void fl_big_free(void *p);
 
 /* Test hook: allocation number n (0 = the next one) fails; -1 turns it off. */
 void fl_alloc_fail_after(long n);

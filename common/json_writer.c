@@ -201,12 +201,13 @@ void fl_jw_init(fl_jw *w, size_t max) {
 void fl_jw_free(fl_jw *w) {
   if (!w)
     return;
-  fl_free(w->buf);
+  fl_big_free(w->buf);
   fl_jw_init(w, w->max);
 }
 
-/* Room for n more bytes (and the final NUL): 1, or 0 with w->err set. */
-static int fl_jw_room(fl_jw *w, size_t n) {
+/* Room for n more bytes (and the final NUL) when the buffer has none: 1,
+ * or 0 with w->err set. */
+static int fl_jw_grow(fl_jw *w, size_t n) {
   if (w->err)
     return 0;
   if (n > w->max - w->len) {
@@ -220,17 +221,40 @@ static int fl_jw_room(fl_jw *w, size_t n) {
     cap *= 2;
   if (cap > w->max + 1)
     cap = w->max + 1;
-  char *b = fl_realloc(w->buf, cap);
+  if (cap < FL_BIG_MIN) {
+    char *b = fl_realloc(w->buf, cap);
+    if (!b) {
+      w->err = FL_ENOMEM;
+      return 0;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return 1;
+  }
+  /* A big result: into a spare block if one fits (alloc.h), whole, so it
+   * grows no more when it is as big as the last one. */
+  size_t got;
+  char *b = fl_big_malloc(cap, &got);
   if (!b) {
     w->err = FL_ENOMEM;
     return 0;
   }
+  if (w->len)
+    memcpy(b, w->buf, w->len);
+  fl_big_free(w->buf);
   w->buf = b;
-  w->cap = cap;
+  w->cap = got < w->max + 1 ? got : w->max + 1;
   return 1;
 }
 
-static void fl_jw_put(fl_jw *w, const char *s, size_t n) {
+/* Room for n more bytes: the common case inline (cap never passes max + 1,
+ * so what fits the buffer fits the cap; an error leaves cap at 0 only
+ * before the first write, and fl_jw_grow sees it). */
+static inline int fl_jw_room(fl_jw *w, size_t n) {
+  return (n < w->cap - w->len && !w->err) || fl_jw_grow(w, n);
+}
+
+static inline void fl_jw_put(fl_jw *w, const char *s, size_t n) {
   if (!fl_jw_room(w, n))
     return;
   memcpy(w->buf + w->len, s, n);
@@ -238,7 +262,7 @@ static void fl_jw_put(fl_jw *w, const char *s, size_t n) {
 }
 
 /* Before a key or a value: the ',' after the one before it. */
-static void fl_jw_sep(fl_jw *w) {
+static inline void fl_jw_sep(fl_jw *w) {
   if (w->comma)
     fl_jw_put(w, ",", 1);
 }
@@ -314,6 +338,17 @@ void fl_jw_keyn(fl_jw *w, const char *key, size_t n) {
   fl_jw_sep(w);
   fl_jw_string(w, key, n);
   fl_jw_put(w, ":", 1);
+  w->comma = 0;
+}
+
+void fl_jw_key_quoted(fl_jw *w, const char *quoted, size_t n) {
+  if (!fl_jw_room(w, n + 1))
+    return;
+  char *o = w->buf + w->len;
+  if (w->comma)
+    *o++ = ',';
+  memcpy(o, quoted, n);
+  w->len = (size_t)(o + n - w->buf);
   w->comma = 0;
 }
 

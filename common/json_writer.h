@@ -42,10 +42,16 @@ void fl_jw_obj_open(fl_jw *w);
 void fl_jw_obj_close(fl_jw *w);
 void fl_jw_arr_open(fl_jw *w);
 void fl_jw_arr_close(fl_jw *w);
-/* The key of the next object member (UTF-8, n bytes); fl_jw_key takes it
- * NUL-terminated (inline, so a literal's length is known when compiling). */
+/* The key of the next object member (UTF-8, n bytes). */
 void fl_jw_keyn(fl_jw *w, const char *key, size_t n);
-static inline void fl_jw_key(fl_jw *w, const char *key) { fl_jw_keyn(w, key, strlen(key)); }
+/* A key written in the code, as a string literal of plain ASCII (no '"',
+ * '\\' or control character): put with its quotes and colon as one copy
+ * made when compiling, with nothing to check or escape. A roster's listing
+ * puts a dozen of them for each of thousands of entities. */
+#define fl_jw_key(w, lit) fl_jw_key_quoted((w), "\"" lit "\":", sizeof(lit) + 2)
+/* What fl_jw_key expands to: quoted is the key's bytes with their quotes
+ * and colon, n of them. */
+void fl_jw_key_quoted(fl_jw *w, const char *quoted, size_t n);
 /* A string value (UTF-8, n bytes; fl_jw_str: NUL-terminated); NULL is
  * written as null, as json_pack's "s?" does. */
 void fl_jw_strn(fl_jw *w, const char *s, size_t n);
@@ -58,9 +64,9 @@ void fl_jw_null(fl_jw *w);
 void fl_jw_json(fl_jw *w, const json_t *v);
 
 /* 0 and the output (NUL-terminated, fl_malloc'd: the caller frees it with
- * fl_free) in *out and its length in *len; the writer is then empty. Or the
- * writer's first failure (see above), and *out is NULL; the writer still
- * needs fl_jw_free. Nothing written at all is FL_EINVAL. */
+ * fl_free, or with fl_big_free to keep a big one spare for the next) in *out and its length in
+ * *len; the writer is then empty. Or the writer's first failure (see above), and *out is NULL; the
+ * writer still needs fl_jw_free. Nothing written at all is FL_EINVAL. */
 int fl_jw_take(fl_jw *w, char **out, size_t *len);
 
 /* The escaping above, for code that embeds JSON text in a JSON string (the

@@ -422,7 +422,7 @@ static void fl_write_cb(uv_write_t *req, int status) {
   fl_wreq *w = (fl_wreq *)req;
   fl_conn *c = w->conn;
   c->outq -= w->len;
-  fl_free(w->line);
+  fl_big_free(w->line); /* a big one is kept for the next (common/alloc.h) */
   fl_free(w);
   if (status < 0 && status != UV_ECANCELED)
     fl_conn_close(c);

@@ -23,7 +23,7 @@ char *fl_tool_result_line_take(json_t *id, char *sj, size_t sn, size_t *len) {
   static const char tail[] = "}}\n";
   char *line = NULL, *ij = id ? json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
   if (!sj || (id && !ij)) {
-    fl_free(sj);
+    fl_big_free(sj);
     goto done;
   }
   const char *idt = ij ? ij : "null";
@@ -31,22 +31,22 @@ char *fl_tool_result_line_take(json_t *id, char *sj, size_t sn, size_t *len) {
   size_t pre = sizeof head - 1 + in + sizeof mid - 1; /* where the text starts */
   size_t at = pre + en + sizeof mid2 - 1;             /* where structuredContent starts */
   size_t total = at + sn + sizeof tail;
-  /* In sj's own buffer (for a megabyte result, one more mapping instead of
-   * a second one and a copy): the JSON moves to its place at the end, then
-   * its escaped copy is written before it, ending before it starts. */
-  line = fl_realloc(sj, total);
+  /* A new block for the line, and sj freed: big ones are spare blocks
+   * (alloc.h), so a megabyte result faults in no fresh pages. */
+  line = fl_big_malloc(total, NULL);
   if (!line) {
-    fl_free(sj);
+    fl_big_free(sj);
     goto done;
   }
-  memmove(line + at, line, sn);
   char *o = line;
   o = fl_put(o, head, sizeof head - 1);
   o = fl_put(o, idt, in);
   o = fl_put(o, mid, sizeof mid - 1);
-  o = fl_json_escape(o, line + at, sn);
-  fl_put(o, mid2, sizeof mid2 - 1);
-  fl_put(line + at + sn, tail, sizeof tail); /* with its NUL */
+  o = fl_json_escape(o, sj, sn);
+  o = fl_put(o, mid2, sizeof mid2 - 1);
+  o = fl_put(o, sj, sn);
+  fl_put(o, tail, sizeof tail); /* with its NUL */
+  fl_big_free(sj);
   if (len)
     *len = total - 1;
 

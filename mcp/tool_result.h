@@ -16,14 +16,15 @@
 #include <jansson.h>
 
 /* {"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"…"}],
- * "structuredContent":…}} and a '\n', NUL-terminated (free with fl_free), or
+ * "structuredContent":…}} and a '\n', NUL-terminated (free with fl_free, or
+ * fl_big_free, which keeps a big one spare: common/alloc.h), or
  * NULL when memory runs out. id is borrowed (NULL is written as null);
  * structured is stolen. */
 char *fl_tool_result_line(json_t *id, json_t *structured);
 /* The same line for a structured result already written as JSON: sj[0..sn),
  * compact, as json_dumps or common/json_writer.h writes it, in a buffer from
- * fl_malloc. sj is stolen: the line is built in its buffer (so sj must not be
- * used after), or it is freed when memory runs out (then NULL). The line's
+ * fl_malloc or fl_big_malloc. sj is stolen: it is freed (fl_big_free) once
+ * the line is made, or when memory runs out (then NULL). The line's
  * length goes to *len when len is not NULL. */
 char *fl_tool_result_line_take(json_t *id, char *sj, size_t sn, size_t *len);
 

@@ -94,7 +94,7 @@ static void test_values_and_nesting(void **state) {
   fl_jw_obj_close(&w);
   fl_jw_str(&w, "tail");
   fl_jw_arr_close(&w);
-  fl_jw_key(&w, ctl_etc);
+  fl_jw_keyn(&w, ctl_etc, strlen(ctl_etc));
   fl_jw_str(&w, ctl_etc);
   fl_jw_key(&w, "utf8");
   fl_jw_str(&w, utf8);
