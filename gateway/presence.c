@@ -118,7 +118,7 @@ static void fl_remote_load_cb(void *ctx, const fl_entity_rec *r) {
   e->remote = 1; /* offline (expires_ms 0) until its host beats again */
   fl_copy(e->host, sizeof e->host, r->host);
   /* Its host was unpinned while we were down: not believed until then. */
-  e->dropped = !fl_roster_host_trusted(gw, r->host);
+  fl_entity_set_dropped(e, !fl_roster_host_trusted(gw, r->host));
   fl_copy(e->role, sizeof e->role, r->role);
   fl_entity_set_groups(e, r->groups);
 }
@@ -229,7 +229,7 @@ void fl_presence_forget(fl_presence *p, const char *host, const char *gid, long 
     return;
   if (!e->dropped)
     fl_info(NULL, "roster: '%s' on host '%s' is gone (gid %s)", e->name, host, gid);
-  e->dropped = 1;
+  fl_entity_set_dropped(e, 1);
   e->presence.online = 0;
   e->presence.expires_ms = 0;
   if (beat_ts_ms > e->presence.ts_ms)
@@ -440,7 +440,7 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
     memset(&before, 0, sizeof before);
   if (e && e->dropped) {
     /* Dropped when its host was unpinned; pinned again, it is back. */
-    e->dropped = 0;
+    fl_entity_set_dropped(e, 0);
     memset(&before, 0, sizeof before); /* the store forgot it: write it again */
     fl_info(NULL, "roster: '%s' on host '%s' is back (gid %s)", b->name, host, gid);
   }

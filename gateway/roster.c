@@ -16,6 +16,7 @@
 #include "gateway/roster.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ fl_entity *fl_entity_new(fl_gw *gw, const char *gid, const char *name) {
   gw->entities = e;
   gw->nentities++;
   e->seq = ++gw->entities_made;
+  gw->sorted.n = 0; /* the kept order lacks it */
   return e;
 }
 
@@ -70,13 +72,35 @@ static int fl_sorted_cmp(const void *a, const void *b) {
 
 static int fl_shown(const fl_entity *e) { return !(e->dropped || e->removed); }
 
-/* 1 if the kept order still holds for the k entities shown now: each of
- * its entries is still shown (so, there being k of them, it has every
- * shown entity) and each is still after the one before it (names change). */
-static int fl_sorted_holds(const fl_gw *gw, size_t k) {
-  if (gw->sorted.n != k)
+void fl_entity_set_removed(fl_entity *e) {
+  e->removed = 1;
+  e->gw->sorted.n = 0;
+}
+
+void fl_entity_set_dropped(fl_entity *e, int dropped) {
+  if (e->dropped == !!dropped)
+    return;
+  e->dropped = !!dropped;
+  e->gw->sorted.n = 0;
+}
+
+void fl_entity_prefetch(const fl_entity *e) {
+  /* The fields a listing reads: gid to host, the first five lines. */
+  for (size_t at = 0; at < offsetof(fl_entity, ngroups) + sizeof e->ngroups; at += 64)
+    __builtin_prefetch((const char *)e + at);
+}
+
+/* 1 if the kept order still holds: it is not empty (made again since an
+ * entity was made, hidden or shown again, so it has every shown one), each
+ * of its entries is still shown and each is still after the one before it
+ * (names change). */
+static int fl_sorted_holds(const fl_gw *gw) {
+  size_t k = gw->sorted.n;
+  if (!k)
     return 0;
   for (size_t i = 0; i < k; i++) {
+    if (i + FL_ENTITY_AHEAD < k)
+      fl_entity_prefetch(gw->sorted.v[i + FL_ENTITY_AHEAD]);
     const fl_entity *e = gw->sorted.v[i];
     if (!fl_shown(e) || (i > 0 && fl_sorted_cmp(&gw->sorted.v[i - 1], &gw->sorted.v[i]) > 0))
       return 0;
@@ -87,21 +111,17 @@ static int fl_sorted_holds(const fl_gw *gw, size_t k) {
 int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n) {
   *out = NULL;
   *n = 0;
-  size_t k = 0;
-  for (fl_entity *e = gw->entities; e; e = e->next)
-    k += fl_shown(e);
-  if (!k)
-    return 0;
-  fl_entity **arr = fl_malloc(k * sizeof *arr);
-  if (!arr)
-    return FL_ENOMEM;
-  if (!fl_sorted_holds(gw, k)) {
+  if (!fl_sorted_holds(gw)) {
+    size_t k = 0;
+    for (fl_entity *e = gw->entities; e; e = e->next)
+      k += fl_shown(e);
+    gw->sorted.n = 0;
+    if (!k)
+      return 0;
     if (k > gw->sorted.cap) {
       fl_entity **v = fl_realloc(gw->sorted.v, k * sizeof *v);
-      if (!v) {
-        fl_free(arr);
+      if (!v)
         return FL_ENOMEM;
-      }
       gw->sorted.v = v;
       gw->sorted.cap = k;
     }
@@ -114,6 +134,10 @@ int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n) {
     qsort(gw->sorted.v, k, sizeof *gw->sorted.v, fl_sorted_cmp);
     gw->sorted.n = k;
   }
+  size_t k = gw->sorted.n;
+  fl_entity **arr = fl_malloc(k * sizeof *arr);
+  if (!arr)
+    return FL_ENOMEM;
   memcpy(arr, gw->sorted.v, k * sizeof *arr);
   *out = arr;
   *n = k;
@@ -287,7 +311,7 @@ size_t fl_roster_drop_host(fl_gw *gw, const char *host) {
     /* Kept (until a full roster forgets it) but no longer believed: presence
      * (presence.c) lets a fresh beat revive it, or another host claim its
      * gid. */
-    e->dropped = 1;
+    fl_entity_set_dropped(e, 1);
     n++;
   }
   return n;

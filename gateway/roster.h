@@ -43,7 +43,9 @@ struct fl_entity {
   fl_client *client; /* the live session, or NULL when offline */
   long long last_seen_ms;
   /* Stopped (fleet_stop): a local entity that has left the roster for good;
-   * hidden like a dropped one, and gone from the store. */
+   * hidden like a dropped one, and gone from the store. Set with
+   * fl_entity_set_removed, dropped with fl_entity_set_dropped: what a
+   * listing shows changes, and the kept order must know. */
   int removed;
   /* Remote entities (from another gateway's presence) live only here. */
   int remote;
@@ -104,11 +106,21 @@ fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name);
  * name; entities of one name keep their roster order. *out is a new array
  * of *n borrowed pointers for the caller to fl_free (NULL when there are
  * none). Returns 0 or FL_ENOMEM. The order is kept on the gateway and
- * reused while it still holds, which a walk of the roster checks: the
- * roster changes far less often than it is listed, and it changes in more
- * places (presence renames, drops and brings back) than could each say
- * so. */
+ * reused while it still holds: the roster changes far less often than it
+ * is listed. A new entity, or one hidden or shown again (the setters
+ * above), makes it again; a rename, which presence does in several places,
+ * is caught by a check of the kept order, a walk of its array. */
 int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n);
+/* Hides e from listings for good (fleet_stop), or hides it or shows it
+ * again as its host is unpinned and pinned (the flags above). */
+void fl_entity_set_removed(fl_entity *e);
+void fl_entity_set_dropped(fl_entity *e, int dropped);
+/* Asks the memory a listing reads of e to be brought into cache: a walk of
+ * thousands of entities (each a 4 KB block of its own, seldom in cache)
+ * asks for the one FL_ENTITY_AHEAD entries ahead of where it is, so the
+ * waits overlap. */
+void fl_entity_prefetch(const fl_entity *e);
+#define FL_ENTITY_AHEAD 8
 /* Replaces e's groups with the comma list csv (empty or overlong items
  * dropped, at most FL_MAX_GROUPS). */
 void fl_entity_set_groups(fl_entity *e, const char *csv);

@@ -633,7 +633,7 @@ int fl_spawn_stop(fl_gw *gw, const fl_entity *who, fl_entity *e, json_t **result
       (rc = backend->close(gw->loop, &t, NULL, NULL)) != 0)
     fl_warn(NULL, "could not close the terminal of '%s': %s", e->name, fl_strerror(rc));
   fl_nudge_stop(e);
-  e->removed = 1;
+  fl_entity_set_removed(e);
   if (fl_store_entity_delete(gw->store, e->gid) != 0)
     fl_gw_count(gw, FL_C_STORE_ERRORS);
   fl_spawn_rec r;

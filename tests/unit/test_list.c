@@ -250,9 +250,9 @@ static void test_same_bytes_as_the_tree(void **state) {
     snprintf(groups, sizeof groups, i % 4 == 0 ? "" : "g%d,all", i % 3);
     fl_entity_set_groups(e, groups);
     if (i == 17)
-      e->dropped = 1;
+      fl_entity_set_dropped(e, 1);
     if (i == 18)
-      e->removed = 1;
+      fl_entity_set_removed(e);
   }
   check_same(gw, lead);
   check_same(gw, NULL);
@@ -265,10 +265,10 @@ static void test_same_bytes_as_the_tree(void **state) {
   check_same(gw, lead);
   fl_copy(late->name, sizeof late->name, "w010"); /* same name as others, newest */
   check_same(gw, lead);
-  late->dropped = 1;
-  never->removed = 1;
+  fl_entity_set_dropped(late, 1);
+  fl_entity_set_removed(never);
   check_same(gw, lead);
-  late->dropped = 0;
+  fl_entity_set_dropped(late, 0);
   check_same(gw, lead);
 
   fl_gw_detach(gw, &lead);

@@ -355,8 +355,8 @@ static void test_many_and_sorted(void **state) {
   }
   for (size_t i = 0; i < MANY; i++)
     assert_ptr_equal(fl_entity_by_gid(gw, made[i]->gid), made[i]);
-  made[5]->dropped = 1;
-  made[6]->removed = 1;
+  fl_entity_set_dropped(made[5], 1);
+  fl_entity_set_removed(made[6]);
   fl_entity **v = NULL;
   size_t n = 0;
   /* The order is kept between calls: changes made after the first one
@@ -365,12 +365,11 @@ static void test_many_and_sorted(void **state) {
   fl_free(v);
   fl_copy(made[7]->name, sizeof made[7]->name, "a-first");
   fl_copy(made[8]->name, sizeof made[8]->name, made[9]->name);
-  made[10]->dropped = 1;
-  made[5]->dropped = 0;
-  made[6]->removed = 0;
+  fl_entity_set_dropped(made[10], 1);
+  fl_entity_set_dropped(made[5], 0);
   assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
   fl_free(v);
-  made[6]->removed = 1;
+  fl_entity_set_removed(made[11]);
   remote_new(gw, "ffffffff-aaaa-4bbb-8ccc-000000000000", "n0500", "h9");
   assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
   assert_string_equal(v[0]->name, "a-first");
