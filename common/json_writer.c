@@ -7,6 +7,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 
 /* The first buffer: a small result fits; a big one doubles from here. */
 #define FL_JW_FIRST_CAP 4096u
@@ -424,4 +425,25 @@ int fl_jw_take(fl_jw *w, char **out, size_t *len) {
   w->buf = NULL;
   fl_jw_free(w);
   return 0;
+}
+
+json_t *fl_jw_take_json(fl_jw *w) {
+  char *s;
+  size_t n;
+  if (fl_jw_take(w, &s, &n) != 0)
+    return NULL;
+  json_t *v = json_loadb(s, n, 0, NULL);
+  fl_big_free(s);
+  return v;
+}
+
+json_t *fl_jw_array_of(void (*write)(void *ctx, fl_jw *w), void *ctx) {
+  fl_jw w;
+  fl_jw_init(&w, FL_MAX_RESULT_JSON);
+  fl_jw_arr_open(&w);
+  write(ctx, &w);
+  fl_jw_arr_close(&w);
+  json_t *v = fl_jw_take_json(&w);
+  fl_jw_free(&w);
+  return v;
 }

@@ -69,6 +69,13 @@ void fl_jw_json(fl_jw *w, const json_t *v);
  * writer still needs fl_jw_free. Nothing written at all is FL_EINVAL. */
 int fl_jw_take(fl_jw *w, char **out, size_t *len);
 
+/* The output parsed back as a tree, for readers that want one, and the
+ * writer emptied (it still needs fl_jw_free); NULL on any failure. */
+json_t *fl_jw_take_json(fl_jw *w);
+/* A new array of the values write(ctx, w) writes, as a tree, for the
+ * readers of a part that is written for speed; NULL on any failure. */
+json_t *fl_jw_array_of(void (*write)(void *ctx, fl_jw *w), void *ctx);
+
 /* The escaping above, for code that embeds JSON text in a JSON string (the
  * text copy of a tool result, mcp/tool_result.h): the bytes the string
  * contents s[0..n) take escaped, without the quotes, and the escaping

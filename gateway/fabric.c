@@ -701,9 +701,9 @@ static int fl_fabric_unpinned_claim(void *ctx, const char *name, char *host, siz
   return fl_presence_unpinned_claim(f->presence, name, host, hostlen);
 }
 
-static json_t *fl_fabric_hosts(void *ctx) {
+static void fl_fabric_hosts(void *ctx, fl_jw *w) {
   fl_fabric *f = ctx;
-  return fl_presence_hosts(f->presence);
+  fl_presence_hosts_write(f->presence, w);
 }
 
 static void fl_fabric_stop(void *ctx) {

@@ -15,8 +15,9 @@
  * "self" is the caller's gid (null for an anonymous session); lastSeen is
  * left out for an entity never seen, coordId for all but a local lead with a
  * coordinator, coordinators without one. The hosts are this one first, then
- * the others as their gateways' beats said; they are few and small, so they
- * come from the trees the config and the cross-host backend build.
+ * the others as their gateways' beats said (a few hundred at most, written
+ * by the cross-host backend); this host's few profiles come from the tree
+ * the config builds.
  * fl_gw_list gives the same result as a tree, parsed back from those bytes,
  * for the readers that want one (the dashboard, /metrics). */
 #include <string.h>
@@ -77,12 +78,9 @@ static void fl_list_entity(fl_gw *gw, fl_client *c, const fl_entity *e, long lon
 /* Every host a spawn can target: this one first, then the others as their
  * gateway beats said (even with no agent on them). */
 static int fl_list_hosts(fl_gw *gw, fl_jw *w) {
-  json_t *mine = fl_config_profiles_json(&gw->cfg), *others = fl_remote_hosts(gw);
-  int rc = 0;
-  if (!mine || !others) {
-    rc = FL_ENOMEM;
-    goto done;
-  }
+  json_t *mine = fl_config_profiles_json(&gw->cfg);
+  if (!mine)
+    return FL_ENOMEM;
   fl_jw_key(w, "hosts");
   fl_jw_arr_open(w);
   fl_jw_obj_open(w);
@@ -95,15 +93,10 @@ static int fl_list_hosts(fl_gw *gw, fl_jw *w) {
   fl_jw_key(w, "profiles");
   fl_jw_json(w, mine);
   fl_jw_obj_close(w);
-  size_t i;
-  json_t *h;
-  json_array_foreach(others, i, h) fl_jw_json(w, h);
+  fl_remote_hosts_write(gw, w);
   fl_jw_arr_close(w);
-
-done:
   json_decref(mine);
-  json_decref(others);
-  return rc;
+  return 0;
 }
 
 int fl_gw_list_json(fl_gw *gw, fl_client *c, char **out, size_t *len) {
@@ -150,6 +143,6 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
   if (rc != 0)
     return rc;
   *result = json_loadb(s, n, 0, NULL);
-  fl_free(s);
+  fl_big_free(s);
   return *result ? 0 : FL_ENOMEM;
 }

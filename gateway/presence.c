@@ -32,6 +32,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "gateway/config.h"
 #include "gateway/forward.h"
@@ -299,35 +300,48 @@ const char *fl_presence_status(const fl_presence *p, const fl_entity *e) {
 
 /* ---- other hosts ------------------------------------------------------------ */
 
-static json_t *fl_ad_json(const fl_profile_ad *ad) {
-  json_t *groups = json_array();
-  for (size_t i = 0; groups && i < ad->ngroups; i++)
-    json_array_append_new(groups, json_string(ad->groups[i]));
-  return groups ? json_pack("{s:s, s:s, s:s, s:o}", "name", ad->name, "backend", ad->backend,
-                            "role", ad->role, "groups", groups)
-                : NULL;
+static void fl_ad_write(fl_jw *w, const fl_profile_ad *ad) {
+  fl_jw_obj_open(w);
+  fl_jw_key(w, "name");
+  fl_jw_str(w, ad->name);
+  fl_jw_key(w, "backend");
+  fl_jw_str(w, ad->backend);
+  fl_jw_key(w, "role");
+  fl_jw_str(w, ad->role);
+  fl_jw_key(w, "groups");
+  fl_jw_arr_open(w);
+  for (size_t i = 0; i < ad->ngroups; i++)
+    fl_jw_str(w, ad->groups[i]);
+  fl_jw_arr_close(w);
+  fl_jw_obj_close(w);
 }
 
-json_t *fl_presence_hosts(fl_presence *p) {
-  json_t *arr = json_array();
+/* Written, not built as trees: a fleet_list of 200 hosts built them all
+ * on every call. */
+void fl_presence_hosts_write(fl_presence *p, fl_jw *w) {
   long long now = fl_now_ms();
-  for (fl_host_seen *h = p->hosts; arr && h; h = h->next) {
+  for (fl_host_seen *h = p->hosts; h; h = h->next) {
     if (!fl_roster_host_trusted(p->gw, h->host))
       continue; /* unpinned since: not believed */
-    json_t *profiles = json_array();
-    for (size_t i = 0; profiles && i < h->nprofiles; i++)
-      json_array_append_new(profiles, fl_ad_json(&h->profiles[i]));
-    const char *status = p->up && now <= h->expires_ms ? "online" : "unknown";
-    json_t *o = profiles ? json_pack("{s:s, s:b, s:s, s:o}", "host", h->host, "self", 0, "status",
-                                     status, "profiles", profiles)
-                         : NULL;
-    if (!o || json_array_append_new(arr, o) != 0) {
-      json_decref(arr);
-      return NULL;
-    }
+    fl_jw_obj_open(w);
+    fl_jw_key(w, "host");
+    fl_jw_str(w, h->host);
+    fl_jw_key(w, "self");
+    fl_jw_bool(w, 0);
+    fl_jw_key(w, "status");
+    fl_jw_str(w, p->up && now <= h->expires_ms ? "online" : "unknown");
+    fl_jw_key(w, "profiles");
+    fl_jw_arr_open(w);
+    for (size_t i = 0; i < h->nprofiles; i++)
+      fl_ad_write(w, &h->profiles[i]);
+    fl_jw_arr_close(w);
+    fl_jw_obj_close(w);
   }
-  return arr;
 }
+
+static void fl_hosts_write_cb(void *ctx, fl_jw *w) { fl_presence_hosts_write(ctx, w); }
+
+json_t *fl_presence_hosts(fl_presence *p) { return fl_jw_array_of(fl_hosts_write_cb, p); }
 
 static void fl_presence_take_listed(fl_presence *p, const char *host, const fl_listed_beat *l,
                                     long long ts_ms);

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 
+#include "common/json_writer.h"
 #include "common/limits.h"
 #include "gateway/beat.h"
 #include "gateway/broker.h"
@@ -67,11 +68,12 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
  * (its host beat has no `agents`)? Then this gateway beats each of its
  * entities every interval too, so that host keeps seeing them. */
 int fl_presence_peers_need_entity_beats(const fl_presence *p);
-/* Every pinned host whose _gateway beat was taken, sorted by host: a new
- * array of {host, self: false, status, profiles: [{name, backend, role,
- * groups}]}, status "online" while its last beat is within the TTL and the
- * link is up, else "unknown" (its last profiles are kept). NULL on
- * out-of-memory. */
+/* Every pinned host whose _gateway beat was taken, sorted by host: each a
+ * {host, self: false, status, profiles: [{name, backend, role, groups}]},
+ * status "online" while its last beat is within the TTL and the link is
+ * up, else "unknown" (its last profiles are kept). Written to w, in the
+ * array the caller opened; or as a new array (NULL on out-of-memory). */
+void fl_presence_hosts_write(fl_presence *p, fl_jw *w);
 json_t *fl_presence_hosts(fl_presence *p);
 /* "online", "offline" or "unknown" for a remote entity. */
 const char *fl_presence_status(const fl_presence *p, const fl_entity *e);

@@ -101,8 +101,14 @@ int fl_remote_dlq(fl_gw *gw, int op, const char *msg_id, long long older_than_ms
              : FL_EBROKER;
 }
 
+void fl_remote_hosts_write(fl_gw *gw, fl_jw *w) {
+  if (gw->remote && gw->remote->hosts)
+    gw->remote->hosts(gw->remote_ctx, w);
+}
+
 json_t *fl_remote_hosts(fl_gw *gw) {
-  return gw->remote && gw->remote->hosts ? gw->remote->hosts(gw->remote_ctx) : json_array();
+  return gw->remote && gw->remote->hosts ? fl_jw_array_of(gw->remote->hosts, gw->remote_ctx)
+                                         : json_array();
 }
 
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen) {

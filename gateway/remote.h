@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/json_writer.h"
 #include "gateway/gw.h"
 #include "gateway/store.h"
 
@@ -48,9 +49,10 @@ typedef struct fl_remote_ops {
   /* "online", "offline" or "unknown" for a remote entity (static string). */
   const char *(*status)(void *ctx, const fl_entity *e);
   /* Every other (pinned) host heard from, with its spawn profiles, for
-   * fl_gw_list: a new array of {host, self, status, profiles}, or NULL on
-   * out-of-memory. The one optional member: unset reads as no other host. */
-  json_t *(*hosts)(void *ctx);
+   * fl_gw_list: each a {host, self, status, profiles} written to w, in the
+   * array its caller opened (errors stay in w). The one optional member:
+   * unset reads as no other host. */
+  void (*hosts)(void *ctx, fl_jw *w);
   /* The link's state for fl_gw_status: a new object, or NULL. */
   json_t *(*describe)(void *ctx);
   /* Did a host that is not pinned announce an entity called name? Its
@@ -140,7 +142,10 @@ void fl_remote_sweep(fl_gw *gw);
 const char *fl_remote_status(fl_gw *gw, const fl_entity *e);
 json_t *fl_remote_describe(fl_gw *gw);
 int fl_remote_dlq(fl_gw *gw, int op, const char *msg_id, long long older_than_ms, void *req);
-json_t *fl_remote_hosts(fl_gw *gw); /* an empty array without a backend */
+/* The other hosts (the hosts member above), written to w, or as a new
+ * array (empty without a backend; NULL on out-of-memory). */
+void fl_remote_hosts_write(fl_gw *gw, fl_jw *w);
+json_t *fl_remote_hosts(fl_gw *gw);
 int fl_remote_unpinned_claim(fl_gw *gw, const char *name, char *host, size_t hostlen);
 void fl_remote_remove_inbox(fl_gw *gw, const char *gid);
 /* 0 when handed on (or no broker: nothing to do), else a negative code. */

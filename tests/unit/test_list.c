@@ -65,13 +65,17 @@ static const char *stub_status(void *ctx, const fl_entity *e) {
   size_t n = strlen(e->name);
   return n && (e->name[n - 1] - '0') % 2 == 0 ? "online" : "offline";
 }
-static json_t *stub_hosts(void *ctx) {
+static void stub_hosts(void *ctx, fl_jw *w) {
   (void)ctx;
-  return json_loads(
-      "[{\"host\":\"hostB\",\"self\":false,\"status\":\"online\",\"profiles\":"
-      "[{\"name\":\"w\",\"backend\":\"tmux\",\"role\":\"worker\",\"groups\":[\"g\"]}]},"
-      "{\"host\":\"hostC\",\"self\":false,\"status\":\"unknown\",\"profiles\":[]}]",
-      0, NULL);
+  json_t *hosts =
+      json_loads("[{\"host\":\"hostB\",\"self\":false,\"status\":\"online\",\"profiles\":"
+                 "[{\"name\":\"w\",\"backend\":\"tmux\",\"role\":\"worker\",\"groups\":[\"g\"]}]},"
+                 "{\"host\":\"hostC\",\"self\":false,\"status\":\"unknown\",\"profiles\":[]}]",
+                 0, NULL);
+  size_t i;
+  json_t *h;
+  json_array_foreach(hosts, i, h) fl_jw_json(w, h);
+  json_decref(hosts);
 }
 /* The stub backend, with the status and hosts above. */
 static fl_remote_ops stub_ops;
