@@ -206,9 +206,7 @@ void fl_jw_free(fl_jw *w) {
   fl_jw_init(w, w->max);
 }
 
-/* Room for n more bytes (and the final NUL) when the buffer has none: 1,
- * or 0 with w->err set. */
-static int fl_jw_grow(fl_jw *w, size_t n) {
+int fl_jw_grow(fl_jw *w, size_t n) {
   if (w->err)
     return 0;
   if (n > w->max - w->len) {
@@ -248,15 +246,8 @@ static int fl_jw_grow(fl_jw *w, size_t n) {
   return 1;
 }
 
-/* Room for n more bytes: the common case inline (cap never passes max + 1,
- * so what fits the buffer fits the cap; an error leaves cap at 0 only
- * before the first write, and fl_jw_grow sees it). */
-static inline int fl_jw_room(fl_jw *w, size_t n) {
-  return (n < w->cap - w->len && !w->err) || fl_jw_grow(w, n);
-}
-
 static inline void fl_jw_put(fl_jw *w, const char *s, size_t n) {
-  if (!fl_jw_room(w, n))
+  if (!fl_jw_has_room(w, n))
     return;
   memcpy(w->buf + w->len, s, n);
   w->len += n;
@@ -299,7 +290,7 @@ static void fl_jw_string(fl_jw *w, const char *s, size_t n) {
     return;
   }
   size_t e = plain ? n : fl_json_escaped_len(s, n);
-  if (!fl_jw_room(w, e + 2))
+  if (!fl_jw_has_room(w, e + 2))
     return;
   char *o = w->buf + w->len;
   *o++ = '"';
@@ -313,43 +304,10 @@ static void fl_jw_string(fl_jw *w, const char *s, size_t n) {
   w->len = (size_t)(o - w->buf);
 }
 
-void fl_jw_obj_open(fl_jw *w) {
-  fl_jw_sep(w);
-  fl_jw_put(w, "{", 1);
-  w->comma = 0;
-}
-
-void fl_jw_obj_close(fl_jw *w) {
-  fl_jw_put(w, "}", 1);
-  w->comma = 1;
-}
-
-void fl_jw_arr_open(fl_jw *w) {
-  fl_jw_sep(w);
-  fl_jw_put(w, "[", 1);
-  w->comma = 0;
-}
-
-void fl_jw_arr_close(fl_jw *w) {
-  fl_jw_put(w, "]", 1);
-  w->comma = 1;
-}
-
 void fl_jw_keyn(fl_jw *w, const char *key, size_t n) {
   fl_jw_sep(w);
   fl_jw_string(w, key, n);
   fl_jw_put(w, ":", 1);
-  w->comma = 0;
-}
-
-void fl_jw_key_quoted(fl_jw *w, const char *quoted, size_t n) {
-  if (!fl_jw_room(w, n + 1))
-    return;
-  char *o = w->buf + w->len;
-  if (w->comma)
-    *o++ = ',';
-  memcpy(o, quoted, n);
-  w->len = (size_t)(o + n - w->buf);
   w->comma = 0;
 }
 
@@ -376,21 +334,6 @@ void fl_jw_int(fl_jw *w, long long v) {
     *--p = '-';
   fl_jw_sep(w);
   fl_jw_put(w, p, (size_t)(digits + sizeof digits - p));
-  w->comma = 1;
-}
-
-void fl_jw_bool(fl_jw *w, int v) {
-  fl_jw_sep(w);
-  if (v)
-    fl_jw_put(w, "true", 4);
-  else
-    fl_jw_put(w, "false", 5);
-  w->comma = 1;
-}
-
-void fl_jw_null(fl_jw *w) {
-  fl_jw_sep(w);
-  fl_jw_put(w, "null", 4);
   w->comma = 1;
 }
 

@@ -38,27 +38,53 @@ void fl_jw_init(fl_jw *w, size_t max);
  * initialized again. */
 void fl_jw_free(fl_jw *w);
 
-void fl_jw_obj_open(fl_jw *w);
-void fl_jw_obj_close(fl_jw *w);
-void fl_jw_arr_open(fl_jw *w);
-void fl_jw_arr_close(fl_jw *w);
+/* The writer's own, for the inline calls below: 1 if n more bytes (and
+ * the final NUL) fit, growing the buffer when they do not; else 0 with
+ * w->err set. The common case is inline: cap never passes max + 1, so what
+ * fits the buffer fits the cap, and cap is 0 until the first write. */
+int fl_jw_grow(fl_jw *w, size_t n);
+static inline int fl_jw_has_room(fl_jw *w, size_t n) {
+  return (n < w->cap - w->len && !w->err) || fl_jw_grow(w, n);
+}
+
+/* The bytes s[0..n) as they are: after a ',' when sep is set and a value
+ * ended before them, and then a value has ended when after is set. For the
+ * structure and the literal keys below, inline: with n known when
+ * compiling, the copy is a few moves (a listing of thousands of entities
+ * puts a few dozen of these for each). */
+static inline void fl_jw_token(fl_jw *w, const char *s, size_t n, int sep, int after) {
+  if (!fl_jw_has_room(w, n + 1))
+    return;
+  char *o = w->buf + w->len;
+  *o = ','; /* kept only when it is needed: the copy goes after it or over it */
+  o += sep && w->comma;
+  memcpy(o, s, n);
+  w->len = (size_t)(o + n - w->buf);
+  w->comma = after;
+}
+
+static inline void fl_jw_obj_open(fl_jw *w) { fl_jw_token(w, "{", 1, 1, 0); }
+static inline void fl_jw_obj_close(fl_jw *w) { fl_jw_token(w, "}", 1, 0, 1); }
+static inline void fl_jw_arr_open(fl_jw *w) { fl_jw_token(w, "[", 1, 1, 0); }
+static inline void fl_jw_arr_close(fl_jw *w) { fl_jw_token(w, "]", 1, 0, 1); }
 /* The key of the next object member (UTF-8, n bytes). */
 void fl_jw_keyn(fl_jw *w, const char *key, size_t n);
 /* A key written in the code, as a string literal of plain ASCII (no '"',
- * '\\' or control character): put with its quotes and colon as one copy
- * made when compiling, with nothing to check or escape. A roster's listing
- * puts a dozen of them for each of thousands of entities. */
-#define fl_jw_key(w, lit) fl_jw_key_quoted((w), "\"" lit "\":", sizeof(lit) + 2)
-/* What fl_jw_key expands to: quoted is the key's bytes with their quotes
- * and colon, n of them. */
-void fl_jw_key_quoted(fl_jw *w, const char *quoted, size_t n);
+ * '\\' or control character): its quotes and colon are put with it, as one
+ * token made when compiling, with nothing to check or escape. */
+#define fl_jw_key(w, lit) fl_jw_token((w), "\"" lit "\":", sizeof(lit) + 2, 1, 0)
 /* A string value (UTF-8, n bytes; fl_jw_str: NUL-terminated); NULL is
  * written as null, as json_pack's "s?" does. */
 void fl_jw_strn(fl_jw *w, const char *s, size_t n);
 static inline void fl_jw_str(fl_jw *w, const char *s) { fl_jw_strn(w, s, s ? strlen(s) : 0); }
 void fl_jw_int(fl_jw *w, long long v);
-void fl_jw_bool(fl_jw *w, int v);
-void fl_jw_null(fl_jw *w);
+static inline void fl_jw_bool(fl_jw *w, int v) {
+  if (v)
+    fl_jw_token(w, "true", 4, 1, 1);
+  else
+    fl_jw_token(w, "false", 5, 1, 1);
+}
+static inline void fl_jw_null(fl_jw *w) { fl_jw_token(w, "null", 4, 1, 1); }
 /* Any jansson value (borrowed), dumped compact in place: for the small
  * parts of a result that other modules build as trees. */
 void fl_jw_json(fl_jw *w, const json_t *v);
