@@ -57,10 +57,6 @@ void fl_alloc_init(void) { json_set_alloc_funcs(fl_malloc, fl_free); }
 
 /* ---- spare big blocks ------------------------------------------------------ */
 
-/* Two: a listing's JSON and the response line made from it are both big
- * at once. */
-#define FL_BIG_SPARES 2
-
 static struct {
   pthread_mutex_t lock;
   void *p[FL_BIG_SPARES];

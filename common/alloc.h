@@ -39,6 +39,9 @@ void fl_free(void *p);
  * fl_alloc_trim frees every spare. Both are fl_malloc and fl_free for
  * every caller's purposes, and may be called from any thread. */
 #define FL_BIG_MIN (256u * 1024u)
+/* How many are kept: a listing's JSON, its escaped text and the response
+ * line made from them are big at once. */
+#define FL_BIG_SPARES 3
 void *fl_big_malloc(size_t n, size_t *size);
 void fl_big_free(void *p);
 

@@ -337,6 +337,34 @@ void fl_jw_int(fl_jw *w, long long v) {
   w->comma = 1;
 }
 
+void fl_json_out_free(fl_json_out *o) {
+  fl_big_free(o->json);
+  fl_big_free(o->text);
+  memset(o, 0, sizeof *o);
+}
+
+void fl_jw_bytes(fl_jw *w, const char *s, size_t n) { fl_jw_put(w, s, n); }
+
+void fl_jw_escaped(fl_jw *w, const char *s, size_t n) {
+  size_t e = fl_json_escaped_len(s, n);
+  if (!fl_jw_has_room(w, e))
+    return;
+  fl_json_escape(w->buf + w->len, s, n);
+  w->len += e;
+}
+
+size_t fl_jw_begin(fl_jw *w) {
+  fl_jw_sep(w);
+  w->comma = 0;
+  return w->len;
+}
+
+void fl_jw_raw(fl_jw *w, const char *json, size_t n) {
+  fl_jw_sep(w);
+  fl_jw_put(w, json, n);
+  w->comma = 1;
+}
+
 static int fl_jw_dump_cb(const char *buffer, size_t size, void *data) {
   fl_jw *w = data;
   fl_jw_put(w, buffer, size);

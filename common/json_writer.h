@@ -85,9 +85,35 @@ static inline void fl_jw_bool(fl_jw *w, int v) {
     fl_jw_token(w, "false", 5, 1, 1);
 }
 static inline void fl_jw_null(fl_jw *w) { fl_jw_token(w, "null", 4, 1, 1); }
+/* Where the next value starts: the ',' before it is put now, so the bytes
+ * from here to the end of the value are the value alone (to keep and put
+ * again with fl_jw_raw). */
+size_t fl_jw_begin(fl_jw *w);
+/* A value this writer wrote before (n bytes, from fl_jw_begin's offset to
+ * its end), put again as it is. */
+void fl_jw_raw(fl_jw *w, const char *json, size_t n);
 /* Any jansson value (borrowed), dumped compact in place: for the small
  * parts of a result that other modules build as trees. */
 void fl_jw_json(fl_jw *w, const json_t *v);
+
+/* JSON a writer made (json, len bytes, NUL-terminated), and, when it was
+ * made as it was written, the same JSON escaped as a JSON string's
+ * contents (text, text_len; NULL otherwise): the text copy of a tool
+ * result (mcp/tool_result.h). Both from fl_malloc or fl_big_malloc;
+ * fl_json_out_free frees both (NULL-safe) and empties it. */
+typedef struct fl_json_out {
+  char *json;
+  size_t len;
+  char *text;
+  size_t text_len;
+} fl_json_out;
+void fl_json_out_free(fl_json_out *o);
+
+/* For a writer of bytes that are not one JSON value (the escaped text
+ * above): s[0..n) as they are, and s[0..n) escaped as fl_json_escape does;
+ * no commas. */
+void fl_jw_bytes(fl_jw *w, const char *s, size_t n);
+void fl_jw_escaped(fl_jw *w, const char *s, size_t n);
 
 /* 0 and the output (NUL-terminated, fl_malloc'd: the caller frees it with
  * fl_free, or with fl_big_free to keep a big one spare for the next) in *out and its length in

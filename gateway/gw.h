@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "common/json_writer.h"
 #include "common/limits.h"
 
 typedef struct fl_gw fl_gw;
@@ -183,10 +184,10 @@ typedef void (*fl_gw_cb)(void *ctx, json_t *result, const char *err);
  * whose key is not pinned here (err says how to pin it). */
 int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
 /* fleet_list's result written as compact JSON (gateway/list.c says its
- * shape): 0 with *out (NUL-terminated; the caller fl_frees it) and its
- * length in *len, or FL_ENOMEM, or FL_ETOOBIG past FL_MAX_RESULT_JSON.
+ * shape), with its escaped text: 0 with *out filled (the caller frees it,
+ * fl_json_out_free), or FL_ENOMEM, or FL_ETOOBIG past FL_MAX_RESULT_JSON.
  * fl_gw_list is the same result as a tree. */
-int fl_gw_list_json(fl_gw *gw, fl_client *c, char **out, size_t *len);
+int fl_gw_list_json(fl_gw *gw, fl_client *c, fl_json_out *out);
 json_t *fl_gw_status(fl_gw *gw);
 int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);

@@ -479,8 +479,11 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
   /* Remember who lives where (only when it changed, not every beat). */
   fl_entity_rec after;
   fl_entity_rec_of(e, &after);
-  if (memcmp(&before, &after, sizeof after) != 0 && fl_store_remote_put(gw->store, &after) != 0)
-    fl_gw_count(gw, FL_C_STORE_ERRORS);
+  if (memcmp(&before, &after, sizeof after) != 0) {
+    fl_entity_listed_forget(e);
+    if (fl_store_remote_put(gw->store, &after) != 0)
+      fl_gw_count(gw, FL_C_STORE_ERRORS);
+  }
   if (p->parked)
     fl_unpark(p, gid);
   return 0;

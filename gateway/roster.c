@@ -317,11 +317,23 @@ size_t fl_roster_drop_host(fl_gw *gw, const char *host) {
   return n;
 }
 
+void fl_entity_listed_forget(fl_entity *e) {
+  fl_free(e->listed.json);
+  fl_free(e->listed.text);
+  memset(&e->listed, 0, sizeof e->listed);
+}
+
+/* An entity and what it owns, its handles closed. */
+static void fl_entity_free(fl_entity *e) {
+  fl_entity_listed_forget(e);
+  fl_free(e);
+}
+
 /* A forgotten entity is freed once both its handles have closed. */
 static void fl_forgotten_closed(uv_handle_t *h) {
   fl_entity *e = h->data;
   if (++e->closed == 2)
-    fl_free(e);
+    fl_entity_free(e);
 }
 
 typedef struct fl_stale {
@@ -385,7 +397,7 @@ void fl_roster_close(fl_gw *gw) {
 void fl_roster_free(fl_gw *gw) {
   while (gw->entities) {
     fl_entity *n = gw->entities->next;
-    fl_free(gw->entities);
+    fl_entity_free(gw->entities);
     gw->entities = n;
   }
   gw->nentities = 0;

@@ -93,6 +93,17 @@ struct fl_entity {
     char socket[FL_MAX_PATH + 1];
   } spawn;
   unsigned closed; /* a forgotten entity's handles closed so far (of 2) */
+  /* A remote entity's object as fleet_list last wrote it (list.c's; owned),
+   * and the two inputs it had beyond the fields above that change with
+   * every beat or state: written again when they differ. Its name, role,
+   * host and groups change only as presence takes a beat (presence.c),
+   * which forgets it (fl_entity_listed_forget) when they do. */
+  struct {
+    char *json, *text; /* the object, and the same escaped (fl_json_out) */
+    size_t len, text_len;
+    const char *status; /* one of fl_remote_status's static strings */
+    long long seen;     /* last_seen_ms */
+  } listed;
 };
 
 /* Adds a new entity (not persisted) to gw's roster and opens its handles.
@@ -115,6 +126,9 @@ int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n);
  * again as its host is unpinned and pinned (the flags above). */
 void fl_entity_set_removed(fl_entity *e);
 void fl_entity_set_dropped(fl_entity *e, int dropped);
+/* Frees e's kept listed object (above): its name, role, host or groups
+ * changed. */
+void fl_entity_listed_forget(fl_entity *e);
 /* Asks the memory a listing reads of e to be brought into cache: a walk of
  * thousands of entities (each a 4 KB block of its own, seldom in cache)
  * asks for the one FL_ENTITY_AHEAD entries ahead of where it is, so the

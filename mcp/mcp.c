@@ -94,9 +94,9 @@ void fl_session_reply_tool(fl_session *s, json_t *id, json_t *structured) {
   fl_send_line(s, line);
 }
 
-void fl_session_reply_tool_json(fl_session *s, json_t *id, char *json, size_t len) {
+void fl_session_reply_tool_json(fl_session *s, json_t *id, fl_json_out *out) {
   size_t n = 0;
-  char *line = fl_tool_result_line_take(id, json, len, &n);
+  char *line = fl_tool_result_line_take(id, out, &n);
   if (!line) {
     fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
                            "fleetd could not build the response (out of memory)");

@@ -40,9 +40,9 @@ void fl_session_reply(fl_session *s, json_t *id, json_t *result);
  * structured content (stolen) is serialized once (tool_result.h); NULL is
  * answered with an internal error. */
 void fl_session_reply_tool(fl_session *s, json_t *id, json_t *structured);
-/* The same for a structured result already written as JSON (json[0..len),
- * compact; stolen: freed with fl_free). */
-void fl_session_reply_tool_json(fl_session *s, json_t *id, char *json, size_t len);
+/* The same for a structured result already written as JSON, and maybe its
+ * escaped text (fl_json_out; its contents stolen: freed). */
+void fl_session_reply_tool_json(fl_session *s, json_t *id, fl_json_out *out);
 /* Writes a JSON-RPC error response; msg is copied. */
 void fl_session_reply_error(fl_session *s, json_t *id, int code, const char *msg);
 

@@ -15,17 +15,20 @@
 
 #include <jansson.h>
 
+#include "common/json_writer.h"
+
 /* {"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"…"}],
  * "structuredContent":…}} and a '\n', NUL-terminated (free with fl_free, or
  * fl_big_free, which keeps a big one spare: common/alloc.h), or
  * NULL when memory runs out. id is borrowed (NULL is written as null);
  * structured is stolen. */
 char *fl_tool_result_line(json_t *id, json_t *structured);
-/* The same line for a structured result already written as JSON: sj[0..sn),
- * compact, as json_dumps or common/json_writer.h writes it, in a buffer from
- * fl_malloc or fl_big_malloc. sj is stolen: it is freed (fl_big_free) once
- * the line is made, or when memory runs out (then NULL). The line's
- * length goes to *len when len is not NULL. */
-char *fl_tool_result_line_take(json_t *id, char *sj, size_t sn, size_t *len);
+/* The same line for a structured result already written as JSON: out->json,
+ * compact, as json_dumps or common/json_writer.h writes it, and out->text,
+ * when its writer made it, the same escaped (else it is escaped here). The
+ * contents of out are stolen: freed once the line is made, or when memory
+ * runs out (then NULL). The line's length goes to *len when len is not
+ * NULL. */
+char *fl_tool_result_line_take(json_t *id, fl_json_out *out, size_t *len);
 
 #endif

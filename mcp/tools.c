@@ -36,9 +36,8 @@ struct fl_tool_call {
   fl_wait *wait;
   int admin; /* answered as plain JSON-RPC, not as a tool result */
   /* A structured result its handler wrote as JSON rather than a tree
-   * (fl_malloc'd, json_len bytes; owned until answered). */
-  char *json;
-  size_t json_len;
+   * (out.json set; owned until answered). */
+  fl_json_out out;
 };
 
 int fl_tools_init(void) {
@@ -115,7 +114,7 @@ static void fl_tool_call_free(fl_tool_call **call) {
   if (!call || !*call)
     return;
   json_decref((*call)->id);
-  fl_free((*call)->json);
+  fl_json_out_free(&(*call)->out);
   fl_free(*call);
   *call = NULL;
 }
@@ -235,7 +234,7 @@ static int fl_tool_send_route(fl_session *s, fl_tool_call *call, json_t *args, j
 static int fl_tool_list(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                         fl_wait **wait, char *err, size_t errlen) {
   /* Megabytes with thousands of entities: written, never a tree. */
-  int rc = fl_gw_list_json(fl_session_gw(s), fl_session_client(s), &call->json, &call->json_len);
+  int rc = fl_gw_list_json(fl_session_gw(s), fl_session_client(s), &call->out);
   if (rc == FL_ETOOBIG)
     fl_errf(err, errlen,
             "the roster is too large for one fleet_list result (over %u MiB of JSON); "
@@ -357,17 +356,16 @@ static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *ar
     *head = call;
     return;
   }
-  char *json = call->json;
-  size_t len = call->json_len;
-  call->json = NULL;
+  fl_json_out out = call->out;
+  memset(&call->out, 0, sizeof call->out);
   fl_tool_call_free(&call);
   if (rc != 0) {
-    fl_free(json);
+    fl_json_out_free(&out);
     char msg[700];
     fl_hints_refusal(fl_session_iface(s), rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
     fl_session_reply(s, id, fl_tool_err(msg));
-  } else if (json) {
-    fl_session_reply_tool_json(s, id, json, len);
+  } else if (out.json) {
+    fl_session_reply_tool_json(s, id, &out);
   } else if (result) {
     fl_session_reply_tool(s, id, result);
   } else { /* a verb that neither answered nor waited: still one answer */

@@ -2,7 +2,7 @@
  *
  * A freed block of FL_BIG_MIN bytes or more is kept and handed to the next
  * fl_big_malloc it fits, whole (so a writer that grows into it grows no
- * more); a small one is not kept; of two spares the smaller that fits goes
+ * more); a small one is not kept; of the spares the smallest that fits goes
  * first; a spare is handed out once. fleetd's writer and response lines
  * (common/json_writer.c, mcp/tool_result.c) count on each of these. */
 #include <setjmp.h>
@@ -68,25 +68,30 @@ static void test_spare_reused_whole(void **state) {
 
 static void test_smallest_fitting_first(void **state) {
   (void)state;
-  char *one = fl_big_malloc(MIB, NULL), *three = fl_big_malloc(3 * MIB, NULL);
-  assert_non_null(one);
-  assert_non_null(three);
-  fl_big_free(three);
-  fl_big_free(one);
-  assert_ptr_equal(fl_big_malloc(MIB / 2, NULL), one);
-  assert_ptr_equal(fl_big_malloc(MIB / 2, NULL), three);
-  /* Both out: a third spare beyond the two slots replaces the smaller. */
-  char *two = fl_big_malloc(2 * MIB, NULL);
-  assert_non_null(two);
-  fl_big_free(one);
-  fl_big_free(three);
-  fl_big_free(two); /* kept in place of one, which is freed */
+  /* One more block than there are spares, of 1, 2, 3... MiB. */
+  enum { N = FL_BIG_SPARES + 1 };
+  char *b[N];
+  for (size_t i = 0; i < N; i++) {
+    b[i] = fl_big_malloc((i + 1) * MIB, NULL);
+    assert_non_null(b[i]);
+  }
+  /* Every spare slot filled, biggest first: the smallest fitting goes
+   * first. */
+  for (size_t i = N - 1; i >= 1; i--)
+    fl_big_free(b[i - 1]);
+  for (size_t i = 0; i + 1 < N; i++)
+    assert_ptr_equal(fl_big_malloc(MIB / 2, NULL), b[i]);
+  /* All full: one more freed takes the place of the smallest, which is
+   * freed. */
+  for (size_t i = 0; i < N; i++)
+    fl_big_free(b[i]);
   size_t got = 0;
-  assert_ptr_equal(fl_big_malloc(MIB, &got), two);
-  assert_true(got >= 2 * MIB);
-  assert_ptr_equal(fl_big_malloc(MIB, NULL), three);
-  fl_big_free(two);
-  fl_big_free(three);
+  for (size_t i = 1; i < N; i++) {
+    assert_ptr_equal(fl_big_malloc(MIB, &got), b[i]);
+    assert_true(got >= (i + 1) * MIB);
+  }
+  for (size_t i = 1; i < N; i++)
+    fl_big_free(b[i]);
   fl_alloc_trim();
 }
 

@@ -270,6 +270,44 @@ static void test_take_and_ttl(void **state) {
   assert_string_equal(fl_presence_status(f->p, e), "online");
 }
 
+/* fleet_list keeps each remote entity's object between listings (list.c):
+ * a beat that renames it, or changes its role or groups, shows in the next
+ * one all the same. */
+static void list_has(fl_gw *gw, const char *want, const char *not_want) {
+  fl_json_out out;
+  assert_int_equal(fl_gw_list_json(gw, NULL, &out), 0);
+  assert_non_null(strstr(out.json, want));
+  if (not_want)
+    assert_null(strstr(out.json, not_want));
+  fl_json_out_free(&out);
+}
+
+static void test_listing_follows_beats(void **state) {
+  fixture *f = *state;
+  fl_gw *gw = f->g.gw;
+  fl_beat b;
+  beat_of(&b, "rob", 1);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  list_has(gw, "\"name\":\"rob\",\"role\":\"worker\",\"host\":\"hostB\",\"groups\":[\"ops\"]",
+           NULL);
+  list_has(gw, "\"name\":\"rob\"", NULL); /* from the kept object */
+  beat_of(&b, "robert", 1);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  list_has(gw, "\"name\":\"robert\"", "\"name\":\"rob\"");
+  assert_int_equal(parse("{\"name\":\"robert\",\"role\":\"lead\",\"groups\":[\"dev\",\"qa\"],"
+                         "\"status\":\"online\"}",
+                         &b),
+                   0);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  list_has(gw,
+           "\"name\":\"robert\",\"role\":\"lead\",\"host\":\"hostB\",\"groups\":[\"dev\",\"qa\"]",
+           "\"ops\"");
+  /* Its lastSeen follows each beat too. */
+  fl_entity *e = fl_entity_by_gid(gw, GID_B);
+  e->last_seen_ms = 86400000; /* 1970-01-02 */
+  list_has(gw, "\"lastSeen\":\"1970-01-02T00:00:00.000Z\"", NULL);
+}
+
 static void test_take_refuses_claims(void **state) {
   fixture *f = *state;
   fl_beat b;
@@ -625,6 +663,7 @@ int main(void) {
       cmocka_unit_test(test_parse_group_cap),
       cmocka_unit_test(test_fresh),
       cmocka_unit_test_setup_teardown(test_take_and_ttl, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_listing_follows_beats, setup, teardown),
       cmocka_unit_test_setup_teardown(test_take_refuses_claims, setup, teardown),
       cmocka_unit_test_setup_teardown(test_take_roster_cap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_remembered_across_restart, setup, teardown),

@@ -51,7 +51,22 @@ static void check_same(json_t *id, json_t *structured) {
   char *sj = json_dumps(structured, JSON_COMPACT);
   assert_non_null(sj);
   size_t n = 0;
-  char *taken = fl_tool_result_line_take(id, sj, strlen(sj), &n);
+  fl_json_out out = {.json = sj, .len = strlen(sj)};
+  char *taken = fl_tool_result_line_take(id, &out, &n);
+  assert_non_null(taken);
+  assert_null(out.json); /* stolen */
+  assert_string_equal(taken, want);
+  assert_int_equal(n, strlen(want));
+  fl_free(taken);
+  /* And with its text escaped already, as fleet_list's writer makes it:
+   * the text goes in as it is. */
+  sj = json_dumps(structured, JSON_COMPACT);
+  assert_non_null(sj);
+  out = (fl_json_out){.json = sj, .len = strlen(sj)};
+  out.text = fl_malloc(fl_json_escaped_len(sj, out.len) + 1);
+  assert_non_null(out.text);
+  out.text_len = (size_t)(fl_json_escape(out.text, sj, out.len) - out.text);
+  taken = fl_tool_result_line_take(id, &out, &n);
   assert_non_null(taken);
   assert_string_equal(taken, want);
   assert_int_equal(n, strlen(want));
@@ -141,16 +156,18 @@ static void test_oom_and_null(void **state) {
     fl_free(line);
   }
   for (long k = 0; k < 3; k++) {
-    char *sj = fl_strdup("{\"a\":\"b\"}");
-    assert_non_null(sj);
+    fl_json_out out = {.json = fl_strdup("{\"a\":\"b\"}")};
+    assert_non_null(out.json);
+    out.len = strlen(out.json);
     fl_alloc_fail_after(k);
-    char *line = fl_tool_result_line_take(id, sj, strlen(sj), NULL); /* stolen either way */
+    char *line = fl_tool_result_line_take(id, &out, NULL); /* stolen either way */
     fl_alloc_fail_after(-1);
     if (k < 2)
       assert_null(line); /* the id's dump, then the line's room */
     fl_free(line);
   }
-  assert_null(fl_tool_result_line_take(id, NULL, 0, NULL));
+  fl_json_out none = {0};
+  assert_null(fl_tool_result_line_take(id, &none, NULL));
   json_decref(id);
 }
 
