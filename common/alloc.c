@@ -7,7 +7,6 @@
 #endif
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +48,16 @@ char *fl_strndup(const char *s, size_t n) {
 
 char *fl_strdup(const char *s) { return s ? fl_strndup(s, strlen(s)) : NULL; }
 
-void fl_copy(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
+void fl_copy(char *dst, size_t n, const char *src) {
+  /* Not snprintf: presence copies a few fields of every agent on every
+   * beat, and a format string costs more than the copy. */
+  if (!n)
+    return;
+  size_t len = src ? strnlen(src, n - 1) : 0;
+  if (len)
+    memmove(dst, src, len);
+  dst[len] = '\0';
+}
 
 void fl_free(void *p) { free(p); }
 

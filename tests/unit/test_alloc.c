@@ -1,10 +1,12 @@
-/* test_alloc.c — unit tests for common/alloc.c's spare big blocks.
+/* test_alloc.c — unit tests for common/alloc.c's spare big blocks and
+ * fl_copy.
  *
  * A freed block of FL_BIG_MIN bytes or more is kept and handed to the next
  * fl_big_malloc it fits, whole (so a writer that grows into it grows no
  * more); a small one is not kept; of the spares the smallest that fits goes
  * first; a spare is handed out once. fleetd's writer and response lines
- * (common/json_writer.c, mcp/tool_result.c) count on each of these. */
+ * (common/json_writer.c, mcp/tool_result.c) count on each of these. And
+ * fl_copy, the bounded string copy everything uses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,9 +97,31 @@ static void test_smallest_fitting_first(void **state) {
   fl_alloc_trim();
 }
 
+/* fl_copy: the whole string when it fits, else what fits, always
+ * terminated; NULL reads as "". */
+static void test_copy(void **state) {
+  (void)state;
+  char d[6];
+  memset(d, 'x', sizeof d);
+  fl_copy(d, sizeof d, "abc");
+  assert_string_equal(d, "abc");
+  fl_copy(d, sizeof d, "abcde"); /* exactly fits */
+  assert_string_equal(d, "abcde");
+  fl_copy(d, sizeof d, "abcdefgh");
+  assert_string_equal(d, "abcde");
+  fl_copy(d, sizeof d, NULL);
+  assert_string_equal(d, "");
+  fl_copy(d, 1, "abc");
+  assert_string_equal(d, "");
+  d[0] = 'q';
+  fl_copy(d, 0, "abc"); /* no room at all: untouched */
+  assert_int_equal(d[0], 'q');
+}
+
 int main(void) {
   fl_alloc_init();
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_copy),
       cmocka_unit_test(test_small_is_plain),
       cmocka_unit_test(test_spare_reused_whole),
       cmocka_unit_test(test_smallest_fitting_first),
