@@ -75,6 +75,20 @@ int fl_test_fixture_free(void *fixture) {
   return rc == 0 ? 0 : -1;
 }
 
+void *fl_test_fixture_profiles(size_t size, const char *tag) {
+  fl_test_gw *t = fl_test_fixture_new(size, tag);
+  if (!t)
+    return NULL;
+  fl_test_gw_stop(t);
+  fl_test_add_profile(&t->cfg, "claude", "tmux");
+  fl_test_add_profile(&t->cfg, "runner", "exec");
+  if (fl_test_gw_start(t) != 0) {
+    fl_test_fixture_free(t);
+    return NULL;
+  }
+  return t;
+}
+
 void fl_test_add_profile(fl_gw_config *cfg, const char *name, const char *backend) {
   fl_profile *p = &cfg->profiles[cfg->nprofiles++];
   memset(p, 0, sizeof *p);

@@ -45,6 +45,9 @@ int fl_test_fixture_free(void *fixture);
 /* Adds a spawn profile called name with backend ("tmux" or "exec") to cfg:
  * role worker, a 5 s ready timeout, and `true` as its command. */
 void fl_test_add_profile(fl_gw_config *cfg, const char *name, const char *backend);
+/* fl_test_fixture_new, with the gateway restarted with two spawn profiles:
+ * "claude" (tmux) and "runner" (exec). NULL on failure. */
+void *fl_test_fixture_profiles(size_t size, const char *tag);
 
 /* A cross-host backend that does nothing: publishes and broadcasts fail
  * with "stub" (FL_EBROKER), every remote entity reads "online", it lists no

@@ -41,16 +41,9 @@ typedef struct fixture {
 } fixture;
 
 static int setup(void **state) {
-  fixture *f = fl_test_fixture_new(sizeof *f, "list");
+  fixture *f = fl_test_fixture_profiles(sizeof *f, "list");
   if (!f)
     return -1;
-  fl_test_gw_stop(&f->g);
-  fl_test_add_profile(&f->g.cfg, "claude", "tmux");
-  fl_test_add_profile(&f->g.cfg, "runner", "exec");
-  if (fl_test_gw_start(&f->g) != 0) {
-    fl_test_fixture_free(f);
-    return -1;
-  }
   *state = f;
   return 0;
 }
