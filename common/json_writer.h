@@ -116,9 +116,10 @@ void fl_jw_bytes(fl_jw *w, const char *s, size_t n);
 void fl_jw_escaped(fl_jw *w, const char *s, size_t n);
 
 /* 0 and the output (NUL-terminated, fl_malloc'd: the caller frees it with
- * fl_free, or with fl_big_free to keep a big one spare for the next) in *out and its length in
- * *len; the writer is then empty. Or the writer's first failure (see above), and *out is NULL; the
- * writer still needs fl_jw_free. Nothing written at all is FL_EINVAL. */
+ * fl_free, or with fl_big_free to keep a big one spare for the next) in
+ * *out and its length in *len; the writer is then empty. Or the writer's
+ * first failure (see above), and *out is NULL; the writer still needs
+ * fl_jw_free. Nothing written at all is FL_EINVAL. */
 int fl_jw_take(fl_jw *w, char **out, size_t *len);
 
 /* The output parsed back as a tree, for readers that want one, and the
