@@ -108,7 +108,7 @@ void *fl_big_malloc(size_t n, size_t *size) {
 
 void fl_big_free(void *p) {
   size_t size = p ? fl_usable(p) : 0;
-  if (size < FL_BIG_MIN) {
+  if (size < FL_BIG_MIN || size > FL_BIG_MAX) {
     fl_free(p);
     return;
   }

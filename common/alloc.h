@@ -40,8 +40,11 @@ void fl_free(void *p);
  * every caller's purposes, and may be called from any thread. */
 #define FL_BIG_MIN (256u * 1024u)
 /* How many are kept: a listing's JSON, its escaped text and the response
- * line made from them are big at once. */
+ * line made from them are big at once. A block over FL_BIG_MAX is freed,
+ * not kept, so the spares hold 24 MiB at most (a 10,000-entity listing's
+ * line is about 4 MiB). */
 #define FL_BIG_SPARES 3
+#define FL_BIG_MAX (8u * 1024u * 1024u)
 void *fl_big_malloc(size_t n, size_t *size);
 void fl_big_free(void *p);
 

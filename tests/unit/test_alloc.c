@@ -57,6 +57,16 @@ static void test_spare_reused_whole(void **state) {
   char *r = fl_big_malloc(FL_BIG_MIN, NULL);
   assert_non_null(r);
   assert_ptr_not_equal(r, q);
+  /* One over FL_BIG_MAX is not kept: the next request gets a block of its
+   * own size, not that one. */
+  fl_alloc_trim();
+  char *huge = fl_big_malloc(FL_BIG_MAX + MIB, NULL);
+  assert_non_null(huge);
+  fl_big_free(huge);
+  char *after = fl_big_malloc(FL_BIG_MIN, &got);
+  assert_non_null(after);
+  assert_int_equal(got, FL_BIG_MIN);
+  fl_big_free(after);
   /* A request bigger than every spare gets a block of its own. */
   fl_big_free(r);
   char *s = fl_big_malloc(4 * MIB, &got);
