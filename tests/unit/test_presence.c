@@ -571,9 +571,11 @@ static void test_full_roster_forgets_the_stalest(void **state) {
 
 #define GID_C "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
-/* hostB's host beat: bob and carol, and an entry with a bad gid. */
+/* hostB's host beat: one spawn profile; bob and carol, and an entry with
+ * a bad gid. */
 static const char *host_beat_body(void) {
-  return "{\"host\":\"hostB\",\"version\":\"0.1.0\",\"entities\":3,\"profiles\":[],"
+  return "{\"host\":\"hostB\",\"version\":\"0.1.0\",\"entities\":3,\"profiles\":"
+         "[{\"name\":\"w\",\"backend\":\"tmux\",\"role\":\"worker\",\"groups\":[\"g\",\"h\"]}],"
          "\"agents\":[{\"name\":\"bob\",\"role\":\"worker\",\"groups\":[\"ops\"],"
          "\"status\":\"online\",\"delivery\":\"inject\",\"gid\":\"" GID_B "\"},"
          "{\"name\":\"carol\",\"role\":\"lead\",\"groups\":[],\"status\":\"offline\","
@@ -603,6 +605,17 @@ static void test_host_beat_lists_entities(void **state) {
   assert_int_equal(gw->counters[FL_C_PRESENCE_RECEIVED], 2);
   assert_int_equal(gw->counters[FL_C_PRESENCE_REFUSED], 1);
   assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 0);
+  /* Its host and profile as fleet_list's hosts show them (written, then
+   * parsed back). */
+  json_t *hosts = fl_presence_hosts(f->p);
+  assert_non_null(hosts);
+  char *dumped = json_dumps(hosts, JSON_COMPACT);
+  assert_string_equal(dumped,
+                      "[{\"host\":\"hostB\",\"self\":false,\"status\":\"online\",\"profiles\":"
+                      "[{\"name\":\"w\",\"backend\":\"tmux\",\"role\":\"worker\","
+                      "\"groups\":[\"g\",\"h\"]}]}]");
+  fl_free(dumped);
+  json_decref(hosts);
 
   /* A newer entity beat of bob; then a host beat stamped between the two
    * is a replay for bob (refused) but still news for carol. */
