@@ -95,18 +95,9 @@ fi
 
 WORK=$(mktemp -d /tmp/flcost-XXXXXX)
 chmod 755 "$WORK" # the node runs as user rabbitmq when we are root
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+. "$REPO/bench/ports.sh"
 PORT=${BENCH_PORT:-}
-if [ -z "$PORT" ]; then
-  for _ in $(seq 50); do
-    p=$((5900 + RANDOM % 100))
-    if port_free "$p" && port_free $((p + 20000)); then
-      PORT=$p
-      break
-    fi
-  done
-fi
-[ -n "$PORT" ] || { echo "broker_cost: no free port in 5900-5999" >&2; exit 1; }
+[ -n "$PORT" ] || PORT=$(bench_port) || { echo "broker_cost: no free port in 5900-5999" >&2; exit 1; }
 URI="amqp://guest:guest@127.0.0.1:$PORT/"
 log "starting a private RabbitMQ on 127.0.0.1:$PORT"
 MQ_STARTED=1

@@ -226,16 +226,8 @@ if [ "${BENCH_EMBEDDED_ONLY:-0}" = 1 ]; then
   exit 0
 fi
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-PORT=
-for _ in $(seq 50); do
-  p=$((5900 + RANDOM % 100)) # 5900-5999: clear of the test suite's 5700-5899
-  if port_free "$p" && port_free $((p + 20000)); then
-    PORT=$p
-    break
-  fi
-done
-[ -n "$PORT" ] || { echo "bench: no free port in 5900-5999" >&2; exit 1; }
+. "$REPO/bench/ports.sh"
+PORT=$(bench_port) || { echo "bench: no free port in 5900-5999" >&2; exit 1; }
 URI="amqp://guest:guest@127.0.0.1:$PORT/"
 log "starting a private RabbitMQ on 127.0.0.1:$PORT"
 MQ_STARTED=1
