@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# bench/compare_crosshost.sh — two builds of fleetd side by side across the
+# broker, in one run: what a change to the cross-host path costs or saves.
+#
+#   bash bench/compare_crosshost.sh OLD_BIN_DIR NEW_BIN_DIR
+#
+# Starts one private RabbitMQ on loopback (tests/rabbitmq.sh, a port from
+# bench/ports.sh). Each round measures the raw request/reply round trip
+# (amqp_baseline rtt), then, for OLD and NEW in turn (the order alternates
+# each round), starts two gateways hostA and hostB from that build (sealing
+# on, the default; each build keeps its own state dirs, so the pins made in
+# its first round stay), and measures:
+#   - the cross-host U1 round trip (fleet_bench rtt, hostA -> hostB);
+#   - with BENCH_TPUT=1, cross-host throughput (fleet_bench tput) and both
+#     gateways' CPU per message over it (user + system, from /proc).
+# Printed: the median over rounds of each, new/old, and each build's U1 p50
+# over the raw round trip's median. Knobs: BENCH_ROUNDS (3), BENCH_RATE (20),
+# BENCH_RTT_N (300), BENCH_SIZE (1024), BENCH_TPUT (0), BENCH_N (10000),
+# BENCH_WINDOW (64), BENCH_KEEP=1 keeps the work dir. The drivers come from
+# bench/build (bench/run.sh builds them); fleetctl is taken from each dir.
+set -euo pipefail
+
+[ $# = 2 ] || { echo "usage: bash bench/compare_crosshost.sh OLD_BIN_DIR NEW_BIN_DIR" >&2; exit 2; }
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+OLD=$(cd "$1" && pwd)
+NEW=$(cd "$2" && pwd)
+FB=$REPO/bench/build/fleet_bench
+AB=$REPO/bench/build/amqp_baseline
+ROUNDS=${BENCH_ROUNDS:-3}
+RATE=${BENCH_RATE:-20}
+RTT_N=${BENCH_RTT_N:-300}
+SIZE=${BENCH_SIZE:-1024}
+TPUT=${BENCH_TPUT:-0}
+N=${BENCH_N:-10000}
+WINDOW=${BENCH_WINDOW:-64}
+for b in "$OLD/fleetd" "$NEW/fleetd" "$OLD/fleetctl" "$NEW/fleetctl" "$FB" "$AB"; do
+  [ -x "$b" ] || { echo "compare: $b is missing" >&2; exit 1; }
+done
+
+WORK=$(mktemp -d /tmp/flxcompare-XXXXXX)
+chmod 755 "$WORK" # the node runs as user rabbitmq and must reach its dir
+PIDS=()
+MQ=0
+stop_gateways() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  PIDS=()
+}
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  stop_gateways
+  [ "$MQ" = 1 ] && sh "$REPO/tests/rabbitmq.sh" stop "$WORK/mq" >/dev/null 2>&1 || true
+  if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then
+    echo "compare: work dir kept: $WORK" >&2
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+RESULTS=$WORK/results.txt
+: >"$RESULTS"
+
+. "$REPO/bench/ports.sh"
+PORT=$(bench_port) || { echo "compare: no free port in 5900-5999" >&2; exit 1; }
+URI="amqp://guest:guest@127.0.0.1:$PORT/"
+MQ=1
+sh "$REPO/tests/rabbitmq.sh" start "$WORK/mq" "$PORT" >"$WORK/mq-start.out" 2>"$WORK/mq-start.err" ||
+  { cat "$WORK/mq-start.err" >&2; exit 1; }
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+start_pair() { # WHICH BIN_DIR
+  local h d
+  for h in hostA hostB; do
+    d=$WORK/$1/$h
+    mkdir -p "$d"
+    printf '{"logLevel":"info","broker":{"uri":"%s","presenceIntervalMs":500}}\n' "$URI" >"$d/fleetd.json"
+    : >"$d/fleetd.log"
+    "$2/fleetd" --state-dir "$d/state" --socket "$d/fleetd.sock" --host-id "$h" \
+      --config "$d/fleetd.json" 2>"$d/fleetd.log" &
+    PIDS+=($!)
+  done
+  for h in hostA hostB; do
+    d=$WORK/$1/$h
+    for _ in $(seq 200); do
+      [ -S "$d/fleetd.sock" ] && grep -q "broker link is up" "$d/fleetd.log" && break
+      sleep 0.1
+    done
+    grep -q "broker link is up" "$d/fleetd.log" || { tail -n 30 "$d/fleetd.log" >&2; exit 1; }
+  done
+  if [ ! -e "$WORK/$1/pinned" ]; then
+    local key
+    for h in hostA hostB; do
+      local o=hostB
+      [ "$h" = hostB ] && o=hostA
+      key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["publicKey"])' \
+        "$WORK/$1/$o/state/node-identity.json")
+      "$2/fleetctl" --socket "$WORK/$1/$h/fleetd.sock" peer add "$o" "$key" >>"$WORK/pin.out" 2>&1 ||
+        { cat "$WORK/pin.out" >&2; exit 1; }
+    done
+    : >"$WORK/$1/pinned"
+  fi
+}
+
+one() { # WHICH BIN_DIR
+  start_pair "$1" "$2"
+  local sa=$WORK/$1/hostA/fleetd.sock sb=$WORK/$1/hostB/fleetd.sock
+  "$FB" rtt "$sa" "$sb" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "$1_u1" >>"$RESULTS"
+  if [ "$TPUT" = 1 ]; then
+    local a0 a1 b0 b1
+    a0=$(cpu_ticks "${PIDS[0]}"); b0=$(cpu_ticks "${PIDS[1]}")
+    "$FB" tput "$sa" "$sb" -n "$N" -s "$SIZE" -w "$WINDOW" -l "$1_tput" >>"$RESULTS"
+    a1=$(cpu_ticks "${PIDS[0]}"); b1=$(cpu_ticks "${PIDS[1]}")
+    awk -v a=$((a1 - a0)) -v b=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" -v n="$N" -v l="$1" 'BEGIN {
+      printf "RESULT %s_tput.sender_us_per_msg %.2f\n", l, a / hz * 1e6 / n
+      printf "RESULT %s_tput.receiver_us_per_msg %.2f\n", l, b / hz * 1e6 / n }' >>"$RESULTS"
+  fi
+  stop_gateways
+}
+
+for r in $(seq "$ROUNDS"); do
+  "$AB" "$URI" rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_rtt >>"$RESULTS"
+  if [ $((r % 2)) = 1 ]; then
+    one old "$OLD"
+    one new "$NEW"
+  else
+    one new "$NEW"
+    one old "$OLD"
+  fi
+  echo "compare: round $r of $ROUNDS done" >&2
+done
+
+med() { # KEY
+  awk -v k="$1" '$1 == "RESULT" && $2 == k { v[n++] = $3 } END {
+    if (!n) { print "nan"; exit }
+    for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+    print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }' "$RESULTS"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
+row() { # TITLE KEY
+  local o n
+  o=$(med "old_$2")
+  n=$(med "new_$2")
+  printf '| %-48s | %10s | %10s | %8s |\n' "$1" "$o" "$n" "$(ratio "$n" "$o")"
+}
+RAW=$(med raw_rtt.p50_ms)
+echo
+echo "old: $OLD"
+echo "new: $NEW"
+echo "medians of $ROUNDS rounds, U1 at $RATE/s x $RTT_N, $SIZE B, $(nproc) cores; raw request/reply p50 $RAW ms (p99 $(med raw_rtt.p99_ms))"
+echo
+printf '| %-48s | %10s | %10s | %8s |\n' "metric" "old" "new" "new/old"
+printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 50))" "$(printf -- '-%.0s' $(seq 12))" \
+  "$(printf -- '-%.0s' $(seq 12))" "$(printf -- '-%.0s' $(seq 10))"
+row "cross-host U1 p50 ms" u1.p50_ms
+row "cross-host U1 p99 ms" u1.p99_ms
+row "cross-host U1 mean ms" u1.mean_ms
+printf '| %-48s | %10s | %10s | %8s |\n' "U1 p50 / raw request/reply p50" \
+  "$(ratio "$(med old_u1.p50_ms)" "$RAW")" "$(ratio "$(med new_u1.p50_ms)" "$RAW")" ""
+if [ "$TPUT" = 1 ]; then
+  row "cross-host throughput msgs/s" tput.msgs_per_s
+  row "sending fleetd CPU us per message" tput.sender_us_per_msg
+  row "receiving fleetd CPU us per message" tput.receiver_us_per_msg
+fi
