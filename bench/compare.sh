@@ -87,27 +87,13 @@ for r in $(seq "$ROUNDS"); do
   echo "compare: round $r of $ROUNDS done" >&2
 done
 
-med() { # KEY
-  awk -v k="$1" '$1 == "RESULT" && $2 == k { v[n++] = $3 } END {
-    if (!n) { print "nan"; exit }
-    for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-    print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }' "$RESULTS"
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
-row() { # TITLE KEY
-  local o n
-  o=$(med "old_$2")
-  n=$(med "new_$2")
-  printf '| %-48s | %10s | %10s | %8s |\n' "$1" "$o" "$n" "$(ratio "$n" "$o")"
-}
+. "$REPO/bench/compare_table.sh"
 echo
 echo "old: $OLD"
 echo "new: $NEW"
 echo "medians of $ROUNDS rounds, $N x $SIZE B local sends, U1 at $RATE/s x $RTT_N, $(nproc) cores"
 echo
-printf '| %-48s | %10s | %10s | %8s |\n' "metric" "old" "new" "new/old"
-printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 50))" "$(printf -- '-%.0s' $(seq 12))" \
-  "$(printf -- '-%.0s' $(seq 12))" "$(printf -- '-%.0s' $(seq 10))"
+table_head
 row "local send throughput msgs/s" tput.msgs_per_s
 row "fleetd CPU us per message (send + poll)" tput.cpu_us_per_msg
 row "receiver's mean messages per poll" tput.mean_batch

@@ -134,32 +134,18 @@ for r in $(seq "$ROUNDS"); do
   echo "compare: round $r of $ROUNDS done" >&2
 done
 
-med() { # KEY
-  awk -v k="$1" '$1 == "RESULT" && $2 == k { v[n++] = $3 } END {
-    if (!n) { print "nan"; exit }
-    for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-    print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }' "$RESULTS"
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
-row() { # TITLE KEY
-  local o n
-  o=$(med "old_$2")
-  n=$(med "new_$2")
-  printf '| %-48s | %10s | %10s | %8s |\n' "$1" "$o" "$n" "$(ratio "$n" "$o")"
-}
+. "$REPO/bench/compare_table.sh"
 RAW=$(med raw_rtt.p50_ms)
 echo
 echo "old: $OLD"
 echo "new: $NEW"
 echo "medians of $ROUNDS rounds, U1 at $RATE/s x $RTT_N, $SIZE B, $(nproc) cores; raw request/reply p50 $RAW ms (p99 $(med raw_rtt.p99_ms))"
 echo
-printf '| %-48s | %10s | %10s | %8s |\n' "metric" "old" "new" "new/old"
-printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 50))" "$(printf -- '-%.0s' $(seq 12))" \
-  "$(printf -- '-%.0s' $(seq 12))" "$(printf -- '-%.0s' $(seq 10))"
+table_head
 row "cross-host U1 p50 ms" u1.p50_ms
 row "cross-host U1 p99 ms" u1.p99_ms
 row "cross-host U1 mean ms" u1.mean_ms
-printf '| %-48s | %10s | %10s | %8s |\n' "U1 p50 / raw request/reply p50" \
+table_line "U1 p50 / raw request/reply p50" \
   "$(ratio "$(med old_u1.p50_ms)" "$RAW")" "$(ratio "$(med new_u1.p50_ms)" "$RAW")" ""
 if [ "$TPUT" = 1 ]; then
   row "cross-host throughput msgs/s" tput.msgs_per_s
