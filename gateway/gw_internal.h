@@ -110,7 +110,7 @@ struct fl_gw {
   size_t entities_made; /* ever, so each entity's seq is its own (roster.c) */
   /* The last order fl_roster_sorted made (roster.c): n entities, cap
    * allocated; emptied (n = 0: to be made again) when an entity is made,
-   * hidden, shown again or forgotten. */
+   * renamed, hidden, shown again or forgotten. */
   struct {
     fl_entity **v;
     size_t n, cap;

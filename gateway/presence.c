@@ -465,7 +465,7 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
     e->remote = 1;
     fl_info(NULL, "roster: '%s' on host '%s' (gid %s)", b->name, host, gid);
   }
-  fl_copy(e->name, sizeof e->name, b->name);
+  fl_entity_set_name(e, b->name);
   fl_copy(e->host, sizeof e->host, host);
   fl_copy(e->role, sizeof e->role, b->role);
   e->ngroups = 0;

@@ -38,7 +38,7 @@ struct fl_entity {
    * (fl_roster_sorted). */
   size_t seq;
   char gid[FL_ID_LEN];
-  char name[FL_MAX_NAME + 1];
+  char name[FL_MAX_NAME + 1]; /* set with fl_entity_set_name (the kept order) */
   char role[FL_MAX_ROLE + 1];
   fl_client *client; /* the live session, or NULL when offline */
   long long last_seen_ms;
@@ -117,15 +117,17 @@ fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name);
  * name; entities of one name keep their roster order. *out is a new array
  * of *n borrowed pointers for the caller to fl_free (NULL when there are
  * none). Returns 0 or FL_ENOMEM. The order is kept on the gateway and
- * reused while it still holds: the roster changes far less often than it
- * is listed. A new entity, or one hidden or shown again (the setters
- * above), makes it again; a rename, which presence does in several places,
- * is caught by a check of the kept order, a walk of its array. */
+ * reused as it is: the roster changes far less often than it is listed. A
+ * new entity, one renamed, hidden or shown again (the setters below) or
+ * forgotten empties it, and the next call makes it again. */
 int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n);
 /* Hides e from listings for good (fleet_stop), or hides it or shows it
  * again as its host is unpinned and pinned (the flags above). */
 void fl_entity_set_removed(fl_entity *e);
 void fl_entity_set_dropped(fl_entity *e, int dropped);
+/* Names e (a remote entity renamed by its beat); the kept order is made
+ * again when the name changed. */
+void fl_entity_set_name(fl_entity *e, const char *name);
 /* Frees e's kept listed object (above): its name, role, host or groups
  * changed. */
 void fl_entity_listed_forget(fl_entity *e);

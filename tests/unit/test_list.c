@@ -269,10 +269,10 @@ static void test_same_bytes_as_the_tree(void **state) {
   late->last_seen_ms = now;
   check_same(gw, lead);
   /* Presence renames, and forgets the kept object as it does. */
-  fl_copy(late->name, sizeof late->name, "aaa-first");
+  fl_entity_set_name(late, "aaa-first");
   fl_entity_listed_forget(late);
   check_same(gw, lead);
-  fl_copy(late->name, sizeof late->name, "w010"); /* same name as others, newest */
+  fl_entity_set_name(late, "w010"); /* same name as others, newest */
   fl_entity_listed_forget(late);
   check_same(gw, lead);
   /* A beat moves lastSeen on: the kept object is written again. */

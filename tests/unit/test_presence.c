@@ -46,6 +46,7 @@
 
 #define GID_A "0b7e3c1a-2f4d-4c8e-9a1b-3d5f7e9a1c2b"
 #define GID_B "5c9d1e2f-3a4b-4c6d-8e7f-9a0b1c2d3e4f"
+#define GID_B2 "6d0e2f3a-4b5c-4d7e-9f8a-0b1c2d3e4f5a"
 
 static int parse(const char *body, fl_beat *b) { return fl_beat_parse(body, strlen(body), b); }
 
@@ -282,6 +283,17 @@ static void list_has(fl_gw *gw, const char *want, const char *not_want) {
   fl_json_out_free(&out);
 }
 
+/* The listing has first before second. */
+static void list_order(fl_gw *gw, const char *first, const char *second) {
+  fl_json_out out;
+  assert_int_equal(fl_gw_list_json(gw, NULL, &out), 0);
+  const char *a = strstr(out.json, first), *b = strstr(out.json, second);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_true(a < b);
+  fl_json_out_free(&out);
+}
+
 static void test_listing_follows_beats(void **state) {
   fixture *f = *state;
   fl_gw *gw = f->g.gw;
@@ -291,6 +303,14 @@ static void test_listing_follows_beats(void **state) {
   list_has(gw, "\"name\":\"rob\",\"role\":\"worker\",\"host\":\"hostB\",\"groups\":[\"ops\"]",
            NULL);
   list_has(gw, "\"name\":\"rob\"", NULL); /* from the kept object */
+  /* A rename moves it in the name order, which is kept between listings. */
+  assert_int_equal(
+      parse("{\"name\":\"mia\",\"role\":\"worker\",\"groups\":[],\"status\":\"online\"}", &b), 0);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B2, &b, fl_now_ms()), 0);
+  list_order(gw, "\"name\":\"mia\"", "\"name\":\"rob\"");
+  beat_of(&b, "zoe", 1);
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
+  list_order(gw, "\"name\":\"mia\"", "\"name\":\"zoe\"");
   beat_of(&b, "robert", 1);
   assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), 0);
   list_has(gw, "\"name\":\"robert\"", "\"name\":\"rob\"");

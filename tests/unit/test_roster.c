@@ -363,8 +363,13 @@ static void test_many_and_sorted(void **state) {
    * (a rename, one dropped, one back, a new one) must show in the next. */
   assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
   fl_free(v);
-  fl_copy(made[7]->name, sizeof made[7]->name, "a-first");
-  fl_copy(made[8]->name, sizeof made[8]->name, made[9]->name);
+  /* A rename alone shows in the next order. */
+  fl_entity_set_name(made[12], "0-renamed");
+  assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
+  assert_ptr_equal(v[0], made[12]);
+  fl_free(v);
+  fl_entity_set_name(made[7], "a-first");
+  fl_entity_set_name(made[8], made[9]->name);
   fl_entity_set_dropped(made[10], 1);
   fl_entity_set_dropped(made[5], 0);
   assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
@@ -372,7 +377,8 @@ static void test_many_and_sorted(void **state) {
   fl_entity_set_removed(made[11]);
   remote_new(gw, "ffffffff-aaaa-4bbb-8ccc-000000000000", "n0500", "h9");
   assert_int_equal(fl_roster_sorted(gw, &v, &n), 0);
-  assert_string_equal(v[0]->name, "a-first");
+  assert_string_equal(v[0]->name, "0-renamed");
+  assert_string_equal(v[1]->name, "a-first");
   size_t shown = 0;
   for (fl_entity *e = gw->entities; e; e = e->next)
     shown += !(e->dropped || e->removed);
