@@ -33,6 +33,14 @@
  * reads its answers: a client that floods and never reads stalls only
  * itself, well before FL_MAX_OUTQ would drop it. */
 #define FL_OUTQ_PAUSE (1024u * 1024u)
+/* A line this long or longer raises its client's socket send buffer to
+ * hold it, up to FL_SNDBUF_MAX (mcp/server.c): below it the system's
+ * default (about 200 KiB) takes a line in one or two parts anyway. The
+ * maximum holds a fleet_list of about 10,000 entities whole; it is also
+ * what a client that stops reading can leave in the kernel on top of
+ * FL_MAX_OUTQ in fleetd, so it stays a fraction of that. */
+#define FL_SNDBUF_RAISE_AT (256u * 1024u)
+#define FL_SNDBUF_MAX (4u * 1024u * 1024u)
 
 /* Lines served from one client before the others get a turn. */
 #define FL_LINES_PER_TURN 16

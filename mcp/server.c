@@ -127,6 +127,7 @@ struct fl_conn {
   size_t line_len;
   size_t turn_read;             /* bytes read since its last turn of the backlog */
   int big;                      /* it held a long line or many answers: trim the heap after it */
+  size_t sndbuf;                /* the socket's send buffer as last asked for (0: the system's) */
   fl_conn *bl_next, **bl_pprev; /* on fe->backlog when bl_pprev is set */
   int closing;
   uv_shutdown_t shutdown_req;
@@ -430,6 +431,25 @@ static void fl_write_cb(uv_write_t *req, int status) {
     fl_conn_pace(c); /* below the pause mark again: read on */
 }
 
+/* A line of megabytes (a fleet_list of thousands) goes through the
+ * system's default send buffer (about 200 KiB) in a dozen parts, each a
+ * wake-up of fleetd and of its client, and on a busy machine each can wait
+ * for a core. So a client about to get such a line has its send buffer
+ * raised to hold it whole (up to FL_SNDBUF_MAX; the system's
+ * net.core.wmem_max caps it too), once per connection and size. A client
+ * that stops reading can then leave that much more in the kernel, beside
+ * what FL_MAX_OUTQ lets queue in fleetd. */
+static void fl_conn_sndbuf(fl_conn *c, size_t len) {
+  if (len < FL_SNDBUF_RAISE_AT || len <= c->sndbuf)
+    return;
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0)
+    return;
+  int want = len > FL_SNDBUF_MAX ? (int)FL_SNDBUF_MAX : (int)len;
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want) == 0)
+    c->sndbuf = (size_t)want;
+}
+
 static void fl_conn_write(void *conn, char *line, size_t len) {
   fl_conn *c = conn;
   if (c->closing == 2) {
@@ -452,6 +472,7 @@ static void fl_conn_write(void *conn, char *line, size_t len) {
   w->conn = c;
   w->line = line;
   w->len = len;
+  fl_conn_sndbuf(c, len);
   uv_buf_t buf = uv_buf_init(line, (unsigned)len);
   int rc = uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, fl_write_cb);
   if (rc) {

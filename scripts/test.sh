@@ -2,7 +2,8 @@
 # test.sh — install what the tests need, build, run every test.
 #
 # 1. Installs missing Debian packages (the build's, tmux, rabbitmq-server,
-#    clang-format chromium) and the integration suite's node modules (npm ci in tests/
+#    clang-format, chromium, iproute2 for ss) and the integration suite's
+#    node modules (npm ci in tests/
 #    when node_modules is missing or package-lock.json changed since the last
 #    install).
 #    rabbitmq-server is installed but no broker is left running: suites that
@@ -39,7 +40,7 @@ fi
 # ---- packages ------------------------------------------------------------
 PKGS=(build-essential pkg-config libuv1-dev libjansson-dev libsqlite3-dev libsodium-dev
   librabbitmq-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev tmux rabbitmq-server openssl
-  clang-format systemd chromium)
+  clang-format systemd chromium iproute2)
 command -v cmake >/dev/null 2>&1 || PKGS+=(cmake)
 
 missing=()

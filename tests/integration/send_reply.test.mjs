@@ -3,6 +3,8 @@
 // by a live session, leaving (offline) and resuming the same identity.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fleetTest, callTool, entity, selfGid, waitFor } from './harness.mjs';
 
 fleetTest('blocking send returns the reply', async (f) => {
@@ -130,4 +132,44 @@ fleetTest('a live name cannot be taken; leaving goes offline; reconnecting resum
   assert.equal(got.messages.length, 1, JSON.stringify(got));
   assert.equal(got.messages[0].content, 'while you were away');
   assert.equal(got.messages[0].msgId, sent.msgId);
+});
+
+// A result of megabytes (a fleet_list of thousands, a poll of big messages)
+// goes into its client's socket whole: fleetd raises that socket's send
+// buffer to hold the line (capped by the system's net.core.wmem_max), so the
+// line is not passed on in a dozen parts, each a wake-up of both sides.
+fleetTest('a client about to get a line of megabytes has its send buffer raised to hold it', async (f, t) => {
+  const wmemMax = Number(readFileSync('/proc/sys/net/core/wmem_max', 'utf8'));
+  const wmemDefault = Number(readFileSync('/proc/sys/net/core/wmem_default', 'utf8'));
+  if (wmemMax < 4 * wmemDefault) {
+    t.skip(`net.core.wmem_max (${wmemMax}) leaves no room above the default (${wmemDefault})`);
+    return;
+  }
+  await f.startFleetd();
+  const alice = await f.mcpClient('alice', { role: 'lead' });
+  const bob = await f.mcpClient('bob');
+  // The send buffers of fleetd's connections, from `ss` (skmem tb).
+  const sndbufs = () => {
+    const out = execFileSync('ss', ['-x', '-m', '-p'], { encoding: 'utf8' });
+    const bufs = [];
+    for (const line of out.split('\n')) {
+      if (!line.includes(`pid=${f.fleetd.pid},`)) continue;
+      const m = /\btb(\d+)/.exec(line);
+      if (m) bufs.push(Number(m[1]));
+    }
+    return bufs;
+  };
+  assert.ok(Math.max(...sndbufs()) <= 2 * wmemDefault, `before: ${sndbufs()}`);
+
+  // 400 KB of content: the poll result carries it twice (structuredContent
+  // and its text), well over a megabyte with the escaping of its quotes.
+  const content = '"quoted" '.repeat(45000);
+  const sent = await callTool(alice, 'fleet_send', { to: 'bob', content });
+  assert.equal(sent.status, 'sent', JSON.stringify(sent).slice(0, 300));
+  const got = await callTool(bob, 'fleet_poll', {});
+  assert.equal(got.messages.length, 1);
+  assert.equal(got.messages[0].content, content);
+  const raised = Math.max(...sndbufs());
+  assert.ok(raised >= 2 * 1000000, `bob's connection got a send buffer for the line: ${sndbufs()}`);
+  t.diagnostic(`fleetd's send buffers after the big poll: ${sndbufs().join(', ')}`);
 });
