@@ -440,14 +440,14 @@ static void fl_write_cb(uv_write_t *req, int status) {
  * that stops reading can then leave that much more in the kernel, beside
  * what FL_MAX_OUTQ lets queue in fleetd. */
 static void fl_conn_sndbuf(fl_conn *c, size_t len) {
-  if (len < FL_SNDBUF_RAISE_AT || len <= c->sndbuf)
+  size_t want = len > FL_SNDBUF_MAX ? FL_SNDBUF_MAX : len;
+  if (len < FL_SNDBUF_RAISE_AT || want <= c->sndbuf)
     return;
   uv_os_fd_t fd;
-  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0)
-    return;
-  int want = len > FL_SNDBUF_MAX ? (int)FL_SNDBUF_MAX : (int)len;
-  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want) == 0)
-    c->sndbuf = (size_t)want;
+  int v = (int)want;
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v) == 0)
+    c->sndbuf = want;
 }
 
 static void fl_conn_write(void *conn, char *line, size_t len) {
