@@ -12,7 +12,8 @@
 # its first round stay), and measures:
 #   - the cross-host U1 round trip (fleet_bench rtt, hostA -> hostB);
 #   - with BENCH_TPUT=1, cross-host throughput (fleet_bench tput) and both
-#     gateways' CPU per message over it (user + system, from /proc).
+#     gateways' and the broker's CPU per message over it (user + system,
+#     from /proc).
 # Printed: the median over rounds of each, new/old, and each build's U1 p50
 # over the raw round trip's median. Knobs: BENCH_ROUNDS (3), BENCH_RATE (20),
 # BENCH_RTT_N (300), BENCH_SIZE (1024), BENCH_TPUT (0), BENCH_N (10000),
@@ -111,13 +112,15 @@ one() { # WHICH BIN_DIR
   local sa=$WORK/$1/hostA/fleetd.sock sb=$WORK/$1/hostB/fleetd.sock
   "$FB" rtt "$sa" "$sb" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "$1_u1" >>"$RESULTS"
   if [ "$TPUT" = 1 ]; then
-    local a0 a1 b0 b1
-    a0=$(cpu_ticks "${PIDS[0]}"); b0=$(cpu_ticks "${PIDS[1]}")
+    local a0 a1 b0 b1 m0 m1 beam
+    beam=$(cat "$WORK/mq/rabbitmq.pid")
+    a0=$(cpu_ticks "${PIDS[0]}"); b0=$(cpu_ticks "${PIDS[1]}"); m0=$(cpu_ticks "$beam")
     "$FB" tput "$sa" "$sb" -n "$N" -s "$SIZE" -w "$WINDOW" -l "$1_tput" >>"$RESULTS"
-    a1=$(cpu_ticks "${PIDS[0]}"); b1=$(cpu_ticks "${PIDS[1]}")
-    awk -v a=$((a1 - a0)) -v b=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" -v n="$N" -v l="$1" 'BEGIN {
+    a1=$(cpu_ticks "${PIDS[0]}"); b1=$(cpu_ticks "${PIDS[1]}"); m1=$(cpu_ticks "$beam")
+    awk -v a=$((a1 - a0)) -v b=$((b1 - b0)) -v m=$((m1 - m0)) -v hz="$(getconf CLK_TCK)" -v n="$N" -v l="$1" 'BEGIN {
       printf "RESULT %s_tput.sender_us_per_msg %.2f\n", l, a / hz * 1e6 / n
-      printf "RESULT %s_tput.receiver_us_per_msg %.2f\n", l, b / hz * 1e6 / n }' >>"$RESULTS"
+      printf "RESULT %s_tput.receiver_us_per_msg %.2f\n", l, b / hz * 1e6 / n
+      printf "RESULT %s_tput.broker_us_per_msg %.2f\n", l, m / hz * 1e6 / n }' >>"$RESULTS"
   fi
   stop_gateways
 }
@@ -151,4 +154,5 @@ if [ "$TPUT" = 1 ]; then
   row "cross-host throughput msgs/s" tput.msgs_per_s
   row "sending fleetd CPU us per message" tput.sender_us_per_msg
   row "receiving fleetd CPU us per message" tput.receiver_us_per_msg
+  row "broker CPU us per message" tput.broker_us_per_msg
 fi
