@@ -37,9 +37,9 @@
  *             a fresh message id and the signed envelope headers a fleet
  *             message carries (fl_broker_env_properties, one signature made
  *             at start and reused: the broker does not check it)
- *   -E        as -e, but the envelope's headers replaced by one header of
- *             as many bytes (their keys and values), to tell the cost of
- *             the headers' number from that of their bytes
+ *   -E        as -e, but the envelope packed into the one `env` header, as
+ *             fleetd sends it to a host that reads envelope 1.1, to tell
+ *             the cost of the headers' number from that of their bytes
  *   -a N      the consumer acks with `multiple` once every N deliveries
  *             (and at the end) instead of one basic.ack per message
  *   -H        the consumer holds its acks until PREFETCH deliveries are
@@ -117,8 +117,6 @@ static struct {
 
 /* -e: the envelope every publish carries (msgId changes per publish). */
 static fl_envelope g_env;
-/* -E: as many bytes as the envelope's headers, keys and values, in one. */
-static char g_env_one[2048];
 
 static struct amqp_connection_info g_ci;
 
@@ -308,7 +306,7 @@ static void pub_drain(struct pub *p) {
 
 static void pub_send(struct pub *p, const char *q, const char *body, size_t len) {
   amqp_basic_properties_t props;
-  amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
+  fl_broker_env_hdr hdr;
   memset(&props, 0, sizeof props);
   props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_CONTENT_TYPE_FLAG;
   props.delivery_mode = AMQP_DELIVERY_PERSISTENT;
@@ -317,12 +315,7 @@ static void pub_send(struct pub *p, const char *q, const char *body, size_t len)
     /* What fleet's broker link sends: a new message id each time, the rest
      * as signed at start. */
     fl_uuid(g_env.msg_id);
-    fl_broker_env_properties(&g_env, hdr, &props);
-    if (g_var.envelope > 1) {
-      /* -E: the same bytes in one header. */
-      hdr[0] = entry_str("envelope", g_env_one);
-      props.headers.num_entries = 1;
-    }
+    fl_broker_env_properties(&g_env, g_var.envelope > 1, &hdr, &props);
   }
   amqp_bytes_t b = {len, (void *)body};
   amqp_bytes_t ex = g_var.topic ? amqp_cstring_bytes(X_TOPIC) : amqp_empty_bytes;
@@ -669,14 +662,6 @@ static void envelope_init(void) {
   snprintf(g_env.sealed_to, sizeof g_env.sealed_to, "benchpeer");
   if (fl_sign_envelope(&g_env, "bench", 5, sk) != 0)
     die("cannot sign the envelope");
-  amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
-  int n = fl_broker_env_to_headers(&g_env, hdr);
-  size_t len = 0;
-  for (int i = 0; i < n; i++)
-    len += hdr[i].key.len + hdr[i].value.value.bytes.len + 1;
-  if (len >= sizeof g_env_one)
-    len = sizeof g_env_one - 1;
-  memset(g_env_one, 'e', len);
 }
 
 int main(int argc, char **argv) {

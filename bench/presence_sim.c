@@ -227,9 +227,10 @@ static void beat(struct host *h, const char *gid, const char *name, json_t *body
   char key[256];
   if (fl_topology_roster_key(key, sizeof key, h->id, gid ? gid : FL_GID_GATEWAY) != 0)
     fb_die("%s: no roster key", h->id);
-  amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
+  fl_broker_env_hdr hdr;
   amqp_basic_properties_t p;
-  fl_broker_env_properties(&env, hdr, &p);
+  /* Beats go to every host: one header per field, as a gateway sends them. */
+  fl_broker_env_properties(&env, 0, &hdr, &p);
   amqp_bytes_t b = {len, text};
   if (amqp_basic_publish(h->c, CH, amqp_cstring_bytes(FL_EX_ROSTER), amqp_cstring_bytes(key), 0, 0,
                          &p, b) != AMQP_STATUS_OK)

@@ -257,7 +257,7 @@ int fl_broker_dlq(fl_broker *b, enum fl_broker_dlq_op op, const char *msg_id,
   return rc;
 }
 
-int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_key, int mandatory,
+int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_key, unsigned flags,
                       const fl_envelope *env, const char *body, size_t len, void *req) {
   if (!b || !exchange || !routing_key || (!body && len) || b->stopped)
     return FL_EINVAL;
@@ -275,7 +275,8 @@ int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_ke
   it->type = CMD_PUBLISH;
   fl_broker_copy(it->exchange, sizeof(it->exchange), exchange);
   fl_broker_copy(it->routing_key, sizeof(it->routing_key), routing_key);
-  it->mandatory = mandatory;
+  it->mandatory = (flags & FL_BROKER_MANDATORY) != 0;
+  it->packed = env && (flags & FL_BROKER_PACKED);
   if (env)
     it->env = *env;
   it->req = req;

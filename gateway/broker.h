@@ -138,22 +138,30 @@ typedef struct fl_broker_events {
 int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broker_events *ev,
                     void *ctx, fl_broker **out);
 
-/* Queues one publish and returns at once. exchange e.g. FL_EX_MSG; body is
- * copied (len <= FL_MAX_WIRE_BODY); env is copied (NULL = no headers): each
- * non-empty field becomes a header and env->msg_id the AMQP message_id;
- * persistent, content type text/plain; charset=utf-8, timestamp now.
- * mandatory = 1 makes an unroutable message an error (use 0 only for
- * broadcasts). req is the caller's, handed back to on_publish_done. Returns 0 (on_publish_done will
- * fire exactly once), FL_EBROKER when the link is down (nothing is buffered on the broker's
- * behalf), FL_EFULL when FL_BROKER_MAX_INFLIGHT publishes are outstanding,
- * FL_ETOOBIG, FL_EINVAL or FL_ENOMEM; on failure the callback never runs. */
 /* Queues one command on fleet.dlq (its own channel; reading puts each
  * message back, so nothing is lost). on_dlq reports it with req. msg_id is
  * REPLAY's; older_than_ms PURGE's. 0, FL_EBROKER (link down), FL_ENOMEM. */
 int fl_broker_dlq(fl_broker *b, enum fl_broker_dlq_op op, const char *msg_id,
                   long long older_than_ms, void *req);
 
-int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_key, int mandatory,
+/* fl_broker_publish's flags. MANDATORY makes an unroutable message an
+ * error (leave it off only for broadcasts). PACKED sends the envelope
+ * packed into the one `env` header, for a host that reads it (envelope 1.1
+ * or later, as its host beat said); without it each non-empty field is a
+ * header of its own. */
+#define FL_BROKER_MANDATORY 1u
+#define FL_BROKER_PACKED 2u
+
+/* Queues one publish and returns at once. exchange e.g. FL_EX_MSG; body is
+ * copied (len <= FL_MAX_WIRE_BODY); env is copied (NULL = no headers): it
+ * becomes the headers (see flags) and env->msg_id the AMQP message_id;
+ * persistent, timestamp now (broker_headers.h). flags: FL_BROKER_*. req is
+ * the caller's, handed back to on_publish_done. Returns 0 (on_publish_done
+ * will fire exactly once), FL_EBROKER when the link is down (nothing is
+ * buffered on the broker's behalf), FL_EFULL when FL_BROKER_MAX_INFLIGHT
+ * publishes are outstanding, FL_ETOOBIG, FL_EINVAL or FL_ENOMEM; on failure
+ * the callback never runs. */
+int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_key, unsigned flags,
                       const fl_envelope *env, const char *body, size_t len, void *req);
 
 /* Declares agent.<gid>.inbox.v2 (durable, dead-lettering to fleet.dlx, capped

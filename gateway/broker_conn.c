@@ -373,9 +373,9 @@ static int link_connect(fl_broker *b, char *why, size_t n) {
 /* Publishes it on the publish channel; it then waits in b->pending for its
  * confirm. Returns 0, or FL_EBROKER after fl_broker_link_lost (which reported it). */
 static int do_publish(fl_broker *b, struct item *it) {
-  amqp_table_entry_t hdr[FL_ENVELOPE_NFIELDS];
+  fl_broker_env_hdr hdr;
   amqp_basic_properties_t p;
-  fl_broker_env_properties(&it->env, hdr, &p);
+  fl_broker_env_properties(&it->env, it->packed, &hdr, &p);
   amqp_bytes_t body = {it->len, it->body};
   /* Pending before sending: if the send fails, fl_broker_link_lost reports it. The
    * loop keeps at most FL_BROKER_MAX_INFLIGHT publishes outstanding, but a

@@ -74,6 +74,7 @@ struct item {
   char exchange[FL_BROKER_SHORTSTR];
   char routing_key[FL_BROKER_SHORTSTR];
   int mandatory;
+  int packed; /* the envelope goes packed into one header (FL_BROKER_PACKED) */
   fl_envelope env;
   char *body;
   size_t len;

@@ -594,8 +594,8 @@ int fl_gw_coord_send(fl_gw *gw, fl_client *c, const char *coord_id, const char *
   fl_env_from_msg(gw, &m, &env);
   /* Sealed to the other lead's host, signed, then published. */
   char why[256];
-  if ((rc = fl_wire_publish(gw, co->broker, FL_EX_MSG, p->gid, 1, &env, m.content, m.content_len,
-                            p->host, req, why, sizeof why))) {
+  if ((rc = fl_wire_publish(gw, co->broker, FL_EX_MSG, p->gid, FL_BROKER_MANDATORY, &env, m.content,
+                            m.content_len, p->host, req, why, sizeof why))) {
     fl_confirm_abort(gw, wait, req);
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
     fl_errf(err, errlen, "the coordinator did not take the message: %s", why);

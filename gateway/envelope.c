@@ -94,8 +94,9 @@ int fl_envelope_set(fl_envelope *env, const fl_envelope_field *f, const char *va
 }
 
 /* Reads env->v as "MAJOR.MINOR", each one to four decimal digits (which
- * bounds the value far below INT_MAX). Returns 0 and *major, or FL_EPROTO. */
-static int parse_version(const fl_envelope *env, int *major) {
+ * bounds the value far below INT_MAX). Returns 0, *major and *minor, or
+ * FL_EPROTO. */
+static int parse_version(const fl_envelope *env, int *major, int *minor) {
   if (!env || strnlen(env->v, sizeof env->v) == sizeof env->v)
     return FL_EPROTO;
   const char *s = env->v;
@@ -108,24 +109,33 @@ static int parse_version(const fl_envelope *env, int *major) {
   if (digits == 0 || *s != '.')
     return FL_EPROTO;
   digits = 0;
-  for (s++; *s >= '0' && *s <= '9'; s++)
+  int n = 0;
+  for (s++; *s >= '0' && *s <= '9'; s++) {
     if (++digits > 4)
       return FL_EPROTO;
+    n = n * 10 + (*s - '0');
+  }
   if (digits == 0 || *s != '\0')
     return FL_EPROTO;
   *major = m;
+  *minor = n;
   return 0;
 }
 
+/* -1 is these two functions' documented "no version", not an error code. */
 int fl_envelope_major(const fl_envelope *env) {
-  int major = 0;
-  /* -1 is this function's documented "no version", not an error code. */
-  return parse_version(env, &major) == 0 ? major : -1;
+  int major = 0, minor = 0;
+  return parse_version(env, &major, &minor) == 0 ? major : -1;
+}
+
+int fl_envelope_minor(const fl_envelope *env) {
+  int major = 0, minor = 0;
+  return parse_version(env, &major, &minor) == 0 ? minor : -1;
 }
 
 int fl_envelope_check_version(const fl_envelope *env) {
-  int major = 0;
-  int rc = parse_version(env, &major);
+  int major = 0, minor = 0;
+  int rc = parse_version(env, &major, &minor);
   if (rc)
     return rc;
   return major > FL_ENVELOPE_MAJOR ? FL_EVERSION : 0;
@@ -165,6 +175,91 @@ int fl_envelope_check(const fl_envelope *env, char *err, size_t errlen) {
       fl_errf(err, errlen, "envelope field %s is required and absent", f->key);
       return FL_EPROTO;
     }
+  }
+  return 0;
+}
+
+int fl_envelope_set_read(fl_envelope *env, const fl_envelope_field *f, const char *val, size_t len,
+                         char *err, size_t errlen) {
+  int rc = fl_envelope_set(env, f, val, len);
+  if (rc == FL_ETOOBIG) {
+    fl_errf(err, errlen, "an envelope field (%s) is longer than the field allows", f->key);
+    return rc;
+  }
+  if (rc) {
+    fl_errf(err, errlen, "an envelope field (%s) contains a NUL byte", f->key);
+    return FL_EPROTO;
+  }
+  return 0;
+}
+
+size_t fl_envelope_pack(const fl_envelope *env, char *out) {
+  char *p = out;
+  for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
+    const fl_envelope_field *f = &fl_envelope_fields[i];
+    const char *val = fl_envelope_get(env, f);
+    size_t n = strnlen(val, f->size - 1);
+    if (!n)
+      continue;
+    size_t kl = strlen(f->key);
+    memcpy(p, f->key, kl);
+    p += kl;
+    *p++ = ':';
+    char num[8];
+    size_t d = 0;
+    for (size_t m = n; m; m /= 10)
+      num[d++] = (char)('0' + m % 10);
+    while (d)
+      *p++ = num[--d];
+    *p++ = ':';
+    memcpy(p, val, n);
+    p += n;
+    *p++ = '\n';
+  }
+  return (size_t)(p - out);
+}
+
+int fl_envelope_unpack(const char *s, size_t len, fl_envelope *env, char *err, size_t errlen) {
+  memset(env, 0, sizeof(*env));
+  unsigned seen = 0;
+  const char *p = s, *end = s + len;
+  while (p < end) {
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    if (!colon || colon == p) {
+      fl_errf(err, errlen, "the packed envelope has a field without a name");
+      return FL_EPROTO;
+    }
+    const char *key = p;
+    size_t klen = (size_t)(colon - p);
+    p = colon + 1;
+    size_t n = 0, digits = 0;
+    while (p < end && *p >= '0' && *p <= '9' && digits < 8) {
+      n = n * 10 + (size_t)(*p - '0');
+      p++;
+      digits++;
+    }
+    if (!digits || p >= end || *p != ':' || (digits > 1 && key[klen + 1] == '0')) {
+      fl_errf(err, errlen, "the packed envelope's field %.*s has no valid length", (int)klen, key);
+      return FL_EPROTO;
+    }
+    p++;
+    if (n >= (size_t)(end - p) || p[n] != '\n') {
+      fl_errf(err, errlen, "the packed envelope's field %.*s runs past its end", (int)klen, key);
+      return FL_EPROTO;
+    }
+    const fl_envelope_field *f = fl_envelope_field_find(key, klen);
+    if (f) {
+      unsigned bit = 1u << (f - fl_envelope_fields);
+      if (seen & bit) {
+        fl_errf(err, errlen, "the packed envelope has the field %s twice", f->key);
+        return FL_EPROTO;
+      }
+      seen |= bit;
+      int rc = fl_envelope_set_read(env, f, p, n, err, errlen);
+      if (rc)
+        return rc;
+    }
+    p += n + 1;
   }
   return 0;
 }

@@ -16,9 +16,12 @@
 #include <stddef.h>
 
 /* The envelope version this gateway writes, and the major it accepts (a
- * newer major is refused, see fl_envelope_check_version). */
-#define FL_ENVELOPE_VERSION "1.0"
+ * newer major is refused, see fl_envelope_check_version). 1.1 reads the
+ * packed form (below) as well as one header per field; a gateway sends
+ * the packed form only to a host whose host beat said 1.1 or later. */
+#define FL_ENVELOPE_VERSION "1.1"
 #define FL_ENVELOPE_MAJOR 1
+#define FL_ENVELOPE_PACKED_MINOR 1
 
 /* One message's envelope. Each field is a NUL-terminated string in a slot
  * one byte larger than the field's maximum length; "" means absent. Wire
@@ -120,6 +123,33 @@ const char *fl_envelope_get(const fl_envelope *env, const fl_envelope_field *f);
  * left as it was. */
 int fl_envelope_set(fl_envelope *env, const fl_envelope_field *f, const char *val, size_t len);
 
+/* fl_envelope_set for a value read off the wire: the same, with err
+ * (may be NULL) naming the field when it is refused. 0, FL_ETOOBIG or
+ * FL_EPROTO (a NUL byte). */
+int fl_envelope_set_read(fl_envelope *env, const fl_envelope_field *f, const char *val, size_t len,
+                         char *err, size_t errlen);
+
+/* ---- the packed form ---- */
+
+/* The envelope in one string, for the single `env` AMQP header
+ * (docs/wire-format.md): each present field as "key:len:value\n", in table
+ * order, len in ASCII decimal without leading zeros. One header instead of
+ * up to fifteen is less for the broker to store and copy with every
+ * message it holds. FL_ENVELOPE_PACKED_MAX bounds it (test_envelope checks
+ * a full envelope against it). */
+#define FL_ENVELOPE_PACKED_MAX 1024
+
+/* Writes env's present fields into out (room for FL_ENVELOPE_PACKED_MAX)
+ * and returns the length written. env must be well formed (every field
+ * NUL-terminated in its slot). */
+size_t fl_envelope_pack(const fl_envelope *env, char *out);
+
+/* Reads a packed envelope of len bytes into env (zeroed first). Keys of no
+ * field are skipped. Returns 0, FL_ETOOBIG (a value longer than its field)
+ * or FL_EPROTO (not the packed form, a field twice, a NUL byte), with err
+ * saying which. */
+int fl_envelope_unpack(const char *s, size_t len, fl_envelope *env, char *err, size_t errlen);
+
 /* ---- checks ---- */
 
 /* The major version of env->v, which must be "MAJOR.MINOR" (each one to four
@@ -127,6 +157,9 @@ int fl_envelope_set(fl_envelope *env, const fl_envelope_field *f, const char *va
  * receiver deciding whether to take a message wants
  * fl_envelope_check_version, which applies the rule to it. */
 int fl_envelope_major(const fl_envelope *env);
+
+/* The minor version of env->v, or -1 like fl_envelope_major. */
+int fl_envelope_minor(const fl_envelope *env);
 
 /* The version rule: v must be "MAJOR.MINOR" with MAJOR at most
  * FL_ENVELOPE_MAJOR (a newer minor is fine: unknown fields are ignored).

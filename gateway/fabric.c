@@ -364,6 +364,14 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
   fl_confirm_done(gw, req, status, why);
 }
 
+/* flags, and the envelope packed into one header when the one host the
+ * publish goes to reads it (its last host beat said so). */
+static unsigned fl_publish_flags(fl_fabric *f, unsigned flags, const char *to_host) {
+  if (to_host && fl_presence_host_reads_packed(f->presence, to_host))
+    flags |= FL_BROKER_PACKED;
+  return flags;
+}
+
 /* The one way a message leaves for fleet.msg: its envelope, sealed to
  * to_host (NULL: in clear, where the policy allows), signed, then published
  * with req as the confirm's context (NULL: nobody waits). 0, or a code with
@@ -372,8 +380,9 @@ static int fl_publish_msg(fl_fabric *f, const char *key, int mandatory, const fl
                           const char *to_host, void *req, char *why, size_t whylen) {
   fl_envelope env;
   fl_env_from_msg(f->gw, m, &env);
-  return fl_wire_publish(f->gw, f->broker, FL_EX_MSG, key, mandatory, &env, m->content,
-                         m->content_len, to_host, req, why, whylen);
+  return fl_wire_publish(f->gw, f->broker, FL_EX_MSG, key,
+                         fl_publish_flags(f, mandatory ? FL_BROKER_MANDATORY : 0, to_host), &env,
+                         m->content, m->content_len, to_host, req, why, whylen);
 }
 
 /* A control message's publish: its outcome goes to control.c under the
@@ -406,8 +415,9 @@ static int fl_control_emit(void *ctx, const char *host, fl_envelope *env, const 
   fl_copy(n->id, sizeof n->id, req_id);
   /* Sealed to the host it is for, like every body that crosses the broker. */
   char why[256];
-  int rc = fl_wire_publish(f->gw, f->broker, FL_EX_CONTROL, host, 1, env, body, len, host, req, why,
-                           sizeof why);
+  int rc = fl_wire_publish(f->gw, f->broker, FL_EX_CONTROL, host,
+                           fl_publish_flags(f, FL_BROKER_MANDATORY, host), env, body, len, host,
+                           req, why, sizeof why);
   if (rc) {
     fl_free(req);
     fl_free(n);

@@ -75,6 +75,7 @@ typedef struct fl_host_seen {
   fl_profile_ad *profiles; /* owned; nprofiles of them, as its last beat said */
   size_t nprofiles;
   int lists_agents; /* its host beat lists its entities (beat.h) */
+  int reads_packed; /* its host beat's envelope is 1.1 or later: it reads the packed form */
 } fl_host_seen;
 
 struct fl_presence {
@@ -237,6 +238,13 @@ void fl_presence_forget(fl_presence *p, const char *host, const char *gid, long 
     e->presence.ts_ms = beat_ts_ms;
   if (fl_store_remote_delete(gw->store, gid) != 0)
     fl_gw_count(gw, FL_C_STORE_ERRORS);
+}
+
+int fl_presence_host_reads_packed(const fl_presence *p, const char *host) {
+  for (const fl_host_seen *h = p ? p->hosts : NULL; h; h = h->next)
+    if (strcmp(h->host, host) == 0)
+      return h->reads_packed;
+  return 0;
 }
 
 int fl_presence_peers_need_entity_beats(const fl_presence *p) {
@@ -406,6 +414,8 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
   h->profiles = ads;
   h->nprofiles = b->nprofiles;
   h->lists_agents = b->lists_agents;
+  h->reads_packed = fl_envelope_major(env) == FL_ENVELOPE_MAJOR &&
+                    fl_envelope_minor(env) >= FL_ENVELOPE_PACKED_MINOR;
   h->ts_ms = ts;
   h->expires_ms = fl_now_ms() + p->ttl_ms;
   for (size_t i = 0; i < b->nagents; i++)

@@ -83,7 +83,7 @@ static int wire_box_key(fl_gw *gw, const char *host, unsigned char k[FL_SEAL_KEY
   return 0;
 }
 
-int fl_wire_publish(fl_gw *gw, fl_broker *b, const char *exchange, const char *key, int mandatory,
+int fl_wire_publish(fl_gw *gw, fl_broker *b, const char *exchange, const char *key, unsigned flags,
                     fl_envelope *env, const char *body, size_t len, const char *to_host, void *req,
                     char *err, size_t errlen) {
   unsigned char *sealed = NULL;
@@ -112,7 +112,7 @@ int fl_wire_publish(fl_gw *gw, fl_broker *b, const char *exchange, const char *k
   }
   int rc = fl_sign_envelope(env, body, len, gw->id.sk);
   if (rc == 0)
-    rc = fl_broker_publish(b, exchange, key, mandatory, env, body, len, req);
+    rc = fl_broker_publish(b, exchange, key, flags, env, body, len, req);
   if (rc)
     fl_errf(err, errlen, "%s", fl_strerror(rc));
   fl_free(sealed);

@@ -26,11 +26,11 @@
 
 /* Fills env->sealed_to, seals body (len bytes) to to_host when to_host is
  * not NULL and sealing is on, signs env over the bytes that travel, and
- * queues the publish (fl_broker_publish, whose arguments and outcome these
- * share). env is changed (sealed_to, sig). Returns 0, FL_EUNPINNED (to_host
+ * queues the publish (fl_broker_publish, whose arguments, FL_BROKER_* flags
+ * and outcome these share). env is changed (sealed_to, sig). Returns 0, FL_EUNPINNED (to_host
  * has no pinned key to seal to), or an error of fl_seal, fl_sign_envelope
  * or fl_broker_publish; err (may be NULL) says why. */
-int fl_wire_publish(fl_gw *gw, fl_broker *b, const char *exchange, const char *key, int mandatory,
+int fl_wire_publish(fl_gw *gw, fl_broker *b, const char *exchange, const char *key, unsigned flags,
                     fl_envelope *env, const char *body, size_t len, const char *to_host, void *req,
                     char *err, size_t errlen);
 

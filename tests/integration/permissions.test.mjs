@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import amqp from 'amqplib';
 import { callTool, selfGid } from './harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
-import { applyGatewayPermissions } from './trust-helpers.mjs';
+import { applyGatewayPermissions, envelopeOf } from './trust-helpers.mjs';
 
 const brokerRef = useBroker();
 const USER = 'gw-hostB';
@@ -177,7 +177,7 @@ hostsTest('the recommended per-gateway permissions allow what a gateway does and
         if (!m) await new Promise((res) => setTimeout(res, 50));
       }
       assert.ok(m, 'the spy queue got the message');
-      assert.equal(String(m.properties.headers.sealedTo), 'hostA');
+      assert.equal(String(envelopeOf(m).sealedTo), 'hostA');
       assert.ok(!m.content.toString('latin1').includes('secret'), 'ciphertext only');
       await ch.deleteQueue(spyQ).catch(() => {});
       await ch.close().catch(() => {});

@@ -20,6 +20,7 @@ import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
 import {
   amqpClient,
   counters,
+  envelopeOf,
   headersFor,
   readIdentity,
   sealBody,
@@ -43,7 +44,7 @@ async function spyOn(mq) {
   return { seen, close: () => ch.close().catch(() => {}) };
 }
 
-const hdr = (m, k) => String((m.properties.headers || {})[k] ?? '');
+const hdr = (m, k) => String(envelopeOf(m)[k] ?? '');
 
 hostsTest('every cross-host body is ciphertext on the broker; broken or misdirected seals are dead-lettered', brokerRef, { hosts: ['hostA', 'hostB', 'hostC'], timeout: 150000 }, async ({ hostA, hostB, hostC, broker }, t) => {
   const mq = await amqpClient(broker.uri);
@@ -57,6 +58,14 @@ hostsTest('every cross-host body is ciphertext on the broker; broken or misdirec
     await waitStatus(alice, 'bob', 'hostB', 'online');
     await waitStatus(alice, 'carol', 'hostC', 'online');
     await waitStatus(bob, 'alice', 'hostA', 'online');
+    // Each gateway has taken the others' host beats (fleet_list's hosts
+    // come from them), which say envelope 1.1: from here on, what goes to
+    // one host goes packed.
+    for (const [c, others] of [[alice, ['hostB', 'hostC']], [bob, ['hostA']]])
+      await waitFor(async () => {
+        const hosts = (await callTool(c, 'fleet_list', {})).hosts.map((h) => h.host);
+        return others.every((h) => hosts.includes(h));
+      }, { what: `the host beats of ${others.join(', ')}` });
     const run = uuid().slice(0, 8);
     const marker = (what) => `MARKER-${what}-${run}`;
 
@@ -95,6 +104,8 @@ hostsTest('every cross-host body is ciphertext on the broker; broken or misdirec
       assert.equal(m.properties.contentType, 'application/octet-stream');
       // Metadata stays readable: kind, host, the sender's name.
       assert.ok(hdr(m, 'kind') && hdr(m, 'host') && hdr(m, 'msgId'));
+      // Each went to one host whose beat says envelope 1.1: packed into one header.
+      assert.deepEqual(Object.keys(m.properties.headers), ['env'], `packed: ${JSON.stringify(m.properties.headers)}`);
     }
     const keys = msgs.map((m) => `${m.fields.routingKey}>${hdr(m, 'sealedTo')}`).sort();
     assert.deepEqual(keys, [`${aliceGid}>hostA`, `${bobGid}>hostB`, 'broadcast.hostB.all>hostB', 'broadcast.hostB.ops>hostB', 'broadcast.hostC.all>hostC'].sort(),

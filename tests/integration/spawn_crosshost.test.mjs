@@ -17,7 +17,7 @@ import path from 'node:path';
 import { BIN_DIR, callTool, callToolRaw, resultText, waitFor } from './harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
 import { panes, promptAgentProfile, spawnedInputs, startTmux, stopTmux, tmux } from './tmux-harness.mjs';
-import { amqpClient, counters, freshKey, headersFor, readIdentity, rfc3339, signEnvelope, uuid } from './trust-helpers.mjs';
+import { amqpClient, counters, envelopeOf, freshKey, headersFor, readIdentity, rfc3339, signEnvelope, uuid } from './trust-helpers.mjs';
 
 const brokerRef = useBroker();
 
@@ -95,7 +95,8 @@ hostsTest('fleet_spawn onto another host: ready, listed on both, a repeated SPAW
       for (;;) {
         const m = await cap.get(q, { noAck: true });
         if (!m) return null;
-        if (m.properties.headers.kind === 'SPAWN' && m.properties.headers.spawnId === res.gid) return m;
+        const env = envelopeOf(m);
+        if (env.kind === 'SPAWN' && env.spawnId === res.gid) return m;
       }
     }, { what: 'the SPAWN captured off fleet.control' });
     const replay = () => amqp.publish('fleet.control', 'hostB', spawnMsg.properties.headers, spawnMsg.content);

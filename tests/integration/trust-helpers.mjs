@@ -141,6 +141,61 @@ export function headersFor(envelope, sig) {
   return h;
 }
 
+/** The wire order of the envelope's fields: the signed ones, sealedTo, sig. */
+const WIRE_ORDER = [...FIELD_ORDER, ...WHEN_PRESENT, 'sig'];
+
+/**
+ * The AMQP headers for a signed envelope packed into the one `env` header
+ * (envelope 1.1, docs/wire-format.md): every present field as
+ * key:len:value and a newline, len in bytes.
+ */
+export function packedHeadersFor(envelope, sig) {
+  const h = headersFor(envelope, sig);
+  const lines = WIRE_ORDER.filter((k) => h[k] !== undefined).map(
+    (k) => `${k}:${Buffer.byteLength(h[k])}:${h[k]}\n`
+  );
+  return { env: lines.join(''), [MSG_ID]: h.msgId };
+}
+
+/**
+ * The envelope of a message taken off the broker, read the way a gateway
+ * reads it, written here apart from fleetd's C: the packed `env` header
+ * when there is one (envelope 1.1), else one header per field.
+ */
+export function envelopeOf(m) {
+  const h = m.properties.headers || {};
+  if (h.env === undefined) return h;
+  const b = Buffer.isBuffer(h.env) ? h.env : Buffer.from(String(h.env), 'utf8');
+  const env = {};
+  let at = 0;
+  while (at < b.length) {
+    const c1 = b.indexOf(0x3a, at);
+    const c2 = c1 < 0 ? -1 : b.indexOf(0x3a, c1 + 1);
+    const digits = c2 < 0 ? '' : b.toString('latin1', c1 + 1, c2);
+    if (c1 <= at || !/^(0|[1-9][0-9]*)$/.test(digits)) throw new Error(`not a packed envelope: ${b}`);
+    const end = c2 + 1 + Number(digits);
+    if (b[end] !== 0x0a) throw new Error(`packed envelope: a field runs past its end: ${b}`);
+    env[b.toString('utf8', at, c1)] = b.toString('utf8', c2 + 1, end);
+    at = end + 1;
+  }
+  return env;
+}
+
+/** msgId of a message off the broker, or undefined when its envelope cannot be read. */
+function msgIdOf(m) {
+  try {
+    return envelopeOf(m).msgId;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A key in a headers object that is no AMQP header: publish() sends it as
+ * the message id (for packed headers, which have no msgId of their own).
+ */
+export const MSG_ID = Symbol('msgId');
+
 /**
  * An amqplib connection with a confirm channel for publishing and a plain
  * channel for queue checks. opts go to amqp.connect's socket options (ca for
@@ -170,7 +225,7 @@ export async function amqpClient(uri, socketOpts = {}) {
             headers,
             persistent: true,
             contentType: 'text/plain; charset=utf-8',
-            messageId: headers.msgId,
+            messageId: headers.msgId ?? headers[MSG_ID],
             timestamp: Math.floor(Date.now() / 1000),
           },
           (err) => (err ? reject(err) : resolve())
@@ -201,9 +256,9 @@ export async function amqpClient(uri, socketOpts = {}) {
             for (;;) {
               const m = await ch.get('fleet.dlq', { noAck: true });
               if (!m) return null;
-              const h = m.properties.headers || {};
-              seen.push(String(h.msgId));
-              if (String(h.msgId) === msgId) return m;
+              const id = m.properties.messageId ?? msgIdOf(m);
+              seen.push(String(id));
+              if (String(id) === msgId) return m;
             }
           },
           { timeout, interval: 100, what: `msgId ${msgId} in fleet.dlq (took instead: ${JSON.stringify(seen)})` }

@@ -24,6 +24,7 @@ import {
   counters,
   freshKey,
   headersFor,
+  packedHeadersFor,
   parseJson,
   pinAll,
   presenceBeat,
@@ -132,6 +133,15 @@ hostsTest('forged, replayed, expired, duplicate and newer-major messages are dea
     assert.equal(m.from.gid, aliceGid);
     assert.equal(m.from.name, 'alice');
     assert.equal(await mq.count('fleet.dlq'), 0, 'nothing dead-lettered so far');
+
+    // (0b) The same kind of message with its envelope packed into the one
+    // `env` header (envelope 1.1), written here in JavaScript: delivered.
+    {
+      const x = aliceToBob({ fromName: 'alice' }, 'packed: Grüße ✅');
+      await mq.publish('fleet.msg', bobGid, packedHeadersFor(x.env, x.sig), x.body);
+      const p = await callTool(bob, 'fleet_poll', { wait_s: 10 });
+      assert.deepEqual(p.messages.map((y) => [y.msgId, y.content, y.from.name]), [[x.env.msgId, x.body, 'alice']], JSON.stringify(p));
+    }
 
     // (0b) Within the major version: a newer minor with a header this fleetd
     // does not know is delivered (the unknown header is ignored).

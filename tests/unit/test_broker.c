@@ -35,6 +35,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "gateway/broker.h"
+#include "gateway/broker_headers.h"
 #include "gateway/topology.h"
 #include "tests/support/test_util.h"
 
@@ -209,6 +210,46 @@ static void make_env(fl_envelope *e, const char *to) {
   snprintf(e->sig, sizeof(e->sig), "c2lnbmF0dXJlLXNlYW0=");
 }
 
+/* The two forms of the envelope's headers, without a broker. */
+static void test_env_headers(void **state) {
+  (void)state;
+  fl_envelope env, back;
+  char err[256];
+  make_env(&env, "a0b1c2d3-0000-4000-8000-000000000001");
+  fl_broker_env_hdr h;
+  amqp_basic_properties_t p;
+  /* One header per present field, read back. */
+  fl_broker_env_properties(&env, 0, &h, &p);
+  assert_int_equal(p.headers.num_entries, FL_ENVELOPE_NFIELDS - 1); /* no sealedTo */
+  assert_int_equal(fl_broker_env_from_headers(&p.headers, 0, &back, err, sizeof err), 0);
+  assert_memory_equal(&back, &env, sizeof env);
+  /* Packed: the one header `env`, read back the same. */
+  fl_broker_env_properties(&env, 1, &h, &p);
+  assert_int_equal(p.headers.num_entries, 1);
+  assert_int_equal(p.headers.entries[0].key.len, strlen(FL_BROKER_ENV_HEADER));
+  assert_memory_equal(p.headers.entries[0].key.bytes, FL_BROKER_ENV_HEADER, 3);
+  memset(&back, 0x55, sizeof back);
+  assert_int_equal(fl_broker_env_from_headers(&p.headers, 0, &back, err, sizeof err), 0);
+  assert_memory_equal(&back, &env, sizeof env);
+  /* With both forms present the packed one is read, the others ignored. */
+  amqp_table_entry_t both[2] = {fl_broker_entry_str("kind", "REPLY"), p.headers.entries[0]};
+  amqp_table_t t = {2, both};
+  assert_int_equal(fl_broker_env_from_headers(&t, 0, &back, err, sizeof err), 0);
+  assert_string_equal(back.kind, "SEND");
+  /* An `env` that is not a string is no packed envelope: the fields are read. */
+  both[1] = fl_broker_entry_long(FL_BROKER_ENV_HEADER, 7);
+  assert_int_equal(fl_broker_env_from_headers(&t, 0, &back, err, sizeof err), 0);
+  assert_string_equal(back.kind, "REPLY");
+  /* A packed envelope that is not one makes the delivery malformed; so does
+   * a body announced too large, whichever form. */
+  both[1] = fl_broker_entry_str(FL_BROKER_ENV_HEADER, "kind:9:SEND\n");
+  assert_int_equal(fl_broker_env_from_headers(&t, 0, &back, err, sizeof err), FL_EPROTO);
+  assert_non_null(strstr(err, "kind"));
+  assert_int_equal(
+      fl_broker_env_from_headers(&p.headers, FL_MAX_WIRE_BODY + 1, &back, err, sizeof err),
+      FL_ETOOBIG);
+}
+
 static struct fx *fx_new(void) {
   struct fx *f = calloc(1, sizeof(*f));
   assert_non_null(f);
@@ -265,11 +306,15 @@ static void test_down_link(void **state) {
   fl_envelope env;
   make_env(&env, "x");
   assert_int_equal(fl_broker_start(&f->loop, &cfg, &events, f, &f->b), 0);
-  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", "x", 1, &env, "hi", 2, NULL), FL_EBROKER);
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", "x", FL_BROKER_MANDATORY, &env, "hi", 2, NULL),
+      FL_EBROKER);
   run_until(f, &f->downs, 1);
   assert_false(fl_broker_is_up(f->b));
   assert_non_null(strstr(f->why, "127.0.0.1:1"));
-  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", "x", 1, &env, "hi", 2, NULL), FL_EBROKER);
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", "x", FL_BROKER_MANDATORY, &env, "hi", 2, NULL),
+      FL_EBROKER);
   const char *groups[] = {"g1", "g2"};
   assert_int_equal(fl_broker_add_inbox(f->b, env.to, groups, 2), 0);
   assert_int_equal(fl_broker_add_inbox(f->b, "bad.gid", NULL, 0), FL_EINVAL);
@@ -336,7 +381,9 @@ static void test_roundtrip(void **state) {
   const char body[] = "hello, worker \xe2\x9c\x93";
   int done0 = f->done;
   make_env(&env, l->gid);
-  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", l->gid, 1, &env, body, strlen(body), f), 0);
+  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, body,
+                                     strlen(body), f),
+                   0);
   run_until(f, &f->done, done0 + 1);
   assert_int_equal(f->last_status, 0);
   run_until_got(f, 1);
@@ -348,6 +395,21 @@ static void test_roundtrip(void **state) {
   assert_int_equal(g->len, strlen(body));
   assert_memory_equal(g->body, body, strlen(body));
   assert_int_equal(fl_broker_ack(f->b, g->tag), 0);
+  clear_got(f);
+
+  /* The same envelope packed into the one `env` header arrives the same. */
+  make_env(&env, l->gid);
+  done0 = f->done;
+  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", l->gid,
+                                     FL_BROKER_MANDATORY | FL_BROKER_PACKED, &env, body,
+                                     strlen(body), f),
+                   0);
+  run_until(f, &f->done, done0 + 1);
+  assert_int_equal(f->last_status, 0);
+  run_until_got(f, 1);
+  assert_memory_equal(&f->got[0].env, &env, sizeof(env));
+  assert_memory_equal(f->got[0].body, body, strlen(body));
+  assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
   clear_got(f);
 
   /* A broadcast to the inbox's group, under this host's key (the copy
@@ -382,7 +444,8 @@ static void test_unroutable(void **state) {
   make_uuid(key);
   make_env(&env, key);
   int done0 = f->done, fail0 = f->done_fail;
-  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", key, 1, &env, "x", 1, f), 0);
+  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", key, FL_BROKER_MANDATORY, &env, "x", 1, f),
+                   0);
   run_until(f, &f->done, done0 + 1);
   assert_int_equal(f->done_fail, fail0 + 1);
   assert_int_equal(f->last_status, FL_EBROKER);
@@ -408,7 +471,9 @@ static void test_pipelined(void **state) {
     char body[32];
     int n = snprintf(body, sizeof(body), "message %d", i);
     make_uuid(env.msg_id);
-    assert_int_equal(fl_broker_publish(f->b, "fleet.msg", l->gid, 1, &env, body, (size_t)n, f), 0);
+    assert_int_equal(
+        fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, body, (size_t)n, f),
+        0);
   }
   run_until(f, &f->done, done0 + N_PIPELINED);
   assert_int_equal(f->done_ok, ok0 + N_PIPELINED);
@@ -474,7 +539,8 @@ static void test_reject_to_dlq(void **state) {
   fl_envelope env;
   make_env(&env, l->gid);
   int done0 = f->done;
-  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", l->gid, 1, &env, "poison", 6, f), 0);
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "poison", 6, f), 0);
   run_until(f, &f->done, done0 + 1);
   assert_int_equal(f->last_status, 0);
   run_until_got(f, 1);
@@ -498,7 +564,8 @@ static void test_remove_and_readd(void **state) {
   make_env(&env, l->gid);
   assert_int_equal(fl_broker_remove_inbox(f->b, l->gid), 0);
   int done0 = f->done;
-  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", l->gid, 1, &env, "waiting", 7, f), 0);
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "waiting", 7, f), 0);
   run_until(f, &f->done, done0 + 1);
   assert_int_equal(f->last_status, 0);
   assert_int_equal(f->ngot, 0);
@@ -553,8 +620,9 @@ static void test_reconnect(void **state) {
   snprintf(cmd, sizeof(cmd), "%s close_all_connections 'test_broker' >/dev/null", ctl);
   assert_int_equal(system(cmd), 0);
   run_until(f, &f->downs, downs0 + 1);
-  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", l->gid, 1, NULL, "x", 1, f),
-                   f->up ? 0 : FL_EBROKER);
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, NULL, "x", 1, f),
+      f->up ? 0 : FL_EBROKER);
   run_until(f, &f->ups, ups0 + 1);
   assert_true(f->inbox_events > ev0);
   assert_int_equal(f->inbox_status, 0);
@@ -562,7 +630,8 @@ static void test_reconnect(void **state) {
   make_env(&env, l->gid);
   clear_got(f);
   int done0 = f->done;
-  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", l->gid, 1, &env, "again", 5, f), 0);
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "again", 5, f), 0);
   run_until(f, &f->done, done0 + 1);
   assert_int_equal(f->last_status, 0);
   run_until_got(f, 1);
@@ -577,6 +646,7 @@ int main(void) {
   const struct CMUnitTest offline[] = {
       cmocka_unit_test(test_bad_config),
       cmocka_unit_test(test_down_link),
+      cmocka_unit_test(test_env_headers),
   };
   int rc = cmocka_run_group_tests_name("broker_offline", offline, NULL, NULL);
   if (!uri)

@@ -327,6 +327,91 @@ static void test_check(void **state) {
   }
 }
 
+/* Every field at its longest (a NUL-free value filling its slot). */
+static void full_env(fl_envelope *e) {
+  memset(e, 0, sizeof *e);
+  for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
+    const fl_envelope_field *f = &fl_envelope_fields[i];
+    memset((char *)e + f->off, 'a' + (int)i, f->size - 1);
+  }
+}
+
+static void test_packed_round_trip(void **state) {
+  (void)state;
+  char buf[FL_ENVELOPE_PACKED_MAX], err[256];
+  fl_envelope e, back;
+  /* The longest envelope fits the bound, and comes back byte for byte. */
+  full_env(&e);
+  size_t n = fl_envelope_pack(&e, buf);
+  assert_true(n <= FL_ENVELOPE_PACKED_MAX);
+  assert_int_equal(fl_envelope_unpack(buf, n, &back, err, sizeof err), 0);
+  assert_memory_equal(&back, &e, sizeof e);
+  /* Absent fields are left out; the form is key:len:value and a newline. */
+  good_env(&e);
+  n = fl_envelope_pack(&e, buf);
+  const char want[] = "v:3:1.0\nkind:4:SEND\nmsgId:36:2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e\n"
+                      "host:5:alpha\nts:24:2026-03-01T12:10:00.000Z\nsig:4:c2ln\n";
+  assert_int_equal(n, strlen(want));
+  assert_memory_equal(buf, want, n);
+  memset(&back, 0x55, sizeof back);
+  assert_int_equal(fl_envelope_unpack(buf, n, &back, err, sizeof err), 0);
+  assert_memory_equal(&back, &e, sizeof e);
+  /* Nothing packed is an empty envelope; a key of no field is skipped. */
+  assert_int_equal(fl_envelope_unpack(buf, 0, &back, err, sizeof err), 0);
+  assert_string_equal(back.msg_id, "");
+  const char future[] = "v:3:1.9\nshade:4:blue\nkind:4:SEND\n";
+  assert_int_equal(fl_envelope_unpack(future, strlen(future), &back, err, sizeof err), 0);
+  assert_string_equal(back.v, "1.9");
+  assert_string_equal(back.kind, "SEND");
+}
+
+static void test_packed_malformed(void **state) {
+  (void)state;
+  static const struct {
+    const char *in;
+    size_t len; /* 0: strlen */
+    int rc;
+    const char *says;
+  } cases[] = {
+      {"v:3:1.0", 0, FL_EPROTO, "runs past"},          /* no newline */
+      {"v:3:1.0x", 0, FL_EPROTO, "runs past"},         /* something else where it should be */
+      {"v:4:1.0\n", 0, FL_EPROTO, "runs past"},        /* longer than what is left */
+      {"v:2:1.0\n", 0, FL_EPROTO, "runs past"},        /* shorter */
+      {"v3:1.0\n", 0, FL_EPROTO, "no valid length"},   /* no second colon */
+      {"v::1.0\n", 0, FL_EPROTO, "no valid length"},   /* no digits */
+      {"v:03:1.0\n", 0, FL_EPROTO, "no valid length"}, /* a leading zero */
+      {"v:123456789:x\n", 0, FL_EPROTO, "no valid length"},
+      {":3:1.0\n", 0, FL_EPROTO, "without a name"},
+      {"v 3 1.0\n", 0, FL_EPROTO, "without a name"},
+      {"v:3:1.0\nv:3:1.1\n", 0, FL_EPROTO, "twice"},
+      {"kind:16:ABCDEFGHIJKLMNOP\n", 0, FL_ETOOBIG, "kind"},
+      {"kind:3:A\0B\n", 11, FL_EPROTO, "NUL"},
+  };
+  char err[256];
+  fl_envelope e;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
+    err[0] = '\0';
+    int rc = fl_envelope_unpack(cases[i].in, len, &e, err, sizeof err);
+    if (rc != cases[i].rc || !strstr(err, cases[i].says))
+      fail_msg("case %zu: got %d \"%s\", want %d saying \"%s\"", i, rc, err, cases[i].rc,
+               cases[i].says);
+  }
+}
+
+static void test_version_minor(void **state) {
+  (void)state;
+  fl_envelope e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.v, sizeof e.v, "1.12");
+  assert_int_equal(fl_envelope_minor(&e), 12);
+  snprintf(e.v, sizeof e.v, "%s", FL_ENVELOPE_VERSION);
+  assert_true(fl_envelope_minor(&e) >= FL_ENVELOPE_PACKED_MINOR);
+  snprintf(e.v, sizeof e.v, "1.");
+  assert_int_equal(fl_envelope_minor(&e), -1);
+  assert_int_equal(fl_envelope_minor(NULL), -1);
+}
+
 static int load_schema(void **state) {
   (void)state;
   json_error_t jerr;
@@ -354,6 +439,9 @@ int main(void) {
       cmocka_unit_test(test_version_rule),
       cmocka_unit_test(test_set),
       cmocka_unit_test(test_check),
+      cmocka_unit_test(test_packed_round_trip),
+      cmocka_unit_test(test_packed_malformed),
+      cmocka_unit_test(test_version_minor),
   };
   return cmocka_run_group_tests(tests, load_schema, free_schema);
 }

@@ -454,13 +454,13 @@ static void pin_new(fixture *f, const char *host, signer *s) {
 }
 
 /* A PRESENCE beat of host under key gid (FL_GID_GATEWAY for its host
- * beat), stamped ts_ms and signed by s (NULL: unsigned), received as from
- * the broker. */
-static void receive_beat(fixture *f, const signer *s, const char *host, const char *gid,
-                         const char *body, long long ts_ms) {
+ * beat), in envelope version v, stamped ts_ms and signed by s (NULL:
+ * unsigned), received as from the broker. */
+static void receive_beat_v(fixture *f, const signer *s, const char *host, const char *gid,
+                           const char *body, long long ts_ms, const char *v) {
   fl_envelope env;
   memset(&env, 0, sizeof env);
-  snprintf(env.v, sizeof env.v, "%s", FL_ENVELOPE_VERSION);
+  snprintf(env.v, sizeof env.v, "%s", v);
   snprintf(env.kind, sizeof env.kind, "%s", fl_envelope_kind_name(FL_KIND_PRESENCE));
   snprintf(env.msg_id, sizeof env.msg_id, "%s", "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a");
   int host_beat = strcmp(gid, FL_GID_GATEWAY) == 0;
@@ -481,6 +481,12 @@ static void receive_beat(fixture *f, const signer *s, const char *host, const ch
                           .body = body,
                           .len = strlen(body)};
   fl_presence_receive(f->p, &d);
+}
+
+/* The same in the envelope version this gateway writes. */
+static void receive_beat(fixture *f, const signer *s, const char *host, const char *gid,
+                         const char *body, long long ts_ms) {
+  receive_beat_v(f, s, host, gid, body, ts_ms, FL_ENVELOPE_VERSION);
 }
 
 static void test_unpinned_beats_refused(void **state) {
@@ -625,6 +631,10 @@ static void test_host_beat_lists_entities(void **state) {
   assert_int_equal(gw->counters[FL_C_PRESENCE_RECEIVED], 2);
   assert_int_equal(gw->counters[FL_C_PRESENCE_REFUSED], 1);
   assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 0);
+  /* Its beat's envelope is this gateway's version, so it reads the packed
+   * envelope; a host never heard from does not. */
+  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostB"), 1);
+  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostQ"), 0);
   /* Its host and profile as fleet_list's hosts show them (written, then
    * parsed back). */
   json_t *hosts = fl_presence_hosts(f->p);
@@ -660,18 +670,27 @@ static void test_host_beat_lists_entities(void **state) {
   assert_int_equal(gw->counters[FL_C_VERIFY_BAD_SIGNATURE], 1);
   assert_int_equal(gw->counters[FL_C_PRESENCE_RECEIVED], received);
 
-  /* A host whose beat lists no entities expects one beat per entity. */
+  /* A host whose beat lists no entities expects one beat per entity; a
+   * host on envelope 1.0 reads one header per field, until it says 1.1. */
   signer c;
   pin_new(f, "hostC", &c);
-  receive_beat(f, &c, "hostC", FL_GID_GATEWAY,
-               "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[]}",
-               fl_now_ms());
+  receive_beat_v(f, &c, "hostC", FL_GID_GATEWAY,
+                 "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[]}",
+                 fl_now_ms(), "1.0");
   assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 1);
+  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostC"), 0);
   receive_beat(f, &c, "hostC", FL_GID_GATEWAY,
                "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[],"
                "\"agents\":[]}",
                fl_now_ms() + 1);
   assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 0);
+  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostC"), 1);
+  /* Downgraded: its next beat says 1.0 again. */
+  receive_beat_v(f, &c, "hostC", FL_GID_GATEWAY,
+                 "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[],"
+                 "\"agents\":[]}",
+                 fl_now_ms() + 2, "1.0");
+  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostC"), 0);
 }
 
 static void test_host_beat_unpinned_hint(void **state) {
@@ -681,6 +700,7 @@ static void test_host_beat_unpinned_hint(void **state) {
   receive_beat(f, &s, "hostB", FL_GID_GATEWAY, host_beat_body(), fl_now_ms());
   assert_null(fl_entity_by_gid(f->g.gw, GID_B));
   assert_int_equal(f->g.gw->counters[FL_C_VERIFY_UNPINNED], 1);
+  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostB"), 0); /* not believed */
   char host[64] = "";
   assert_int_equal(fl_presence_unpinned_claim(f->p, "carol", host, sizeof host), 1);
   assert_string_equal(host, "hostB");
