@@ -75,6 +75,7 @@ static void dispatch(fl_broker *b, struct item *it, int stopping) {
           .env = &it->env,
           .body = it->body,
           .len = it->len,
+          .bad = it->why[0] ? it->why : NULL,
       };
       b->ev.on_delivery(b->ctx, &d);
     }

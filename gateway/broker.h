@@ -57,7 +57,12 @@ typedef struct fl_broker_delivery {
   int redelivered;        /* the broker delivered it before (dedup by msgId) */
   const fl_envelope *env; /* headers that are not envelope fields are ignored */
   const char *body;       /* not NUL-terminated; NULL when len == 0 */
-  size_t len;             /* <= FL_MAX_WIRE_BODY (larger ones go to fleet.dlq) */
+  size_t len;             /* <= FL_MAX_WIRE_BODY */
+  /* NULL, or why the delivery cannot be read at all: envelope headers that
+   * are not an envelope (fl_broker_env_from_headers) or a body announced
+   * over FL_MAX_WIRE_BODY. Such a delivery has no body and env holds what
+   * could be read; the receiver counts it and rejects it to fleet.dlq. */
+  const char *bad;
 } fl_broker_delivery;
 
 typedef struct fl_broker_config {

@@ -512,21 +512,14 @@ static void returned(fl_broker *b, struct chan *c) {
   }
 }
 
-/* A delivery's content is complete: hand it to the loop, or dead-letter it
- * here when it cannot even be parsed. */
+/* A delivery's content is complete: hand it to the loop, one that cannot
+ * even be parsed without its body and with why it cannot (the loop counts
+ * it and dead-letters it). */
 static void delivered(fl_broker *b, struct chan *c) {
   if (c->dtag > 0xffffffffu) {
     /* Tags carry 32 bits of the broker's tag; four billion deliveries on one
      * channel means the link is recycled rather than risk a wrong ack. */
     fl_broker_link_lost(b, "delivery tag space of a channel exhausted; reconnecting");
-    return;
-  }
-  if (c->bad[0]) {
-    fl_error(c->env.trace_id, "broker: dead-lettering a message from %s key %s: %s", c->exchange,
-             c->routing_key, c->bad);
-    fl_broker_acks_settle(&c->acks, c->dtag);
-    if (amqp_basic_reject(b->conn, c->id, c->dtag, 0) != AMQP_STATUS_OK)
-      fl_broker_link_lost(b, "reject failed");
     return;
   }
   struct item *it = fl_calloc(1, sizeof(*it));
@@ -545,9 +538,14 @@ static void delivered(fl_broker *b, struct chan *c) {
   if (c->inbox)
     fl_broker_copy(it->gid, sizeof(it->gid), c->inbox->gid);
   it->env = c->env;
-  it->body = c->body;
-  it->len = c->size;
-  c->body = NULL;
+  if (c->bad[0]) {
+    /* Unreadable: the loop counts it and rejects it to fleet.dlq. */
+    fl_broker_copy(it->why, sizeof(it->why), c->bad);
+  } else {
+    it->body = c->body;
+    it->len = c->size;
+    c->body = NULL;
+  }
   emit(b, it);
 }
 

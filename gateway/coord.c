@@ -369,6 +369,10 @@ static void fl_coord_on_state(void *ctx, int up, const char *why) {
 
 static void fl_coord_on_delivery(void *ctx, const fl_broker_delivery *d) {
   fl_coord *co = ctx;
+  if (d->bad) { /* not even an envelope */
+    fl_coord_reject(co, d, FL_C_VERIFY_MALFORMED, d->bad);
+    return;
+  }
   switch (d->source) {
   case FL_BROKER_INBOX:
     fl_coord_on_mail(co, d); /* settles d itself */

@@ -240,6 +240,10 @@ static const fl_inbound_ops fl_inbound_settle = {
 
 static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
   fl_fabric *f = ctx;
+  if (d->bad) { /* not even an envelope, whatever queue it came from */
+    fl_inbound_dead_letter(f->inbound, d, FL_C_VERIFY_MALFORMED, d->bad);
+    return;
+  }
   switch (d->source) {
   case FL_BROKER_INBOX:
     fl_inbound_receive(f->inbound, d); /* settles d itself */

@@ -24,6 +24,7 @@ import {
   counters,
   freshKey,
   headersFor,
+  MSG_ID,
   packedHeadersFor,
   parseJson,
   pinAll,
@@ -46,6 +47,7 @@ const VERIFY_COUNTERS = [
   'verify_expired',
   'verify_duplicate',
   'verify_newer_major',
+  'verify_malformed',
 ];
 
 /** Two pinned gateways, alice on hostA, bob and carol on hostB, an amqplib client. */
@@ -104,7 +106,7 @@ hostsTest('forged, replayed, expired, duplicate and newer-major messages are dea
     async function expectRefused(what, counter, { key = bobGid, headers, body, queue = inbox(key) }) {
       const before = await counters(hostB);
       await mq.publish('fleet.msg', key, headers, body);
-      const dl = await mq.takeFromDlq(headers.msgId);
+      const dl = await mq.takeFromDlq(headers.msgId ?? headers[MSG_ID]);
       assert.equal(dl.content.toString('utf8'), Buffer.from(body).toString('utf8'), `${what}: the dead letter is the published body`);
       const death = dl.properties.headers['x-death'];
       assert.ok(Array.isArray(death) && death.length > 0, `${what}: x-death header: ${JSON.stringify(dl.properties.headers)}`);
@@ -226,6 +228,14 @@ hostsTest('forged, replayed, expired, duplicate and newer-major messages are dea
     {
       const x = aliceToBob({ v: '2.0' }, 'from the future');
       await expectRefused('newer major v 2.0', 'verify_newer_major', { headers: headersFor(x.env, x.sig), body: x.body });
+    }
+    // (9) A packed envelope that is not one (a length that runs past its
+    // value): not an envelope at all.
+    {
+      const x = aliceToBob({}, 'badly packed');
+      const headers = packedHeadersFor(x.env, x.sig);
+      headers.env = headers.env.replace('kind:4:', 'kind:40:');
+      await expectRefused('a packed envelope that is not one', 'verify_malformed', { headers, body: x.body });
     }
     // (7) The control message's exact bytes again.
     await expectRefused('duplicate msgId', 'verify_duplicate', { headers: goodHeaders, body: good.body });

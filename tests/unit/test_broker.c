@@ -52,6 +52,7 @@ struct got {
   fl_envelope env;
   char *body;
   size_t len;
+  char bad[256]; /* d->bad, "" for none */
 };
 
 struct fx {
@@ -104,6 +105,7 @@ static void on_delivery(void *ctx, const fl_broker_delivery *d) {
   snprintf(g->gid, sizeof(g->gid), "%s", d->gid);
   snprintf(g->routing_key, sizeof(g->routing_key), "%s", d->routing_key);
   g->env = *d->env;
+  snprintf(g->bad, sizeof(g->bad), "%s", d->bad ? d->bad : "");
   g->len = d->len;
   g->body = malloc(d->len + 1);
   assert_non_null(g->body);
@@ -482,14 +484,12 @@ static void test_pipelined(void **state) {
   f->ngot = 0;
 }
 
-/* Reads fleet.dlq over a raw connection until msg_id shows up (acking it);
- * other messages are left there. */
-static int dlq_has(const char *msg_id) {
+/* A raw connection of the test's own with channel 1 open, and its end. */
+static amqp_connection_state_t raw_open(void) {
   amqp_connection_state_t c = amqp_new_connection();
   amqp_socket_t *s = amqp_tcp_socket_new(c);
   struct amqp_connection_info ci;
   char *u = strdup(uri);
-  int found = 0;
   assert_non_null(u);
   assert_int_equal(amqp_parse_url(u, &ci), AMQP_STATUS_OK);
   assert_int_equal(amqp_socket_open(s, ci.host, ci.port), AMQP_STATUS_OK);
@@ -498,6 +498,22 @@ static int dlq_has(const char *msg_id) {
   assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
   amqp_channel_open(c, 1);
   assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+  free(u);
+  return c;
+}
+
+static void raw_close(amqp_connection_state_t c) {
+  amqp_channel_close(c, 1, AMQP_REPLY_SUCCESS);
+  amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+  amqp_destroy_connection(c);
+}
+
+/* Reads fleet.dlq over a raw connection until msg_id shows up (acking it);
+ * other messages are left there. */
+static int dlq_has(const char *msg_id) {
+  amqp_connection_state_t c = raw_open();
+  int found = 0;
+  amqp_rpc_reply_t r;
   for (int tries = 0; tries < 100 && !found; tries++) {
     for (;;) {
       r = amqp_basic_get(c, 1, amqp_cstring_bytes("fleet.dlq"), 0);
@@ -525,10 +541,7 @@ static int dlq_has(const char *msg_id) {
       usleep(50 * 1000);
     }
   }
-  amqp_channel_close(c, 1, AMQP_REPLY_SUCCESS);
-  amqp_connection_close(c, AMQP_REPLY_SUCCESS);
-  amqp_destroy_connection(c);
-  free(u);
+  raw_close(c);
   return found;
 }
 
@@ -552,6 +565,36 @@ static void test_reject_to_dlq(void **state) {
   assert_int_equal(fl_broker_publish(f->b, "fleet.msg", "nobody", 0, &env, NULL, 0, f), 0);
   run_until(f, &f->done, d + 1);
   assert_true(dlq_has(env.msg_id));
+
+  /* Headers that are no envelope (a packed `env` whose length is wrong):
+   * the link hands the delivery over without its body, saying why, and
+   * the receiver's reject dead-letters it. */
+  char msg_id[FL_ID_LEN];
+  make_uuid(msg_id);
+  amqp_connection_state_t c = raw_open();
+  amqp_table_entry_t h = {amqp_cstring_bytes("env"), {AMQP_FIELD_KIND_UTF8, {0}}};
+  h.value.value.bytes = amqp_cstring_bytes("v:3:1.1\nkind:9:SEND\n");
+  amqp_basic_properties_t p = {0};
+  p._flags = AMQP_BASIC_HEADERS_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG;
+  p.headers.num_entries = 1;
+  p.headers.entries = &h;
+  p.message_id = amqp_cstring_bytes(msg_id);
+  p.delivery_mode = AMQP_DELIVERY_PERSISTENT;
+  assert_int_equal(amqp_basic_publish(c, 1, amqp_cstring_bytes("fleet.msg"),
+                                      amqp_cstring_bytes(l->gid), 0, 0, &p,
+                                      amqp_cstring_bytes("unreadable")),
+                   AMQP_STATUS_OK);
+  raw_close(c);
+  run_until_got(f, 1);
+  assert_non_null(strstr(f->got[0].bad, "kind"));
+  assert_int_equal(f->got[0].len, 0);
+  assert_string_equal(f->got[0].env.v, "1.1"); /* what could be read */
+  assert_int_equal(fl_broker_reject(f->b, f->got[0].tag, 0), 0);
+  clear_got(f);
+  d = f->done;
+  assert_int_equal(fl_broker_publish(f->b, "fleet.msg", "nobody", 0, &env, NULL, 0, f), 0);
+  run_until(f, &f->done, d + 1);
+  assert_true(dlq_has(msg_id));
 }
 
 /* A removed inbox keeps receiving into its queue; added again, the waiting
