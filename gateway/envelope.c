@@ -231,6 +231,9 @@ int fl_envelope_unpack(const char *s, size_t len, fl_envelope *env, char *err, s
     }
     const char *key = p;
     size_t klen = (size_t)(colon - p);
+    const fl_envelope_field *f = fl_envelope_field_find(key, klen);
+    /* Only a field's own name goes into a message: the key is the sender's. */
+    const char *name = f ? f->key : "(not a field)";
     p = colon + 1;
     size_t n = 0, digits = 0;
     while (p < end && *p >= '0' && *p <= '9' && digits < 8) {
@@ -239,15 +242,14 @@ int fl_envelope_unpack(const char *s, size_t len, fl_envelope *env, char *err, s
       digits++;
     }
     if (!digits || p >= end || *p != ':' || (digits > 1 && key[klen + 1] == '0')) {
-      fl_errf(err, errlen, "the packed envelope's field %.*s has no valid length", (int)klen, key);
+      fl_errf(err, errlen, "the packed envelope's field %s has no valid length", name);
       return FL_EPROTO;
     }
     p++;
     if (n >= (size_t)(end - p) || p[n] != '\n') {
-      fl_errf(err, errlen, "the packed envelope's field %.*s runs past its end", (int)klen, key);
+      fl_errf(err, errlen, "the packed envelope's field %s runs past its end", name);
       return FL_EPROTO;
     }
-    const fl_envelope_field *f = fl_envelope_field_find(key, klen);
     if (f) {
       unsigned bit = 1u << (f - fl_envelope_fields);
       if (seen & bit) {

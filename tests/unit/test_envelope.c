@@ -386,6 +386,8 @@ static void test_packed_malformed(void **state) {
       {"v:3:1.0\nv:3:1.1\n", 0, FL_EPROTO, "twice"},
       {"kind:16:ABCDEFGHIJKLMNOP\n", 0, FL_ETOOBIG, "kind"},
       {"kind:3:A\0B\n", 11, FL_EPROTO, "NUL"},
+      /* A key that is no field is never repeated back (it could be anything). */
+      {"x\ny:9:SEND\n", 0, FL_EPROTO, "(not a field) runs past"},
   };
   char err[256];
   fl_envelope e;
