@@ -38,6 +38,12 @@ void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...) {
   va_end(ap);
   if (n >= (int)sizeof line)
     n = (int)sizeof line - 1;
+  /* One event, one line: a control byte from anywhere (a host id or a
+   * reason read off the wire) cannot start a line of its own or recolour
+   * a terminal. */
+  for (int i = 0; i < n; i++)
+    if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+      line[i] = '?';
   line[n] = '\n';
   fwrite(line, 1, (size_t)n + 1, stderr);
   if (trace && *trace) {

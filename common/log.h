@@ -2,7 +2,9 @@
  *
  * Format: "2026-01-02T03:04:05.678Z LEVEL [trace=ID] message". The trace id
  * is printed whenever a flow has one, so one grep follows a message across
- * every hop. Lines never carry message bodies. Safe from any thread. */
+ * every hop. Lines never carry message bodies, and a control byte in what
+ * is logged (newline, escape) is written as '?', so a line is always one
+ * event. Safe from any thread. */
 #ifndef FL_LOG_H
 #define FL_LOG_H
 
