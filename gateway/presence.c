@@ -241,9 +241,13 @@ void fl_presence_forget(fl_presence *p, const char *host, const char *gid, long 
 }
 
 int fl_presence_host_reads_packed(const fl_presence *p, const char *host) {
-  for (const fl_host_seen *h = p ? p->hosts : NULL; h; h = h->next)
-    if (strcmp(h->host, host) == 0)
-      return h->reads_packed;
+  /* Asked once per publish (a broadcast, once per host): the list is
+   * sorted by host, so the walk stops where host would be. */
+  for (const fl_host_seen *h = p ? p->hosts : NULL; h; h = h->next) {
+    int cmp = strcmp(h->host, host);
+    if (cmp >= 0)
+      return cmp == 0 && h->reads_packed;
+  }
   return 0;
 }
 

@@ -685,6 +685,8 @@ static void test_host_beat_lists_entities(void **state) {
                fl_now_ms() + 1);
   assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 0);
   assert_int_equal(fl_presence_host_reads_packed(f->p, "hostC"), 1);
+  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostB"), 1);
+  assert_int_equal(fl_presence_host_reads_packed(f->p, "host"), 0); /* sorts before them all */
   /* Downgraded: its next beat says 1.0 again. */
   receive_beat_v(f, &c, "hostC", FL_GID_GATEWAY,
                  "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[],"
