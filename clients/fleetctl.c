@@ -29,6 +29,7 @@
 #include "clients/fleetctl_args.h"
 #include "clients/fleetctl_internal.h"
 #include "clients/fleetctl_mcp_config.h"
+#include "clients/fleetctl_profile.h"
 #include "clients/fleetctl_report.h"
 #include "clients/fleetctl_rpc.h"
 #include "clients/fleetctl_systemd.h"
@@ -53,6 +54,7 @@ enum {
   CTL_AS_AGENT = 1u << 3,    /* --as names the agent it configures */
   CTL_TAKES_SPAWN = 1u << 4, /* --host, --name and --brief */
   CTL_TAKES_OLDER = 1u << 5, /* --older-than */
+  CTL_TAKES_DIR = 1u << 6,   /* --dir and --cwd */
 };
 
 typedef struct ctl_cmd {
@@ -69,6 +71,7 @@ static int cmd_roster(ctl *c);
 static int cmd_send(ctl *c);
 static int cmd_poll(ctl *c);
 static int cmd_mcp_config(ctl *c);
+static int cmd_profile(ctl *c);
 static int cmd_identity(ctl *c);
 static int cmd_peer_add(ctl *c);
 static int cmd_peer_list(ctl *c);
@@ -109,6 +112,11 @@ static const ctl_cmd fl_ctl_cmds[] = {
      CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},
+    {"profile", 1, 1, cmd_profile, "profile claude|opencode|codex [--dir DIR] [--cwd DIR]",
+     "print a ready spawn profile for that agent, the\nfiles it needs (written under DIR) and "
+     "why;\n"
+     "CWD is the agent's working directory",
+     CTL_TAKES_DIR},
     {"systemd", 0, 0, cmd_systemd, "systemd",
      "print a systemd user unit for the fleetd beside\nthis fleetctl, and how to enable it", 0},
     {"identity", 0, 0, cmd_identity, "identity", "this gateway's host id and public key", 0},
@@ -526,6 +534,10 @@ static int cmd_mcp_config(ctl *c) {
   return fl_ctl_mcp_config(claude, c->o->as, c->o->socket);
 }
 
+static int cmd_profile(ctl *c) {
+  return fl_ctl_profile(c->args[0], c->o->dir, c->o->cwd, c->o->json);
+}
+
 /* ---- the dispatch ------------------------------------------------------------------- */
 
 /* Whether the command word w is the first word of name; *sub is then the
@@ -715,6 +727,8 @@ int main(int argc, char **argv) {
     cmds_taking(CTL_TAKES_SPAWN, names, sizeof names);
     return fl_ctl_usage_fail(NULL, "--host, --name and --brief are for %s", names);
   }
+  if ((o.dir || o.cwd) && !(cmd->takes & CTL_TAKES_DIR))
+    return fl_ctl_usage_fail(NULL, "--dir and --cwd are for profile");
   if ((st = check_as(cmd, &o)) != 0)
     return st;
 

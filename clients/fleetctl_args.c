@@ -111,6 +111,14 @@ int fl_ctl_parse_args(int argc, char **argv, fl_ctl_opts *o) {
         if (m == CTL_OPT_NO_VALUE || !*v)
           return fl_ctl_usage_fail(NULL, "--brief needs TEXT");
         o->brief = v;
+      } else if ((m = opt_value("--dir", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
+        if (m == CTL_OPT_NO_VALUE || !*v)
+          return fl_ctl_usage_fail(NULL, "--dir needs a DIR");
+        o->dir = v;
+      } else if ((m = opt_value("--cwd", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
+        if (m == CTL_OPT_NO_VALUE || !*v)
+          return fl_ctl_usage_fail(NULL, "--cwd needs a DIR");
+        o->cwd = v;
       } else {
         return fl_ctl_usage_fail(NULL, "unknown option '%s'", a);
       }

@@ -1,0 +1,384 @@
+/* fleetctl_profile.c — `fleetctl profile AGENT`: a spawn profile for
+ * fleetd.json that starts a real agent CLI as a fleet worker, with the
+ * files that agent needs (see fleetctl_profile.h).
+ *
+ * One row of fl_profile_agents per agent: the program looked up on PATH,
+ * the regex of its idle, empty input line (`prompt`), how long its screen
+ * must stay still before fleet types (`quietMs`), the leading characters it
+ * treats as commands (`commandChars`), and a function that adds its files
+ * and command-line arguments. What every profile shares:
+ *
+ *  - The command names the agent by absolute path. fleetd opens the window
+ *    with `tmux new-window`, so tmux finds a bare name on the tmux server's
+ *    PATH; a profile's env.PATH only reaches the agent once it runs.
+ *  - The worker's MCP config runs fleet-mcp by absolute path and sets no
+ *    FLEET_* variable: fleet-mcp takes FLEET_GID, FLEET_NAME, FLEET_ROLE
+ *    and FLEET_SOCKET from the window's environment, which fleetd sets.
+ *  - The files live in one directory of their own (--dir; by default
+ *    <state dir>/profiles/<agent>), so nothing of the user's own agent
+ *    config is touched.
+ *
+ * The Claude Code row is what tests/clis/claude.test.mjs runs. Nothing is
+ * written here: the output (--json: {profile, files, notes}) is what a user
+ * or a test writes. */
+#include "clients/fleetctl_profile.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clients/client_paths.h"
+#include "clients/fleetctl_report.h"
+#include "clients/fleetctl_rpc.h"
+#include "common/alloc.h"
+#include "common/limits.h"
+#include "common/paths.h"
+
+/* Long enough for any agent to start, show its screen and have its MCP
+ * client register; a first start that migrates its config takes longest. */
+#define FL_PROFILE_READY_S 60
+
+/* What every agent's builder gets. */
+typedef struct fl_profile_ctx {
+  const char *dir;       /* absolute: where the files go */
+  const char *cwd;       /* absolute: the agent's working directory */
+  const char *fleet_mcp; /* absolute path of fleet-mcp (or the bare name) */
+  json_t *command;       /* the profile's command; [0] is the agent */
+  json_t *env;           /* the profile's env */
+  json_t *files;         /* [{path, content}] */
+  json_t *notes;         /* [string] */
+} fl_profile_ctx;
+
+typedef struct fl_profile_agent {
+  const char *name;          /* the profile's name and the argument of `fleetctl profile` */
+  const char *program;       /* looked up on PATH */
+  const char *prompt;        /* the idle, empty input line (a POSIX ERE) */
+  int quiet_ms;              /* the screen must be still this long before typing */
+  const char *command_chars; /* leading characters the agent reads as commands */
+  int (*build)(fl_profile_ctx *x);
+} fl_profile_agent;
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+/* The first executable `name` in a directory of PATH, into out; 0 or -1. */
+static int find_on_path(const char *name, char *out, size_t n) {
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t dl = strcspn(path, ":");
+    if (dl > 0 && path[0] == '/') {
+      int w = snprintf(out, n, "%.*s/%s", (int)dl, path, name);
+      if (w > 0 && (size_t)w < n && access(out, X_OK) == 0)
+        return 0;
+    }
+    path += dl;
+    if (*path == ':')
+      path++;
+  }
+  out[0] = '\0';
+  return -1;
+}
+
+/* p made absolute against the current directory (and without a trailing
+ * '/'), into out; 0 or -1 when it does not fit. */
+static int absolute(const char *p, char *out, size_t n) {
+  char cwd[PATH_MAX];
+  int w;
+  if (p[0] == '/')
+    w = snprintf(out, n, "%s", p);
+  else if (getcwd(cwd, sizeof cwd))
+    w = snprintf(out, n, "%s/%s", cwd, p);
+  else
+    return -1;
+  if (w <= 0 || (size_t)w >= n)
+    return -1;
+  size_t len = (size_t)w;
+  while (len > 1 && out[len - 1] == '/')
+    out[--len] = '\0';
+  return 0;
+}
+
+/* Adds {path: dir/name, content: doc as indented JSON + '\n'}; steals doc. */
+static int add_json_file(fl_profile_ctx *x, const char *name, json_t *doc) {
+  char path[PATH_MAX];
+  char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+  json_decref(doc);
+  int ok = text && snprintf(path, sizeof path, "%s/%s", x->dir, name) < (int)sizeof path;
+  json_t *content = ok ? json_sprintf("%s\n", text) : NULL;
+  fl_free(text);
+  ok = content && json_array_append_new(
+                      x->files, json_pack("{s:s, s:o}", "path", path, "content", content)) == 0;
+  return ok ? 0 : -1;
+}
+
+static int add_text_file(fl_profile_ctx *x, const char *name, const char *text) {
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/%s", x->dir, name) >= (int)sizeof path)
+    return -1;
+  return json_array_append_new(x->files, json_pack("{s:s, s:s}", "path", path, "content", text));
+}
+
+static int note(fl_profile_ctx *x, const char *text) {
+  return json_array_append_new(x->notes, json_string(text));
+}
+
+/* A path under dir as a new JSON string. */
+static json_t *under(const fl_profile_ctx *x, const char *name) {
+  return json_sprintf("%s/%s", x->dir, name);
+}
+
+/* ---- Claude Code ------------------------------------------------------------------- */
+
+/* Claude Code keeps its state in CLAUDE_CONFIG_DIR (default ~). Before it
+ * takes input on a fresh config it asks, each blocking a spawned worker:
+ * the onboarding (which first checks that api.anthropic.com is reachable),
+ * whether to use an ANTHROPIC_API_KEY it finds in its environment, and
+ * whether to trust the working directory. .claude.json answers them:
+ * hasCompletedOnboarding, customApiKeyResponses.approved (the key's last 20
+ * characters) and projects[cwd].hasTrustDialogAccepted. */
+#define FL_CLAUDE_KEY_TAIL 20
+
+static int build_claude(fl_profile_ctx *x) {
+  json_t *cfgdir = under(x, "config");
+  if (!cfgdir || json_object_set_new(x->env, "CLAUDE_CONFIG_DIR", cfgdir) != 0)
+    return -1;
+  if (json_array_append_new(x->command, json_string("--mcp-config")) != 0 ||
+      json_array_append_new(x->command, under(x, "worker.mcp.json")) != 0 ||
+      json_array_append_new(x->command, json_string("--settings")) != 0 ||
+      json_array_append_new(x->command, under(x, "settings.json")) != 0)
+    return -1;
+
+  json_t *mcp = json_pack("{s:{s:{s:s, s:s, s:[]}}}", "mcpServers", "fleet", "type", "stdio",
+                          "command", x->fleet_mcp, "args");
+  json_t *settings = json_pack("{s:{s:[s]}}", "permissions", "allow", "mcp__fleet");
+  json_t *state = json_pack("{s:b, s:{s:{s:b}}}", "hasCompletedOnboarding", 1, "projects", x->cwd,
+                            "hasTrustDialogAccepted", 1);
+  const char *key = getenv("ANTHROPIC_API_KEY");
+  int with_key = key && strlen(key) >= FL_CLAUDE_KEY_TAIL;
+  if (state && with_key &&
+      json_object_set_new(state, "customApiKeyResponses",
+                          json_pack("{s:[s], s:[]}", "approved",
+                                    key + strlen(key) - FL_CLAUDE_KEY_TAIL, "rejected")) != 0) {
+    json_decref(state);
+    state = NULL;
+  }
+  if (add_json_file(x, "worker.mcp.json", mcp) || add_json_file(x, "settings.json", settings) ||
+      add_json_file(x, "config/.claude.json", state))
+    return -1;
+
+  if (note(x, "worker.mcp.json runs fleet-mcp with no FLEET_* settings of its own: fleet-mcp takes "
+              "FLEET_GID, FLEET_NAME, FLEET_ROLE and FLEET_SOCKET from the window fleetd opens, "
+              "which Claude Code passes on to it.") ||
+      note(x, "settings.json allows the fleet tools (permissions.allow [\"mcp__fleet\"]): without "
+              "it Claude Code stops at a permission prompt on the first fleet call, and claude -p "
+              "refuses every fleet call.") ||
+      note(x, "The worker keeps its own Claude Code config (CLAUDE_CONFIG_DIR, the config "
+              "directory here), so nothing of yours is touched. Its .claude.json pre-answers the "
+              "first-run dialogs that would block a spawned worker: onboarding "
+              "(hasCompletedOnboarding), trust of the working directory "
+              "(projects[cwd].hasTrustDialogAccepted) and, when ANTHROPIC_API_KEY was set here, "
+              "the use of that key (customApiKeyResponses, its last 20 characters).") ||
+      json_array_append_new(
+          x->notes,
+          json_sprintf("Sign the worker's config in once, or give it an API key: run "
+                       "`CLAUDE_CONFIG_DIR=%s/config claude` and /login, or have ANTHROPIC_API_KEY "
+                       "in the environment of the tmux server fleetd opens windows on (or in the "
+                       "profile's env) and run `fleetctl profile claude` again with it set, so its "
+                       "use is pre-approved.",
+                       x->dir)) != 0 ||
+      note(x, "A spawn for another working directory needs its own hasTrustDialogAccepted entry: "
+              "run fleetctl profile again with --cwd."))
+    return -1;
+  if (!with_key &&
+      note(x, "ANTHROPIC_API_KEY is not set here, so its use is not pre-approved: with a key in "
+              "the worker's environment, Claude Code would stop at \"Do you want to use this API "
+              "key?\"."))
+    return -1;
+  return 0;
+}
+
+/* ---- opencode ------------------------------------------------------------------------ */
+
+/* Not proven by a test yet: opencode reads the config file named by
+ * OPENCODE_CONFIG on top of its own; its idle input line shows a
+ * placeholder ("Ask anything…"), which the prompt regex allows. */
+static int build_opencode(fl_profile_ctx *x) {
+  json_t *cfg = under(x, "opencode.json");
+  if (!cfg || json_object_set_new(x->env, "OPENCODE_CONFIG", cfg) != 0)
+    return -1;
+  json_t *doc =
+      json_pack("{s:s, s:{s:{s:s, s:[s], s:b}}}", "$schema", "https://opencode.ai/config.json",
+                "mcp", "fleet", "type", "local", "command", x->fleet_mcp, "enabled", 1);
+  if (add_json_file(x, "opencode.json", doc) ||
+      note(x, "opencode.json runs fleet-mcp with no FLEET_* settings of its own: it takes them "
+              "from the window fleetd opens. OPENCODE_CONFIG points opencode at it."))
+    return -1;
+  return 0;
+}
+
+/* ---- Codex ------------------------------------------------------------------------------ */
+
+/* Not proven by a test yet: Codex keeps its config in CODEX_HOME; it starts
+ * a stdio MCP server with a clean environment, passing only the variables
+ * env_vars lists, and daemon_auto_start = false keeps it from leaving a
+ * background daemon behind. */
+static int build_codex(fl_profile_ctx *x) {
+  json_t *home = under(x, "codex-home");
+  if (!home || json_object_set_new(x->env, "CODEX_HOME", home) != 0)
+    return -1;
+  json_t *cmd = json_string(x->fleet_mcp);
+  char *qcmd = cmd ? json_dumps(cmd, JSON_ENCODE_ANY) : NULL;
+  json_decref(cmd);
+  json_t *toml = qcmd ? json_sprintf("[mcp_servers.fleet]\n"
+                                     "command = %s\n"
+                                     "args = []\n"
+                                     "env_vars = [\"FLEET_GID\", \"FLEET_NAME\", \"FLEET_ROLE\", "
+                                     "\"FLEET_GROUPS\", \"FLEET_SOCKET\", \"TMUX\", "
+                                     "\"TMUX_PANE\"]\n"
+                                     "\n"
+                                     "[features]\n"
+                                     "daemon_auto_start = false\n",
+                                     qcmd)
+                      : NULL;
+  fl_free(qcmd);
+  int rc = toml ? add_text_file(x, "codex-home/config.toml", json_string_value(toml)) : -1;
+  json_decref(toml);
+  if (rc ||
+      note(x, "config.toml's [mcp_servers.fleet] lists the FLEET_* variables in env_vars: Codex "
+              "passes a stdio MCP server only the variables listed there."))
+    return -1;
+  return 0;
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+static const fl_profile_agent fl_profile_agents[] = {
+    /* Claude Code's idle input line: "❯" and a no-break space, or "> " inside
+     * a box border on older versions; padded with spaces or no-break spaces. */
+    {"claude", "claude", "^(│|\\|)?( |\u00a0)*(>|❯)( |\u00a0)*(│|\\|)?( |\u00a0)*$", 500, "!/#",
+     build_claude},
+    /* Best guess, to be proven: the empty input line is a "┃" border, with
+     * or without its placeholder. */
+    {"opencode", "opencode", "^ *┃ *(Ask anything.*)?$", 500, "!/#", build_opencode},
+    /* Best guess, to be proven: "›" and its placeholder. */
+    {"codex", "codex", "^ *› *(Ask Codex to do anything.*)?$", 500, "!/#", build_codex},
+};
+#define FL_PROFILE_NAGENTS (sizeof fl_profile_agents / sizeof fl_profile_agents[0])
+
+/* ---- output -----------------------------------------------------------------------------------
+ */
+
+static int print_human(const char *name, json_t *profile, json_t *files, json_t *notes) {
+  char *ptext = json_dumps(profile, JSON_INDENT(2));
+  if (!ptext)
+    return fl_ctl_fail("out of memory");
+  printf("# fleetd.json: put this under \"profiles\"\n\"%s\": %s\n", name, ptext);
+  fl_free(ptext);
+  size_t i;
+  json_t *f;
+  json_array_foreach(files, i, f) {
+    printf("\n# write %s:\n%s", json_string_value(json_object_get(f, "path")),
+           json_string_value(json_object_get(f, "content")));
+  }
+  puts("\n# notes");
+  json_t *n;
+  json_array_foreach(notes, i, n) printf("- %s\n", json_string_value(n));
+  puts("\n# `fleetctl profile --json` prints all of this as one JSON object.");
+  return FL_EXIT_OK;
+}
+
+int fl_ctl_profile(const char *agent, const char *dir_opt, const char *cwd_opt, int json) {
+  const fl_profile_agent *a = NULL;
+  for (size_t i = 0; i < FL_PROFILE_NAGENTS; i++)
+    if (strcmp(fl_profile_agents[i].name, agent) == 0)
+      a = &fl_profile_agents[i];
+  if (!a)
+    return fl_ctl_usage_fail("profile claude|opencode|codex [--dir DIR] [--cwd DIR]",
+                             "profile takes 'claude', 'opencode' or 'codex', not '%s'", agent);
+
+  char dir[PATH_MAX], cwd[PATH_MAX], real[PATH_MAX], exe[PATH_MAX], mcp[PATH_MAX];
+  if (dir_opt) {
+    if (absolute(dir_opt, dir, sizeof dir) != 0)
+      return fl_ctl_fail("--dir %s: the path is too long", dir_opt);
+  } else {
+    char state[PATH_MAX];
+    if (fl_paths_state_dir(state, sizeof state) != 0 ||
+        snprintf(dir, sizeof dir, "%s/profiles/%s", state, a->name) >= (int)sizeof dir)
+      return fl_ctl_fail("no state directory (set HOME, XDG_STATE_HOME or FLEET_STATE_DIR), or "
+                         "give the files' directory with --dir");
+  }
+  if (absolute(cwd_opt ? cwd_opt : ".", cwd, sizeof cwd) != 0)
+    return fl_ctl_fail("--cwd: the path is too long");
+  /* The agent keys its per-directory state by the real path. */
+  if (realpath(cwd, real) && strlen(real) < sizeof cwd)
+    memcpy(cwd, real, strlen(real) + 1);
+
+  int found = find_on_path(a->program, exe, sizeof exe) == 0;
+  if (!found)
+    snprintf(exe, sizeof exe, "%s", a->program);
+  if (fl_client_sibling("fleet-mcp", mcp, sizeof mcp) != 0 &&
+      find_on_path("fleet-mcp", mcp, sizeof mcp) != 0)
+    snprintf(mcp, sizeof mcp, "fleet-mcp");
+
+  int st = FL_EXIT_FAIL;
+  json_t *profile = NULL;
+  fl_profile_ctx x = {.dir = dir,
+                      .cwd = cwd,
+                      .fleet_mcp = mcp,
+                      .command = json_pack("[s]", exe),
+                      .env = json_object(),
+                      .files = json_array(),
+                      .notes = json_array()};
+  if (!x.command || !x.env || !x.files || !x.notes || a->build(&x) != 0)
+    goto oom;
+  if (!found) {
+    char msg[PATH_MAX + 256];
+    snprintf(msg, sizeof msg,
+             "%s was not found on PATH: command[0] is the bare name, which works only if it is on "
+             "the PATH of the tmux server fleetd opens windows on. Install it, or put its absolute "
+             "path there.",
+             a->program);
+    fprintf(stderr, "fleetctl: warning: %s\n", msg);
+    if (note(&x, msg))
+      goto oom;
+  }
+  if (strcmp(mcp, "fleet-mcp") == 0) {
+    fprintf(stderr, "fleetctl: warning: fleet-mcp is not next to fleetctl nor on PATH; the MCP "
+                    "config names it bare, so it must be on the agent's PATH\n");
+  }
+  if (note(&x, "The command names the agent by absolute path: fleetd opens the window with tmux, "
+               "which looks a bare name up on the tmux server's PATH; the profile's env.PATH does "
+               "not decide it."))
+    goto oom;
+  profile = json_pack("{s:s, s:O, s:s, s:O, s:s, s:i, s:s, s:i, s:s}", "backend", "tmux", "command",
+                      x.command, "cwd", cwd, "env", x.env, "role", "worker", "readyTimeoutS",
+                      FL_PROFILE_READY_S, "prompt", a->prompt, "quietMs", a->quiet_ms,
+                      "commandChars", a->command_chars);
+  if (!profile)
+    goto oom;
+  if (json) {
+    json_t *doc = json_pack("{s:s, s:O, s:O, s:O}", "name", a->name, "profile", profile, "files",
+                            x.files, "notes", x.notes);
+    char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+    json_decref(doc);
+    if (!text)
+      goto oom;
+    puts(text);
+    fl_free(text);
+    st = FL_EXIT_OK;
+  } else {
+    st = print_human(a->name, profile, x.files, x.notes);
+  }
+  goto done;
+oom:
+  st = fl_ctl_fail("out of memory (or a path that is not UTF-8)");
+done:
+  json_decref(profile);
+  json_decref(x.command);
+  json_decref(x.env);
+  json_decref(x.files);
+  json_decref(x.notes);
+  return st;
+}
