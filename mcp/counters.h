@@ -24,7 +24,8 @@
   X(SESSIONS_REFUSED, "sessions_refused")               /* wrong uid, full, or initialize */       \
   X(SESSIONS_ACCEPTED, "sessions_accepted")             /* connections accepted */                 \
   X(SESSIONS_DROPPED_SLOW, "sessions_dropped_slow")     /* over FL_MAX_OUTQ unread */              \
-  X(SESSIONS_REFUSED_FDS, "sessions_refused_fds")       /* out of file descriptors */
+  X(SESSIONS_REFUSED_FDS, "sessions_refused_fds")       /* out of file descriptors */              \
+  X(SESSIONS_RESUMED, "sessions_resumed")               /* fleet-mcp back after a lost link */
 
 #define FL_MCP_COUNTER_ENUM(name, json) FL_MCP_C_##name,
 enum fl_mcp_counter { FL_MCP_COUNTERS(FL_MCP_COUNTER_ENUM) FL_MCP_C_COUNT };

@@ -11,7 +11,10 @@
  * message held for the session is also pushed as
  * notifications/claude/channel. initialize also tells which interface reads the
  * session's messages (an agent or fleetctl), and refusals are worded for it
- * (hints.h). What the session sees go wrong (lines that are not
+ * (hints.h). A named session's initialize result carries its gid in
+ * _meta["fleet/identity"], so fleet-mcp can register again as the same entity
+ * after a lost connection (identity "resume": true, counted in
+ * sessions_resumed). What the session sees go wrong (lines that are not
  * JSON-RPC, unknown methods) is counted in its server's counters. */
 #include "mcp/mcp.h"
 
@@ -152,6 +155,9 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
   json_t *ident = json_object_get(json_object_get(params, "_meta"), "fleet/identity");
   fl_ident id_c;
   memset(&id_c, 0, sizeof id_c);
+  /* fleet-mcp sets resume when it registers again after its connection to
+   * fleetd was lost (a fleetd restart): the same entity, back. */
+  int resumed = json_is_true(json_object_get(ident, "resume"));
   if (json_is_object(ident)) {
     id_c.name = fl_meta_str(ident, "name");
     id_c.role = fl_meta_str(ident, "role");
@@ -193,6 +199,10 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
   }
   s->initialized = 1;
   const char *who = fl_client_name(s->client);
+  if (who && resumed) {
+    fl_mcp_counters_bump(s->counters, FL_MCP_C_SESSIONS_RESUMED);
+    fl_info(NULL, "'%s' resumed its session after a lost connection", who);
+  }
   char instructions[768];
   fl_errf(instructions, sizeof instructions,
           "fleet connects you with the other agents in your fleet%s%s. fleet_list shows who "
@@ -208,6 +218,12 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
       json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
                 "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name",
                 "fleetd", "version", FLEET_VERSION, "instructions", instructions);
+  /* Who the session is, so fleet-mcp registers again as the same entity
+   * (the same gid) should its connection be lost. */
+  if (who && result)
+    json_object_set_new(result, "_meta",
+                        json_pack("{s:{s:s, s:s}}", "fleet/identity", "gid",
+                                  fl_client_gid(s->client), "name", who));
   /* A channel server declares the capability back (Claude Code channels). */
   if (s->channel && result)
     json_object_set_new(json_object_get(result, "capabilities"), "experimental",
