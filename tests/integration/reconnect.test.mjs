@@ -1,0 +1,309 @@
+// reconnect.test.mjs — fleet-mcp survives fleetd restarts. Under a connected
+// MCP client (the SDK, as Claude Code or opencode would run it), fleetd is
+// stopped and started again (SIGTERM, and kill -9): fleet-mcp stays up, the
+// call that was waiting gets a retryable tool error at once, calls made
+// while fleetd is away get one too, and once fleetd is back the agent is
+// online again with the same gid, its held messages (from before the
+// restart, and sent while it was reconnecting) are polled exactly once, and
+// it is nudged again. A socket that answers initialize with a refusal is
+// reported and retried. stdin EOF still ends fleet-mcp, with status 0.
+
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  fleetTest,
+  bin,
+  callTool,
+  callToolRaw,
+  entity,
+  nudgeConfig,
+  resultText,
+  selfGid,
+  sleep,
+  waitFor,
+  PROTOCOL_VERSION,
+  WAIT_MS,
+} from './harness.mjs';
+
+/** fleet-mcp's process for a client of the harness. */
+function proc(f, client) {
+  const rec = f.clientRecord(client);
+  assert.ok(rec?.proc, 'the harness knows the fleet-mcp process');
+  return rec.proc;
+}
+
+function alive(p) {
+  return p.exitCode === null && p.signalCode === null;
+}
+
+/** Calls fleet_list until it succeeds (fleet-mcp may still be reconnecting). */
+async function listWhenBack(client, what) {
+  return waitFor(
+    async () => {
+      const r = await callToolRaw(client, 'fleet_list', {});
+      return r.isError ? null : r.structuredContent;
+    },
+    { what, timeout: 30000, interval: 200 }
+  );
+}
+
+async function counters(f) {
+  const r = await f.fleetctl(['--json', 'status']);
+  assert.equal(r.code, 0, r.stderr);
+  const s = JSON.parse(r.stdout);
+  return s.counters || s;
+}
+
+/** The restart: fleetd away (SIGTERM or kill -9) and back on the same state. */
+async function restartCase(f, t, how) {
+  const config = nudgeConfig(true);
+  await f.startFleetd({ config });
+  const alice = await f.mcpClient('alice', { role: 'lead', groups: ['ops'] });
+  const bob = await f.mcpClient('bob', { role: 'lead' });
+  const notes = [];
+  alice.setNotificationHandler(LoggingMessageNotificationSchema, (n) => notes.push(n.params));
+  const before = await callTool(alice, 'fleet_list', {});
+  const aliceGid = selfGid(before);
+  assert.ok(aliceGid, JSON.stringify(before));
+
+  // Held for alice before the restart.
+  const held = await callTool(bob, 'fleet_send', { to: 'alice', content: 'held before the restart' });
+  assert.equal(held.status, 'sent', JSON.stringify(held));
+  // A poll that waits when fleetd goes away (bob has nothing held).
+  const waiting = callToolRaw(bob, 'fleet_poll', { wait_s: 30 });
+  await sleep(300);
+
+  const mcpAlice = proc(f, alice);
+  const mcpBob = proc(f, bob);
+  const t0 = Date.now();
+  if (how === 'kill9') await f.kill9();
+  else await f.stopFleetd();
+
+  // The waiting call ends well before its 30 s. A fleetd that stops
+  // (SIGTERM) answers it itself, with nothing; under a crash fleet-mcp
+  // answers it with a retryable tool error.
+  const lost = await waiting;
+  const lostAfter = Date.now() - t0;
+  t.diagnostic(`the waiting poll was answered ${lostAfter} ms after fleetd went away: ${resultText(lost)}`);
+  if (how === 'kill9' || lost.isError) {
+    assert.equal(lost.isError, true, `the in-flight call fails: ${JSON.stringify(lost)}`);
+    assert.match(resultText(lost), /fleetd went away while this call was in flight/);
+    assert.match(resultText(lost), /retry/);
+  } else {
+    assert.deepEqual(lost.structuredContent.messages, [], JSON.stringify(lost));
+  }
+  assert.ok(lostAfter < 20000, `answered long before wait_s ran out (${lostAfter} ms)`);
+
+  // A call while fleetd is away: a retryable error too, within the short hold.
+  const down = await callToolRaw(alice, 'fleet_list', {}, { timeout: 30000 });
+  assert.equal(down.isError, true, `no fleetd, no list: ${JSON.stringify(down)}`);
+  assert.match(resultText(down), /not connected to fleetd right now: fleetd is not running/);
+  assert.match(resultText(down), /retry/);
+  // ping is answered by fleet-mcp itself.
+  assert.deepEqual(await alice.ping(), {});
+
+  assert.ok(alive(mcpAlice) && alive(mcpBob), 'fleet-mcp stays up while fleetd is away');
+  await sleep(1000);
+  assert.ok(alive(mcpAlice) && alive(mcpBob), 'and keeps trying');
+
+  await f.startFleetd({ config });
+  // Sent while alice's fleet-mcp may still be reconnecting.
+  const ctl = await f.fleetctl(['--json', '--as', 'carol', 'send', 'alice', 'sent after the restart']);
+  assert.equal(ctl.code, 0, `${ctl.stdout}${ctl.stderr}`);
+  const sentAfter = JSON.parse(ctl.stdout);
+
+  // Online again, the same gid, seen from the other agent too.
+  const list = await listWhenBack(alice, "alice's fleet-mcp to be back");
+  assert.equal(selfGid(list), aliceGid, 'alice is the same entity after the restart');
+  const me = entity(list, 'alice');
+  assert.equal(me.status, 'online', JSON.stringify(me));
+  assert.equal(me.role, 'lead');
+  assert.deepEqual(me.groups, ['ops']);
+  const seen = await listWhenBack(bob, "bob's fleet-mcp to be back");
+  assert.equal(entity(seen, 'alice').gid, aliceGid);
+
+  // The nudge works again: held messages wake the resumed session.
+  await waitFor(() => notes.length >= 1, { what: 'a nudge (notifications/message) to alice after the restart' });
+
+  // Both messages, each once.
+  const got = await callTool(alice, 'fleet_poll', { max: 10 });
+  assert.deepEqual(
+    got.messages.map((m) => m.content).sort(),
+    ['held before the restart', 'sent after the restart'],
+    JSON.stringify(got)
+  );
+  assert.ok(got.messages.some((m) => m.msgId === held.msgId));
+  assert.ok(got.messages.some((m) => m.msgId === sentAfter.msgId));
+  const again = await callTool(alice, 'fleet_poll', {});
+  assert.deepEqual(again.messages, [], 'polled once only');
+
+  // The session is a working one: a send, a reply.
+  const ping = await callTool(bob, 'fleet_send', { to: 'alice', content: 'still there?' });
+  const polled = await callTool(alice, 'fleet_poll', {});
+  assert.equal(polled.messages[0].msgId, ping.msgId);
+
+  assert.ok((await counters(f)).sessions_resumed >= 2, 'fleetd counts both resumed sessions');
+  const err = f.clientStderr(alice);
+  assert.match(err, /fleet-mcp: lost fleetd \(fleetd closed the connection\)/);
+  assert.match(err, /fleet-mcp: fleetd is back: 'alice' registered again \(gid [0-9a-f-]{36}\)/);
+
+  // stdin EOF still ends fleet-mcp, with status 0.
+  await f.closeClient(alice);
+  assert.equal(mcpAlice.exitCode, 0, 'fleet-mcp exits 0 on stdin EOF');
+  await waitFor(async () => entity(await callTool(bob, 'fleet_list', {}), 'alice')?.status === 'offline', {
+    what: 'alice offline once her client went away',
+  });
+}
+
+fleetTest('fleet-mcp reconnects after fleetd stops and starts again, as the same entity', (f, t) =>
+  restartCase(f, t, 'stop')
+);
+fleetTest('fleet-mcp reconnects after kill -9 of fleetd, as the same entity', (f, t) => restartCase(f, t, 'kill9'));
+
+fleetTest('a worker with FLEET_GID comes back with that gid, even to an empty roster', async (f) => {
+  await f.startFleetd();
+  const gid = '0f3c4c61-8a7e-4cfb-9a55-4f0d1f7c2b10';
+  const w = await f.mcpClient('w1', { env: { FLEET_GID: gid } });
+  assert.equal(selfGid(await callTool(w, 'fleet_list', {})), gid);
+  await f.kill9();
+  // The state dir is gone too: fleetd starts with an empty roster, and the
+  // worker still comes back under its own gid.
+  rmSync(f.stateDir, { recursive: true, force: true });
+  await f.startFleetd();
+  const list = await listWhenBack(w, 'the worker back');
+  assert.equal(selfGid(list), gid);
+  assert.equal(entity(list, 'w1').status, 'online');
+});
+
+/** fleet-mcp over stdio, spoken to in raw JSON-RPC lines. */
+class StdioConn {
+  constructor(f, env) {
+    this.proc = spawn(bin('fleet-mcp'), [], { env: f.env({ FLEET_SOCKET: f.socket, ...env }), stdio: 'pipe' });
+    f.others.push(this.proc);
+    this.lines = [];
+    this.buf = '';
+    this.stderr = '';
+    this.nextId = 1;
+    this.exited = new Promise((resolve) => this.proc.once('exit', (code, signal) => resolve({ code, signal })));
+    this.proc.stdout.setEncoding('utf8');
+    this.proc.stderr.setEncoding('utf8');
+    this.proc.stderr.on('data', (d) => (this.stderr += d));
+    this.proc.stdout.on('data', (d) => {
+      this.buf += d;
+      let i;
+      while ((i = this.buf.indexOf('\n')) >= 0) {
+        const line = this.buf.slice(0, i);
+        this.buf = this.buf.slice(i + 1);
+        if (line.trim()) this.lines.push(JSON.parse(line));
+      }
+    });
+  }
+
+  send(v) {
+    this.proc.stdin.write(JSON.stringify(v) + '\n');
+  }
+
+  async take(pred, timeout = WAIT_MS, what = 'a line') {
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const i = this.lines.findIndex(pred);
+      if (i >= 0) return this.lines.splice(i, 1)[0];
+      if (Date.now() > deadline) throw new Error(`no ${what} from fleet-mcp in ${timeout} ms; stderr: ${this.stderr}`);
+      await sleep(20);
+    }
+  }
+
+  async request(method, params, timeout = WAIT_MS) {
+    const id = this.nextId++;
+    this.send({ jsonrpc: '2.0', id, method, params });
+    return this.take((l) => l.id === id && !('method' in l), timeout, `response to ${method}`);
+  }
+}
+
+fleetTest('channel pushes work again after the restart; nothing of fleet-mcp\'s own reaches the client', async (f) => {
+  await f.startFleetd();
+  const c = new StdioConn(f, { FLEET_NAME: 'chan', FLEET_ROLE: 'worker', FLEET_CHANNEL: '1' });
+  const init = await c.request('initialize', {
+    protocolVersion: PROTOCOL_VERSION,
+    capabilities: { experimental: { 'claude/channel': {} } },
+    clientInfo: { name: 'reconnect-test', version: '0.0.0' },
+  });
+  assert.ok(init.result, JSON.stringify(init));
+  assert.match(init.result._meta?.['fleet/identity']?.gid ?? '', /^[0-9a-f-]{36}$/, 'initialize names the gid');
+  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  assert.ok((await c.request('logging/setLevel', { level: 'warning' })).result);
+
+  await f.stopFleetd();
+  await f.startFleetd();
+  await waitFor(() => /fleetd is back/.test(c.stderr), { what: 'fleet-mcp back', timeout: 30000 });
+  const ctl = await f.fleetctl(['--as', 'sender', 'send', 'chan', 'pushed after the restart']);
+  assert.equal(ctl.code, 0, ctl.stderr);
+  const push = await c.take((l) => l.method === 'notifications/claude/channel', WAIT_MS, 'a channel push');
+  assert.equal(push.params.content, 'pushed after the restart');
+  const polled = await c.request('tools/call', { name: 'fleet_poll', arguments: {} });
+  assert.equal(polled.result.structuredContent.messages[0].content, 'pushed after the restart');
+  // Only answers to the client's own ids, and no second initialize result.
+  assert.deepEqual(
+    c.lines.filter((l) => !('method' in l)),
+    [],
+    'no stray responses (fleet-mcp keeps the answers to its own requests)'
+  );
+  // The level the client chose was set again: a nudge (notice) is not sent.
+  assert.equal(c.lines.filter((l) => l.method === 'notifications/message').length, 0);
+
+  c.proc.stdin.end();
+  assert.deepEqual(await c.exited, { code: 0, signal: null });
+});
+
+fleetTest('a socket that refuses the session is reported, retried, and left for fleetd', async (f) => {
+  await f.startFleetd();
+  const c = new StdioConn(f, { FLEET_NAME: 'rf', FLEET_ROLE: 'worker' });
+  const init = await c.request('initialize', {
+    protocolVersion: PROTOCOL_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'reconnect-test', version: '0.0.0' },
+  });
+  assert.ok(init.result, JSON.stringify(init));
+  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  await f.stopFleetd();
+
+  // Something else now listens on the socket and refuses every initialize.
+  let seen = 0;
+  const impostor = net.createServer((s) => {
+    let buf = '';
+    s.setEncoding('utf8');
+    s.on('data', (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const m = JSON.parse(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+        if (m.method === 'initialize') {
+          seen += 1;
+          s.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32602, message: 'go away' } }) + '\n');
+        }
+      }
+    });
+    s.on('error', () => {});
+  });
+  await new Promise((resolve) => impostor.listen(f.socket, resolve));
+  try {
+    await waitFor(() => seen >= 2, { what: 'two refused initialize attempts', timeout: 30000 });
+    assert.match(c.stderr, /fleetd refused to take this session back: go away/);
+    const r = await c.request('tools/call', { name: 'fleet_list', arguments: {} }, 30000);
+    assert.equal(r.result?.isError, true, JSON.stringify(r));
+    assert.match(r.result.content[0].text, /refused to take this session back: go away/);
+  } finally {
+    await new Promise((resolve) => impostor.close(resolve));
+    rmSync(f.socket, { force: true });
+  }
+  await f.startFleetd();
+  await waitFor(() => /fleetd is back/.test(c.stderr), { what: 'fleet-mcp back at fleetd', timeout: 45000 });
+  const r = await c.request('tools/call', { name: 'fleet_list', arguments: {} });
+  assert.ok(entity(r.result.structuredContent, 'rf'), JSON.stringify(r));
+  c.proc.stdin.end();
+  assert.deepEqual(await c.exited, { code: 0, signal: null });
+});
