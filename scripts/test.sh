@@ -13,8 +13,9 @@
 # 3. Builds build/ (warnings are errors) and build-asan/ (Debug, AddressSanitizer
 #    + UBSan, warnings are errors).
 # 4. Runs the unit tests (ctest) in both trees, the fault suite's short
-#    profile against the optimized binaries, then the integration suite
-#    (node's test runner) against the sanitizer binaries.
+#    profile and the real agent CLIs (tests/clis, their own npm ci) against
+#    the optimized binaries, then the integration suite (node's test runner)
+#    against the sanitizer binaries.
 #
 # Needs no terminal (CI=true is fine). Exits non-zero if anything failed; the
 # last line says which steps passed.
@@ -166,6 +167,21 @@ faults() {
   FLEET_BIN_DIR=$ROOT/build FLEET_FAULT_PROFILE=short node --test --test-concurrency=1 tests/faults/
 }
 
+# fleet with the real agent CLIs (Claude Code, opencode, Codex; pinned in
+# tests/clis/package.json), each against a fake model API on loopback, run
+# against the optimized build. Their npm ci runs here, when tests/clis has
+# no node_modules or its lock changed since the last install.
+clis() {
+  local stamp=tests/clis/node_modules/.fleet-lock.sha256 want
+  want=$(sha256sum tests/clis/package-lock.json | cut -d' ' -f1)
+  if [ ! -d tests/clis/node_modules ] || [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+    say "npm ci in tests/clis/"
+    (cd tests/clis && npm ci --no-audit --no-fund --loglevel=error) || return 1
+    echo "$want" >"$stamp"
+  fi
+  FLEET_BIN_DIR=$ROOT/build node --test --test-concurrency=1 tests/clis/
+}
+
 # Source checks, before anything is built: they take a second or two.
 step "layers" bash scripts/check-layers.sh || true
 step "format" bash scripts/check-format.sh || true
@@ -183,6 +199,7 @@ fi
 if step "build" build_tree build -DFLEET_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
   step "unit (build)" unit_tests build || true
   step "faults (build)" faults || true
+  step "clis (build)" clis || true
 fi
 if step "build-asan" build_tree build-asan -DFLEET_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
   step "unit (build-asan)" unit_tests build-asan || true
