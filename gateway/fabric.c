@@ -542,7 +542,7 @@ static int fl_broadcast_targets(fl_fabric *f, const char *group, fl_target **out
   *n = 0;
   size_t cap = gw->cfg.broker_no_seal ? 1 : 0;
   for (fl_entity *e = gw->entities; e && !gw->cfg.broker_no_seal; e = e->next)
-    cap += e->remote && !e->removed;
+    cap += e->remote && fl_entity_in_roster(e);
   if (!cap)
     return 0;
   fl_target *t = fl_calloc(cap, sizeof *t);
@@ -556,7 +556,7 @@ static int fl_broadcast_targets(fl_fabric *f, const char *group, fl_target **out
     *n = rc ? 0 : 1;
   }
   for (fl_entity *e = gw->entities; e && !rc && !gw->cfg.broker_no_seal; e = e->next) {
-    if (!e->remote || e->removed || !fl_in_group(e, group))
+    if (!e->remote || !fl_entity_in_roster(e) || !fl_in_group(e, group))
       continue;
     size_t k = 0;
     while (k < *n && strcmp(t[k].host, e->host) != 0)

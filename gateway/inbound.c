@@ -266,7 +266,7 @@ int fl_inbound_open(fl_gw *gw, const fl_broker_delivery *d, fl_broker_delivery *
 void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
   fl_gw *gw = in->gw;
   fl_entity *to = fl_entity_by_gid(gw, d->gid);
-  if (!to || to->remote) {
+  if (!to || to->remote || !fl_entity_in_roster(to)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_WRONG_RECIPIENT, "no local entity owns this inbox");
     return;
   }

@@ -70,7 +70,7 @@ static int fl_sorted_cmp(const void *a, const void *b) {
   return c ? c : (x->seq < y->seq) - (x->seq > y->seq);
 }
 
-static int fl_shown(const fl_entity *e) { return !(e->dropped || e->removed); }
+int fl_entity_in_roster(const fl_entity *e) { return !(e->dropped || e->removed); }
 
 void fl_entity_set_removed(fl_entity *e) {
   e->removed = 1;
@@ -105,7 +105,7 @@ int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n) {
   if (gw->sorted.n == 0) {
     size_t k = 0;
     for (fl_entity *e = gw->entities; e; e = e->next)
-      k += fl_shown(e);
+      k += fl_entity_in_roster(e);
     gw->sorted.n = 0;
     if (!k)
       return 0;
@@ -118,7 +118,7 @@ int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n) {
     }
     size_t i = 0;
     for (fl_entity *e = gw->entities; e; e = e->next)
-      if (fl_shown(e))
+      if (fl_entity_in_roster(e))
         gw->sorted.v[i++] = e;
     /* A sort, not an insertion into a sorted list: thousands of remote
      * entities are listed in milliseconds. */

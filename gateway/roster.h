@@ -121,6 +121,11 @@ fl_entity *fl_entity_local_by_name(fl_gw *gw, const char *name);
  * new entity, one renamed, hidden or shown again (the setters below) or
  * forgotten empties it, and the next call makes it again. */
 int fl_roster_sorted(fl_gw *gw, fl_entity ***out, size_t *n);
+/* 1 while e is in the roster: neither stopped (removed) nor of a host that
+ * is not pinned (dropped). Such an entity stays in gw->entities (its
+ * handles live on), so every walk of gw->entities that lists entities or
+ * picks a message's recipients asks this first. */
+int fl_entity_in_roster(const fl_entity *e);
 /* Hides e from listings for good (fleet_stop), or hides it or shows it
  * again as its host is unpinned and pinned (the flags above). */
 void fl_entity_set_removed(fl_entity *e);

@@ -535,8 +535,10 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
   size_t recipients = 0, failed = 0;
   fl_msg m;
   for (fl_entity *e = gw->entities; e; e = e->next) {
-    /* Remote members get their copy from the broker, bound to the key. */
-    if (e == c->entity || e->remote || (group && !fl_entity_in_group(e, group)))
+    /* Remote members get their copy from the broker, bound to the key; a
+     * stopped agent is no member at all. */
+    if (e == c->entity || e->remote || !fl_entity_in_roster(e) ||
+        (group && !fl_entity_in_group(e, group)))
       continue;
     fl_msg_init(&m, FL_KIND_BROADCAST, c->entity, e, content);
     fl_copy(m.msg_id, sizeof m.msg_id, msg_id);
