@@ -5,7 +5,8 @@
 // while fleetd is away get one too, and once fleetd is back the agent is
 // online again with the same gid, its held messages (from before the
 // restart, and sent while it was reconnecting) are polled exactly once, and
-// it is nudged again. A socket that answers initialize with a refusal is
+// it is nudged again. A worker in a tmux pane gets a brief typed in once
+// after the restart. A socket that answers initialize with a refusal is
 // reported and retried. stdin EOF still ends fleet-mcp, with status 0.
 
 import assert from 'node:assert/strict';
@@ -13,8 +14,10 @@ import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startPromptAgent, stopTmux } from './tmux-harness.mjs';
 import {
   fleetTest,
+  BIN_DIR,
   bin,
   callTool,
   callToolRaw,
@@ -306,4 +309,44 @@ fleetTest('a socket that refuses the session is reported, retried, and left for 
   assert.ok(entity(r.result.structuredContent, 'rf'), JSON.stringify(r));
   c.proc.stdin.end();
   assert.deepEqual(await c.exited, { code: 0, signal: null });
+});
+
+fleetTest('a worker in a pane is back after kill -9 of fleetd and gets a brief typed in once', async (f) => {
+  const config = { nudge: { enabled: false, quietMs: 200 }, inject: { timeoutS: 20 } };
+  await f.startFleetd({ config });
+  let a;
+  try {
+    a = await startPromptAgent(f, {
+      mcp: true,
+      binDir: BIN_DIR,
+      env: { FLEET_SOCKET: f.socket, FLEET_NAME: 'w', FLEET_ROLE: 'worker' },
+    });
+    const lead = await f.mcpClient('lead', { role: 'lead' });
+    const first = await waitFor(
+      async () => {
+        const l = await callTool(lead, 'fleet_list', {});
+        return entity(l, 'w')?.status === 'online' ? l : null;
+      },
+      { what: 'the worker online' }
+    );
+    const wGid = entity(first, 'w').gid;
+
+    await f.kill9();
+    await f.startFleetd({ config });
+    // The same fleet-mcp registers again (the agent did not start another).
+    await waitFor(() => /'w' resumed its session after a lost connection/.test(f.fleetdLog), {
+      what: "the worker's fleet-mcp to resume",
+      timeout: 30000,
+    });
+    const list = await listWhenBack(lead, "the lead's fleet-mcp back");
+    assert.equal(entity(list, 'w').gid, wGid, 'the same gid');
+    assert.equal(entity(list, 'w').status, 'online');
+
+    const r = await callTool(lead, 'fleet_send', { to: 'w', content: 'brief after the restart' });
+    assert.equal(r.status, 'injected', JSON.stringify(r));
+    await sleep(1000);
+    assert.deepEqual(a.submitted(), ['brief after the restart'], 'typed once into the same pane');
+  } finally {
+    if (a) await stopTmux(f, a.sock);
+  }
 });
