@@ -85,6 +85,13 @@
 #define FL_CHANNEL_PUSHES_PER_S 50
 #define FL_CHANNEL_BACKLOG 100
 
+/* A user-facing error or failure reason (a refusal, why a spawn or a brief
+ * failed, as fleetd words it and the tool results and receipts carry it):
+ * fleetd's own sentences run to a few hundred bytes, and one may quote a
+ * program's message (tmux's stderr) or another host's answer; 1 KiB keeps
+ * every such message whole on the way to the user. */
+#define FL_MAX_ERRMSG 1024
+
 /* Messages returned by one fleet_poll. */
 #define FL_MAX_POLL 100
 #define FL_DEFAULT_POLL 20

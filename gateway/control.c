@@ -22,6 +22,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inbound.h"
@@ -209,7 +210,7 @@ static void fl_req_timeout(fl_wait *w) {
   r->wait = NULL;
   json_t *pending = r->pending;
   r->pending = NULL;
-  char msg[320];
+  char msg[FL_MAX_ERRMSG];
   fl_errf(msg, sizeof msg,
           "host '%s' did not answer in time (is its fleetd running and connected? fleetctl "
           "status there); %s",
@@ -258,7 +259,7 @@ void fl_control_published(fl_control *c, const char *req_id, int status, const c
   fl_ctl_req *r = fl_req_find(c, req_id);
   if (!r)
     return;
-  char msg[512];
+  char msg[FL_MAX_ERRMSG];
   fl_errf(msg, sizeof msg, "could not reach host '%s': %s", r->host,
           why && strstr(why, "unroutable")
               ? "it has no control queue on this broker (has its fleetd ever connected here?)"
@@ -409,8 +410,9 @@ static void fl_serve_spawn(fl_control *c, const fl_broker_delivery *d) {
   fl_copy(o.msg_id, sizeof o.msg_id, env->msg_id);
   fl_copy(o.trace_id, sizeof o.trace_id, env->trace_id);
   fl_copy(o.by, sizeof o.by, env->from);
+  fl_copy(o.by_name, sizeof o.by_name, env->from_name);
   fl_copy(o.spawn_id, sizeof o.spawn_id, env->spawn_id);
-  char err[512] = "";
+  char err[FL_MAX_ERRMSG] = "";
   json_t *known = NULL;
   if (fl_spawn_known(gw, env->spawn_id, &known, err, sizeof err)) {
     fl_gw_count(gw, FL_C_SPAWN_DUPLICATES);
@@ -443,7 +445,7 @@ static void fl_serve_spawn(fl_control *c, const fl_broker_delivery *d) {
 static void fl_serve_stop(fl_control *c, const fl_broker_delivery *d) {
   fl_gw *gw = c->gw;
   const fl_envelope *env = d->env;
-  char err[512] = "";
+  char err[FL_MAX_ERRMSG] = "";
   json_t *result = NULL;
   fl_entity *who = fl_entity_by_gid(gw, env->from);
   fl_entity *e = fl_entity_by_gid(gw, env->spawn_id);
@@ -478,7 +480,7 @@ static void fl_serve_stop(fl_control *c, const fl_broker_delivery *d) {
 
 static void fl_take_answer(fl_control *c, const fl_broker_delivery *d, int stopped) {
   const fl_envelope *env = d->env;
-  char err[512] = "";
+  char err[FL_MAX_ERRMSG] = "";
   json_t *result = NULL;
   if (fl_control_parse_answer(d->body, d->len, &result, err, sizeof err) != 0) {
     fl_gw_count(c->gw, FL_C_CONTROL_REFUSED);

@@ -23,6 +23,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "gateway/ask.h"
 #include "gateway/dlq.h"
@@ -355,7 +356,7 @@ static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
   if (receipt) {
     /* Word of a brief this host sent: it ends the sender's wait; nothing
      * is held. */
-    char said[256];
+    char said[FL_MAX_ERRMSG];
     size_t n = pd->len < sizeof said - 1 ? pd->len : sizeof said - 1;
     memcpy(said, pd->body ? pd->body : "", n);
     said[n] = '\0';

@@ -390,38 +390,52 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
   fl_msg m;
   fl_msg_init(&m, FL_KIND_SEND, c->entity, dst, content);
   fl_uuid(m.trace_id);
+  return fl_router_send(gw, c, dst, &m, wait_s, "", cb, ctx, result, wait, err, errlen);
+}
+
+int fl_router_send(fl_gw *gw, fl_client *c, fl_entity *dst, fl_msg *m, double wait_s,
+                   const char *sender_host, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
+                   char *err, size_t errlen) {
+  int rc;
+  if (!c && dst->remote) {
+    fl_errf(err, errlen, "a message nobody waits on goes to this host's agents only");
+    return FL_EINVAL;
+  }
   if (fl_forward_injects(gw, dst)) {
-    /* A worker with a terminal: the brief is typed in (forward.c). */
-    rc = fl_forward_send(gw, c, dst, &m, wait_s, cb, ctx, wait, err, errlen);
+    /* A worker with a terminal: the brief is typed in (forward.c); a caller
+     * waits for word of it, else its outcome goes to sender_host. */
+    rc = c ? fl_forward_send(gw, c, dst, m, wait_s, cb, ctx, wait, err, errlen)
+           : fl_forward_take(gw, dst, m, sender_host ? sender_host : "", err, errlen);
     if (rc == 0)
-      fl_trace_remember(gw, &m);
+      fl_trace_remember(gw, m);
     return rc;
   }
   if (dst->remote) {
     /* Routing fork: another host's entity goes through the broker. */
-    json_t *sent = fl_sent_result(&m, dst, "sent");
-    rc = fl_remote_publish(gw, c, dst, &m, wait_s, sent, cb, ctx, wait, err, errlen);
+    json_t *sent = fl_sent_result(m, dst, "sent");
+    rc = fl_remote_publish(gw, c, dst, m, wait_s, sent, cb, ctx, wait, err, errlen);
     if (rc == 0)
-      fl_trace_remember(gw, &m);
+      fl_trace_remember(gw, m);
     return rc;
   }
-  if ((rc = fl_router_deliver(gw, dst, &m, err, errlen)))
+  if ((rc = fl_router_deliver(gw, dst, m, err, errlen)))
     return rc;
-  if (wait_s > 0) {
+  if (c && wait_s > 0) {
     fl_wait *w;
     rc = fl_wait_new(gw, c, FL_WAIT_SEND, &fl_send_wait_ops, wait_s, cb, ctx, &w, err, errlen);
     if (rc == 0) {
-      fl_copy(w->msg_id, sizeof w->msg_id, m.msg_id);
-      fl_copy(w->trace_id, sizeof w->trace_id, m.trace_id);
+      fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
+      fl_copy(w->trace_id, sizeof w->trace_id, m->trace_id);
       fl_copy(w->peer_gid, sizeof w->peer_gid, dst->gid);
-      fl_router_wake(gw, dst, &m);
+      fl_router_wake(gw, dst, m);
       *wait = w;
       return 0;
     }
     /* The message is committed: report it as sent rather than fail. */
   }
-  fl_router_wake(gw, dst, &m);
-  *result = fl_sent_result(&m, dst, "sent");
+  fl_router_wake(gw, dst, m);
+  if (result)
+    *result = fl_sent_result(m, dst, "sent");
   return 0;
 }
 

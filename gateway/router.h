@@ -59,6 +59,20 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m);
  * wait_s seconds. The caller has already let go of w->ext. */
 void fl_router_expect_reply(fl_wait *w, double wait_s);
 
+/* Sends the SEND m to dst: the one path of fleet_send (c, the sender's
+ * session) and of a spawn's brief (c NULL). m is filled by the caller
+ * (fl_router_msg_init, its traceId; content borrowed). A worker with a
+ * terminal gets it typed in (forward.h), another host's entity through the
+ * broker, any other entity holds it and is woken; the trace ring learns it,
+ * so a reply without inReplyTo answers it. With c: as fl_gw_send (*result
+ * now, or *wait completes later through cb). With c NULL nobody waits: dst
+ * must be local, a brief's outcome goes to sender_host ("" or NULL = this
+ * host, where nobody waits for it), and result and wait may be NULL. 0, or
+ * a negative code with err (nothing was sent). */
+int fl_router_send(fl_gw *gw, fl_client *c, fl_entity *dst, fl_msg *m, double wait_s,
+                   const char *sender_host, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
+                   char *err, size_t errlen);
+
 /* What the verbs share with the ones in other files (ask.c, fanout.c). */
 /* m as a poll shows it: a new object. */
 json_t *fl_router_msg_json(const fl_msg *m);

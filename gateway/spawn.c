@@ -32,12 +32,13 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/log.h"
-#include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inject.h"
 #include "gateway/nudge.h"
 #include "gateway/remote.h"
+#include "gateway/router.h"
 
 struct fl_spawn {
   fl_spawn *next; /* in gw->spawns while armed */
@@ -46,18 +47,24 @@ struct fl_spawn {
   const fl_inject_type *backend;
   char gid[FL_ID_LEN];
   char name[FL_MAX_NAME + 1];
-  char by[FL_ID_LEN];     /* the spawner's gid */
+  char by[FL_ID_LEN]; /* the spawner's gid */
+  char by_name[FL_MAX_NAME + 1];
   fl_spawn_origin origin; /* a spawn asked for by another host: where answers go */
   char pane[FL_MAX_PANE + 1];
   char socket[FL_MAX_PATH + 1];
-  char *brief;   /* owned, or NULL */
+  char *brief; /* owned, or NULL */
+  /* The brief's msgId, minted at launch so the spawner hears it at once, and
+   * the spawn's trace (the SPAWN's, for another host's): the brief and the
+   * worker's reply to it join it. */
+  char brief_id[FL_ID_LEN];
+  char trace_id[FL_ID_LEN];
   fl_wait *wait; /* the caller's waiting call, or NULL once answered */
   uv_timer_t deadline;
-  int refs;       /* the deadline timer, and each terminal operation in flight */
-  int opened;     /* pane holds the terminal */
-  int covers;     /* the caller's wait runs to the deadline */
-  int finished;   /* out of gw->spawns: no more outcomes */
-  char fail[256]; /* the failure to report once the terminal is closed */
+  int refs;                 /* the deadline timer, and each terminal operation in flight */
+  int opened;               /* pane holds the terminal */
+  int covers;               /* the caller's wait runs to the deadline */
+  int finished;             /* out of gw->spawns: no more outcomes */
+  char fail[FL_MAX_ERRMSG]; /* the failure to report once the terminal is closed */
 };
 
 static void fl_spawn_put(fl_spawn *s) {
@@ -86,8 +93,12 @@ static void fl_spawn_finish(fl_spawn *s) {
 }
 
 static json_t *fl_spawn_result(const fl_spawn *s, const char *status) {
-  return json_pack("{s:s, s:s, s:s, s:s, s:s}", "gid", s->gid, "name", s->name, "host",
-                   s->gw->cfg.host_id, "profile", s->profile->name, "status", status);
+  json_t *r = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "gid", s->gid, "name", s->name, "host",
+                        s->gw->cfg.host_id, "profile", s->profile->name, "status", status,
+                        "traceId", s->trace_id);
+  if (r && s->brief)
+    json_object_set_new(r, "briefMsgId", json_string(s->brief_id));
+  return r;
 }
 
 /* Writes s's record (state, and why for a failure) to the store. */
@@ -139,8 +150,8 @@ static void fl_spawn_fail(fl_spawn *s, const char *msg) {
   if (s->finished)
     return;
   fl_copy(s->fail, sizeof s->fail, msg);
-  fl_warn(NULL, "spawn of '%s' (gid %s, profile %s) failed: %s", s->name, s->gid, s->profile->name,
-          msg);
+  fl_warn(s->trace_id, "spawn of '%s' (gid %s, profile %s) failed: %s", s->name, s->gid,
+          s->profile->name, msg);
   int closing = 0;
   if (s->opened && s->backend->close) {
     fl_inject_target t = {.pane = s->pane, .socket = s->socket, .label = s->name};
@@ -156,7 +167,7 @@ static void fl_spawn_fail(fl_spawn *s, const char *msg) {
 }
 
 static void fl_spawn_not_ready(fl_spawn *s) {
-  char msg[128];
+  char msg[FL_MAX_ERRMSG];
   fl_errf(msg, sizeof msg,
           "not ready within %u s: the agent's MCP client never registered (check the profile's "
           "command, and that it runs fleet-mcp with the FLEET_* environment it is given)",
@@ -198,12 +209,12 @@ static void fl_spawn_opened(void *ctx, int status, const char *pane, const char 
   if (s->finished) {
     /* Shut down (or failed) while the terminal was opening: leave it be. */
   } else if (status != 0) {
-    char msg[256];
+    char msg[FL_MAX_ERRMSG];
     fl_errf(msg, sizeof msg, "launch failed: %s (check the profile's command and backend)",
             said && said[0] ? said : fl_strerror(status));
     fl_spawn_fail(s, msg);
   } else {
-    fl_info(NULL, "spawned '%s' (gid %s, profile %s) in pane %s; waiting for it to register",
+    fl_info(s->trace_id, "spawned '%s' (gid %s, profile %s) in pane %s; waiting for it to register",
             s->name, s->gid, s->profile->name, s->pane);
     if (s->origin.host[0]) {
       json_t *r = fl_spawn_result(s, "pending");
@@ -332,7 +343,7 @@ out:
 typedef struct fl_spawn_ask {
   const char *profile, *name, *brief;
   const char *gid;               /* the spawnId to use as the gid, or NULL to mint one */
-  const char *by;                /* the spawner's gid */
+  const char *by, *by_name;      /* the spawner's gid and name */
   const char *socket;            /* the tmux server ("" = the default) */
   const fl_spawn_origin *origin; /* NULL for a local caller */
 } fl_spawn_ask;
@@ -402,8 +413,15 @@ static int fl_spawn_launch(fl_gw *gw, const fl_spawn_ask *a, fl_spawn **out, cha
   else
     fl_uuid(s->gid);
   fl_copy(s->by, sizeof s->by, a->by);
+  fl_copy(s->by_name, sizeof s->by_name, a->by_name);
   if (a->origin)
     s->origin = *a->origin;
+  if (s->brief)
+    fl_uuid(s->brief_id);
+  if (s->origin.trace_id[0])
+    fl_copy(s->trace_id, sizeof s->trace_id, s->origin.trace_id);
+  else
+    fl_uuid(s->trace_id);
   fl_copy(s->socket, sizeof s->socket, a->socket);
   int rc;
   if ((rc = fl_spawn_name(s, a->name, err, errlen)) || (rc = fl_spawn_open(s, err, errlen))) {
@@ -446,6 +464,7 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
                     .name = name,
                     .brief = brief,
                     .by = c->entity->gid,
+                    .by_name = c->entity->name,
                     /* The spawner's own tmux server if it has one, else the default. */
                     .socket = c->entity->tmux_socket};
   fl_spawn *s;
@@ -483,6 +502,7 @@ int fl_spawn_for_host(fl_gw *gw, const fl_spawn_origin *o, const char *spawn_id,
                     .brief = brief,
                     .gid = spawn_id,
                     .by = o->by,
+                    .by_name = o->by_name,
                     .socket = "",
                     .origin = o};
   fl_spawn *s;
@@ -525,36 +545,26 @@ int fl_spawn_known(fl_gw *gw, const char *gid, json_t **result, char *err, size_
   return 1;
 }
 
-/* Holds the brief for e, from its spawner (or, when that is gone, from e). */
+/* Sends the brief to e as a SEND from its spawner (the msgId and trace the
+ * spawner was told), on fleet_send's own path (fl_router_send): typed into
+ * a worker's terminal or held for its poll, and in the trace ring, so the
+ * worker's fleet_reply answers it. Nobody waits on it here: a spawner on
+ * another host hears INJECTED or FAILED through its host. */
 static void fl_spawn_brief(fl_spawn *s, fl_entity *e) {
   fl_gw *gw = s->gw;
   fl_entity *from = fl_entity_by_gid(gw, s->by);
-  if (!from || from->removed)
-    from = e;
   fl_msg m;
-  memset(&m, 0, sizeof m);
-  fl_uuid(m.msg_id);
-  fl_uuid(m.trace_id);
-  fl_copy(m.kind, sizeof m.kind, "SEND");
-  fl_copy(m.from_gid, sizeof m.from_gid, from->gid);
-  fl_copy(m.from_name, sizeof m.from_name, from->name);
-  fl_copy(m.to_gid, sizeof m.to_gid, e->gid);
-  m.ts_ms = fl_now_ms();
-  m.content = s->brief;
-  m.content_len = strlen(s->brief);
-  char err[256];
-  if (fl_forward_injects(gw, e)) {
-    /* A worker with a terminal: its brief is typed in, at most once, like
-     * any brief; the spawner (its host) hears INJECTED or FAILED. */
-    const char *host = from->remote ? from->host : gw->cfg.host_id;
-    if (fl_forward_take(gw, e, &m, host, err, sizeof err) != 0)
-      fl_warn(m.trace_id, "the brief for '%s' was not taken: %s", e->name, err);
-    return;
-  }
-  if (fl_router_accept(gw, e, &m, err, sizeof err) == 0)
-    fl_router_wake(gw, e, &m);
-  else
-    fl_warn(NULL, "the brief for '%s' was not held: %s", e->name, err);
+  fl_router_msg_init(&m, FL_KIND_SEND, e, e, s->brief);
+  fl_copy(m.msg_id, sizeof m.msg_id, s->brief_id);
+  fl_copy(m.trace_id, sizeof m.trace_id, s->trace_id);
+  /* The spawner, also when this host has not heard of it (yet): its gid
+   * and name as its SPAWN gave them. */
+  fl_copy(m.from_gid, sizeof m.from_gid, s->by);
+  fl_copy(m.from_name, sizeof m.from_name, from ? from->name : s->by_name);
+  char err[FL_MAX_ERRMSG];
+  if (fl_router_send(gw, NULL, e, &m, 0, s->origin.host, NULL, NULL, NULL, NULL, err, sizeof err) !=
+      0)
+    fl_warn(m.trace_id, "the brief %s for '%s' was not taken: %s", m.msg_id, e->name, err);
 }
 
 void fl_spawn_attached(fl_gw *gw, fl_entity *e) {
@@ -577,7 +587,8 @@ void fl_spawn_attached(fl_gw *gw, fl_entity *e) {
   fl_copy(e->spawn.socket, sizeof e->spawn.socket, s->socket);
   fl_gw_count(gw, FL_C_SPAWNS);
   fl_spawn_record(s, "ready", "");
-  fl_info(NULL, "spawned '%s' (gid %s, profile %s) is ready", e->name, e->gid, s->profile->name);
+  fl_info(s->trace_id, "spawned '%s' (gid %s, profile %s) is ready", e->name, e->gid,
+          s->profile->name);
   if (s->brief)
     fl_spawn_brief(s, e);
   if (s->origin.host[0]) {

@@ -15,18 +15,21 @@
 #include <jansson.h>
 
 #include "common/ids.h"
+#include "common/limits.h"
 #include "gateway/gw.h"
 
 typedef struct fl_entity fl_entity;
 typedef struct fl_spawn fl_spawn;
 
 /* Who asked for a spawn from another host, so that its answers go back:
- * the SPAWN's host, msgId and traceId, and the spawner's gid there. */
+ * the SPAWN's host, msgId and traceId, and the spawner's gid and name there
+ * (its brief comes from them). */
 typedef struct fl_spawn_origin {
   char host[64];
   char msg_id[FL_ID_LEN];
   char trace_id[FL_ID_LEN];
   char by[FL_ID_LEN];
+  char by_name[FL_MAX_NAME + 1];
   char spawn_id[FL_ID_LEN];
 } fl_spawn_origin;
 

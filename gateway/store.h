@@ -147,8 +147,8 @@ typedef struct fl_spawn_rec {
   char profile[FL_MAX_NAME + 1];
   char name[FL_MAX_NAME + 1];
   char state[16];
-  char why[256]; /* a failure's reason, else "" */
-  int64_t ts_ms; /* last change */
+  char why[FL_MAX_ERRMSG]; /* a failure's reason, else "" */
+  int64_t ts_ms;           /* last change */
 } fl_spawn_rec;
 
 /* Records r (inserted, or for a known gid its state, why and ts updated);

@@ -35,12 +35,12 @@ typedef struct fl_fwd {
   /* Where it is typed when the recipient's session is not there to say. */
   char pane[FL_MAX_PANE + 1];
   char socket[FL_MAX_PATH + 1];
-  int64_t deadline_ms; /* typing never starts at or after this */
-  int64_t at_ms;       /* recorded at */
-  int state;           /* enum fl_fwd_state */
-  int reported;        /* the outcome reached the sender (or nobody waits) */
-  char reason[256];    /* why it failed, "" otherwise */
-  char *content;       /* owned; "" once finished */
+  int64_t deadline_ms;        /* typing never starts at or after this */
+  int64_t at_ms;              /* recorded at */
+  int state;                  /* enum fl_fwd_state */
+  int reported;               /* the outcome reached the sender (or nobody waits) */
+  char reason[FL_MAX_ERRMSG]; /* why it failed, "" otherwise */
+  char *content;              /* owned; "" once finished */
   size_t content_len;
 } fl_fwd;
 

@@ -64,7 +64,7 @@ struct fl_wait {
   int forward;
   double reply_wait_s;
   int receipt;
-  char receipt_why[256];
+  char receipt_why[FL_MAX_ERRMSG];
   /* An ask's turn (ask.c): its id, which side of it this call is (1 the
    * asker, 2 the answerer, 0 none) and when it runs out (ms since epoch). */
   char turn_id[FL_ID_LEN];

@@ -331,7 +331,7 @@ void fl_tools_list(fl_session *s, json_t *id, json_t *params) {
 
 /* Runs a checked call: answers now, or parks it on its session. */
 static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *args) {
-  char err[512] = "";
+  char err[FL_MAX_ERRMSG] = "";
   const fl_tool *tool = fl_tool_find(name);
   if (!tool) {
     fl_errf(err, sizeof err, "%s is declared but not served by this fleetd", name);
@@ -361,7 +361,7 @@ static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *ar
   fl_tool_call_free(&call);
   if (rc != 0) {
     fl_json_out_free(&out);
-    char msg[700];
+    char msg[FL_MAX_ERRMSG + 128]; /* err and a hint (hints.h) */
     fl_hints_refusal(fl_session_iface(s), rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
     fl_session_reply(s, id, fl_tool_err(msg));
   } else if (out.json) {
