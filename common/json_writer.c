@@ -8,6 +8,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/utf8.h"
 
 /* The first buffer: a small result fits; a big one doubles from here. */
 #define FL_JW_FIRST_CAP 4096u
@@ -155,45 +156,6 @@ char *fl_json_escape(char *o, const char *s, size_t n) {
   return fl_escape_bytes(o, s + i, n - i);
 }
 
-/* 1 if s[0..n) is UTF-8 as jansson accepts it: no overlong forms, no
- * surrogates, nothing past U+10FFFF. */
-static int fl_utf8_ok(const unsigned char *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    unsigned c = s[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t k;
-    unsigned cp;
-    if (c >= 0xc2 && c <= 0xdf) {
-      k = 1;
-      cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      k = 2;
-      cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      k = 3;
-      cp = c & 0x07;
-    } else {
-      return 0; /* a continuation byte first, an overlong 0xc0/0xc1, or past 0xf4 */
-    }
-    if (k > n - i - 1)
-      return 0;
-    for (size_t j = 1; j <= k; j++) {
-      if ((s[i + j] & 0xc0) != 0x80)
-        return 0;
-      cp = (cp << 6) | (s[i + j] & 0x3f);
-    }
-    if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-      return 0;
-    i += k + 1;
-  }
-  return 1;
-}
-
 void fl_jw_init(fl_jw *w, size_t max) {
   memset(w, 0, sizeof *w);
   w->max = max;
@@ -285,7 +247,7 @@ static void fl_jw_string(fl_jw *w, const char *s, size_t n) {
   if (w->err)
     return;
   int plain = fl_plain(s, n);
-  if (!plain && !fl_utf8_ok((const unsigned char *)s, n)) {
+  if (!plain && !fl_utf8_valid(s, n)) {
     w->err = FL_EINVAL;
     return;
   }

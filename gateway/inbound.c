@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "gateway/ask.h"
 #include "gateway/dlq.h"
 #include "gateway/forward.h"
@@ -65,24 +66,7 @@ static long long fl_ts_ms(const char *s) {
 }
 
 /* Message bodies become JSON strings: they must be UTF-8 without NUL. */
-static int fl_utf8_ok(const char *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    unsigned char c = (unsigned char)s[i];
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xe  ? 3
-                 : (c >> 3) == 0x1e ? 4
-                                    : 0;
-    if (c == 0 || len == 0 || i + len > n)
-      return 0;
-    for (size_t k = 1; k < len; k++)
-      if (((unsigned char)s[i + k] & 0xc0) != 0x80)
-        return 0;
-    i += len;
-  }
-  return 1;
-}
+static int fl_utf8_ok(const char *s, size_t n) { return !memchr(s, 0, n) && fl_utf8_valid(s, n); }
 
 int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, char *why, size_t whylen) {
   const fl_envelope *env = d->env;
