@@ -215,6 +215,9 @@
 #define FL_PROFILE_READY_DEFAULT_S 60
 #define FL_PROFILE_QUIET_MAX_MS 60000
 #define FL_PROFILE_QUIET_DEFAULT_MS 500
+/* profiles.<name>.commandChars: the leading characters an agent treats as
+ * commands; agents document two or three ("!", "/", "#"). */
+#define FL_MAX_COMMAND_CHARS 16
 
 /* Other hosts whose _gateway beat (their spawn profiles) is remembered: as
  * many as can be pinned (FL_PEERS_MAX, gateway/peers.h), since only pinned
