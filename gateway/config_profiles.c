@@ -13,10 +13,11 @@
 #include "common/names.h"
 #include "gateway/config.h"
 #include "gateway/config_internal.h"
+#include "gateway/inject_text.h"
 
-static const char *const fl_profile_keys[] = {"backend", "command", "cwd",           "env",
-                                              "role",    "groups",  "readyTimeoutS", "prompt",
-                                              "quietMs", NULL};
+static const char *const fl_profile_keys[] = {
+    "backend",       "command", "cwd",     "env",          "role", "groups",
+    "readyTimeoutS", "prompt",  "quietMs", "commandChars", NULL};
 
 /* profiles.<name>.command: 1..FL_MAX_PROFILE_ARGS non-empty strings. */
 static int fl_profile_command(json_t *cmd, const char *key, const char *file, char *err,
@@ -176,6 +177,27 @@ static int fl_profile_prompt(fl_profile *pr, json_t *obj, const char *key, const
   return 0;
 }
 
+/* profiles.<name>.commandChars: a few printable ASCII characters. */
+static int fl_profile_command_chars(fl_profile *pr, json_t *obj, const char *key, const char *file,
+                                    char *err, size_t errlen) {
+  snprintf(pr->command_chars, sizeof pr->command_chars, "%s", FL_INJECT_COMMAND_CHARS_DEFAULT);
+  json_t *v = json_object_get(obj, "commandChars");
+  if (!v)
+    return 0;
+  const char *c = json_string_value(v);
+  if (!c || !fl_inject_text_chars_valid(c)) {
+    fl_errf(err, errlen,
+            "%s: key \"%s.commandChars\" must be a string of at most %d printable ASCII "
+            "characters, no blanks and none of \"%s\", that the agent reads as a command when "
+            "input starts with one, e.g. \"%s\" (\"\" for none)",
+            file, key, FL_MAX_COMMAND_CHARS, FL_INJECT_TEXT_PREFIX,
+            FL_INJECT_COMMAND_CHARS_DEFAULT);
+    return FL_ECONFIG;
+  }
+  snprintf(pr->command_chars, sizeof pr->command_chars, "%s", c);
+  return 0;
+}
+
 /* One profile: obj (borrowed) at profiles.<name> into pr. */
 static int fl_apply_profile(fl_profile *pr, const char *name, json_t *obj, const char *file,
                             char *err, size_t errlen) {
@@ -213,7 +235,8 @@ static int fl_apply_profile(fl_profile *pr, const char *name, json_t *obj, const
                      file, err, errlen) ||
       fl_profile_num(obj, key, "quietMs", 0, FL_PROFILE_QUIET_MAX_MS, &pr->quiet_ms, file, err,
                      errlen) ||
-      fl_profile_prompt(pr, obj, key, file, err, errlen))
+      fl_profile_prompt(pr, obj, key, file, err, errlen) ||
+      fl_profile_command_chars(pr, obj, key, file, err, errlen))
     return FL_ECONFIG;
   /* What it runs, kept as one JSON text so the profile stays a flat,
    * copyable struct. */

@@ -56,6 +56,9 @@ typedef struct fl_profile {
   size_t ngroups;
   char cwd[FL_MAX_PATH];              /* "" = the gateway's working directory */
   char prompt[FL_MAX_PROFILE_PROMPT]; /* "" = none given */
+  /* The leading characters the agent treats as commands (commandChars;
+   * FL_INJECT_COMMAND_CHARS_DEFAULT when not given, "" = none). */
+  char command_chars[FL_MAX_COMMAND_CHARS + 1];
   unsigned ready_timeout_s;
   unsigned quiet_ms;
   /* {"command":[argv...],"env":{name:value...}} as compact JSON: argv has

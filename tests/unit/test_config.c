@@ -582,6 +582,16 @@ static void test_profiles_round_trip(void **state) {
                    0);
   assert_int_equal(f->cfg.gw.profiles[0].ready_timeout_s, 600);
   assert_int_equal(f->cfg.gw.profiles[0].quiet_ms, 0);
+  /* commandChars: the default when not given, "" for none, or the profile's. */
+  assert_string_equal(f->cfg.gw.profiles[0].command_chars, "!/#");
+  assert_int_equal(fx_parse(f, "{\"profiles\": {\"p\": {\"backend\": \"tmux\", \"command\": "
+                               "[\"x\"], \"commandChars\": \"\"}}}"),
+                   0);
+  assert_string_equal(f->cfg.gw.profiles[0].command_chars, "");
+  assert_int_equal(fx_parse(f, "{\"profiles\": {\"p\": {\"backend\": \"tmux\", \"command\": "
+                               "[\"x\"], \"commandChars\": \"/$\"}}}"),
+                   0);
+  assert_string_equal(f->cfg.gw.profiles[0].command_chars, "/$");
 }
 
 static void test_profiles_errors(void **state) {
@@ -598,7 +608,7 @@ static void test_profiles_errors(void **state) {
   assert_profile_err(f, "{\"profiles\": {\"a.b\": {" OK "}}}", "\"profiles.a.b\": the profile");
   assert_profile_err(f, P(OK ", \"comand\": []"),
                      "unknown key \"profiles.claude.comand\" (known: backend, command, cwd, env, "
-                     "role, groups, readyTimeoutS, prompt, quietMs)");
+                     "role, groups, readyTimeoutS, prompt, quietMs, commandChars)");
   /* backend */
   assert_profile_err(f, P("\"command\": [\"claude\"]"),
                      "key \"profiles.claude.backend\" must be \"tmux\" (a tmux window running "
@@ -639,6 +649,11 @@ static void test_profiles_errors(void **state) {
                      "key \"profiles.claude.readyTimeoutS\" must be a whole number");
   assert_profile_err(f, P(OK ", \"quietMs\": -1"),
                      "key \"profiles.claude.quietMs\" must be a whole number from 0 to 60000");
+  assert_profile_err(f, P(OK ", \"commandChars\": \"! /\""),
+                     "key \"profiles.claude.commandChars\" must be a string of at most 16 "
+                     "printable ASCII characters");
+  assert_profile_err(f, P(OK ", \"commandChars\": [\"!\"]"),
+                     "key \"profiles.claude.commandChars\" must be a string");
   assert_profile_err(f, P(OK ", \"prompt\": true"),
                      "key \"profiles.claude.prompt\" must be a string, not true or false");
   /* role and groups by the name rule */
