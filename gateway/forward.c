@@ -129,7 +129,10 @@ static void fl_fwd_settle(fl_wait *w, int injected, const char *why) {
     fl_router_expect_reply(w, w->reply_wait_s);
     return;
   }
-  fl_wait_complete(w, fl_fwd_result(gw, w, "injected", NULL), NULL);
+  json_t *r = fl_fwd_result(gw, w, "injected", NULL);
+  if (r && why && *why) /* how the text was made safe to type */
+    json_object_set_new(r, "note", json_string(why));
+  fl_wait_complete(w, r, NULL);
 }
 
 /* The forward waiter of local sender for brief msg_id, or NULL. */
@@ -191,7 +194,7 @@ static void fl_fwd_report(struct fl_forward *fw, const fl_fwd *f) {
     fl_copy(m.in_reply_to, sizeof m.in_reply_to, f->msg_id);
     m.ts_ms = fl_now_ms();
     m.expires_ms = f->deadline_ms + FL_INJECT_MARGIN_MS;
-    m.content = (char *)(injected ? "" : f->reason);
+    m.content = (char *)f->reason; /* failed: why; injected: the typing note, or "" */
     m.content_len = strlen(m.content);
     int rc = fl_remote_receipt(gw, &m);
     if (rc) {
@@ -228,11 +231,7 @@ static void fl_slot_finish(fl_fwd_slot *s, const char *msg_id, int state, const 
   fl_fwd_clear(&f);
 }
 
-/* The target of s's entity for brief f; strings borrowed from e, f and
- * the configuration. */
-static void fl_slot_target(fl_fwd_slot *s, const fl_fwd *f, fl_inject_target *t) {
-  fl_gw *gw = s->fw->gw;
-  fl_entity *e = s->e;
+void fl_forward_target(fl_gw *gw, const fl_entity *e, fl_inject_target *t) {
   memset(t, 0, sizeof *t);
   t->label = e->name;
   if (e->client && e->pane[0]) {
@@ -241,18 +240,29 @@ static void fl_slot_target(fl_fwd_slot *s, const fl_fwd *f, fl_inject_target *t)
   } else if (e->spawn.pane[0]) {
     t->pane = e->spawn.pane;
     t->socket = e->spawn.socket;
-  } else {
-    t->pane = f->pane;
-    t->socket = f->socket;
   }
   t->prompt = gw->cfg.nudge.prompt;
   t->quiet_ms = gw->cfg.nudge.quiet_ms;
+  t->command_chars = NULL; /* the default */
   for (size_t i = 0; e->spawn.profile[0] && i < gw->cfg.nprofiles; i++) {
     const fl_profile *p = &gw->cfg.profiles[i];
-    if (strcmp(p->name, e->spawn.profile) == 0 && p->prompt[0]) {
+    if (strcmp(p->name, e->spawn.profile) != 0)
+      continue;
+    if (p->prompt[0]) {
       t->prompt = p->prompt;
       t->quiet_ms = p->quiet_ms;
     }
+    t->command_chars = p->command_chars;
+  }
+}
+
+/* The target of s's entity for brief f; strings borrowed from e, f and
+ * the configuration. */
+static void fl_slot_target(fl_fwd_slot *s, const fl_fwd *f, fl_inject_target *t) {
+  fl_forward_target(s->fw->gw, s->e, t);
+  if (!t->pane) { /* the session went away: the pane the brief remembers */
+    t->pane = f->pane;
+    t->socket = f->socket;
   }
   t->pause_ms = s->fw->typing_ms;
 }
@@ -407,8 +417,10 @@ static void fl_slot_delivered(void *ctx, int status, enum fl_inject_state seen, 
     return;
   }
   s->msg_id[0] = '\0';
+  /* Typed: why is the backend's note of how it made the text safe ("" when
+   * it changed nothing), kept as the brief's reason and told the sender. */
   fl_slot_finish(s, id, status == 0 ? FL_FWD_INJECTED : FL_FWD_FAILED,
-                 status == 0 ? NULL : (why && *why ? why : fl_strerror(status)));
+                 status == 0 ? why : (why && *why ? why : fl_strerror(status)));
   fl_slot_kick(s, 0);
 }
 

@@ -29,6 +29,7 @@
 #include <stddef.h>
 
 #include "gateway/gw.h"
+#include "gateway/inject.h"
 #include "gateway/store.h"
 
 typedef struct fl_entity fl_entity;
@@ -52,6 +53,13 @@ const char *fl_forward_delivery(fl_gw *gw, const fl_entity *e);
 /* 1 while a brief for local e is in hand (being looked at or typed): the
  * nudge waits meanwhile. */
 int fl_forward_busy(const fl_entity *e);
+
+/* Where and how to type into e's terminal (inject.h): its pane (the live
+ * session's, else the one its spawn opened; NULL when neither), and the
+ * prompt, quiet time and command characters of its spawn profile, else
+ * the nudge.* defaults. Strings are borrowed from e and the configuration.
+ * Briefs and nudge lines both use it. */
+void fl_forward_target(fl_gw *gw, const fl_entity *e, fl_inject_target *t);
 
 /* fleet_send to an entity that injects: m (filled by the caller, content
  * borrowed) is sent as a brief with its typing deadline. On success *wait

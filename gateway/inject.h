@@ -27,6 +27,10 @@ typedef struct fl_inject_target {
    * must stay unchanged to count as idle (0 = no quiet test). */
   const char *prompt;
   unsigned quiet_ms;
+  /* For deliver: the leading characters the agent treats as commands (a
+   * text starting with one is neutralized, inject_text.h); NULL = the
+   * default "!/#", "" = none. */
+  const char *command_chars;
   /* exec: the command run for each message, NULL-terminated; cwd and env
    * (NAME=VALUE, NULL-terminated) may be NULL. */
   const char *const *argv;
@@ -56,7 +60,9 @@ const char *fl_inject_state_name(enum fl_inject_state state);
  * backend says the keys did not go in. */
 typedef void (*fl_inject_done_cb)(void *ctx, int status);
 
-/* A delivery finished. status 0: the text went in whole and was submitted.
+/* A delivery finished. status 0: the text went in whole and was submitted;
+ * why is then "" or a note of how the backend changed the text so that no
+ * byte of it could act as a key (inject_text.h), for the sender.
  * FL_INJECT_NOT_TYPED: nothing was typed, because the target was not idle
  * when deliver looked (seen says how it was: busy, draft, gone); the caller
  * may try again later. Any other (negative) code: delivery failed, maybe
@@ -90,12 +96,10 @@ typedef struct fl_inject_type {
    * typed literally, seen on the screen, one Enter, seen submitted; exec:
    * the command exited 0). 0 and done runs later, or a negative code
    * (FL_EINVAL: t is not usable by this backend). NULL = the backend never
-   * delivers (messages for its targets are held for a pull). */
+   * delivers (messages for its targets are held for a pull). The one
+   * typing path: briefs and nudge lines both go through it. */
   int (*deliver)(uv_loop_t *loop, const fl_inject_target *t, const char *text, size_t len,
                  fl_inject_delivered_cb done, void *ctx);
-  /* Types the nudge line (a reminder to poll) into the target; as deliver. */
-  int (*nudge)(uv_loop_t *loop, const fl_inject_target *t, const char *line, fl_inject_done_cb done,
-               void *ctx);
   /* Opens a new terminal (tmux: a detached window) running l->argv with
    * l->env added. 0 and done runs later with the pane, or a negative code
    * (FL_EINVAL: l is not usable). NULL = the backend cannot open one. */

@@ -6,8 +6,8 @@
  * whole, stdin is closed, and the command's exit status is the outcome (0 =
  * delivered). Its stdout and stderr are not read (they go nowhere). There
  * is no screen to look at, so the backend has no status: every target
- * reads as ready, and the caller does not gate on it. It cannot type a
- * nudge line or open a terminal. */
+ * reads as ready, and the caller does not gate on it. Without a screen to
+ * check, nothing nudges through it, and it cannot open a terminal. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -119,7 +119,6 @@ const fl_inject_type fl_inject_exec = {
     .name = "exec",
     .status = NULL,
     .deliver = fl_exec_deliver,
-    .nudge = NULL,
     .open = NULL,
     .close = NULL,
 };

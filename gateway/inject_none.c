@@ -9,7 +9,6 @@ const fl_inject_type fl_inject_none = {
     .name = "none",
     .status = NULL,
     .deliver = NULL,
-    .nudge = NULL,
     .open = NULL,
     .close = NULL,
 };

@@ -1,10 +1,9 @@
 /* inject_tmux.c — the tmux backend of inject.h: keys typed into a pane.
  *
- * Typing is one `tmux [-S socket] send-keys -t PANE -l TEXT ; send-keys -t
- * PANE Enter`, run as a child process with no stdio: -l sends the text
- * literally (no key names), and the Enter goes in the same tmux command so
- * nothing can slip between the text and its Enter. The child's exit status
- * is the outcome: tmux exits non-zero when the pane or the server is gone.
+ * Typing (briefs and nudge lines alike) is inject_tmux_deliver.c's checked
+ * delivery; this file runs tmux commands as child processes with no stdio,
+ * whose exit status is the outcome: tmux exits non-zero when the pane or
+ * the server is gone.
  *
  * Status is a look at the pane: `tmux display -p -t PANE '#{cursor_y}
  * #{pane_in_mode}' ; capture-pane -p -t PANE`, one child process whose
@@ -51,28 +50,6 @@ static void fl_tmux_exit_cb(uv_process_t *p, int64_t status, int sig) {
   if (run->done)
     run->done(run->ctx, rc);
   uv_close((uv_handle_t *)p, fl_tmux_close_cb);
-}
-
-/* Types text literally into t's pane, then Enter, in one tmux command: the
- * nudge line (a short reminder, no check that it landed). */
-static int fl_tmux_type(uv_loop_t *loop, const fl_inject_target *t, const char *text,
-                        fl_inject_done_cb done, void *ctx) {
-  if (!t || !t->pane || !t->pane[0] || !text)
-    return FL_EINVAL;
-  char *args[16];
-  int n = fl_tmux_argv(args, t->socket);
-  args[n++] = "send-keys";
-  args[n++] = "-t";
-  args[n++] = (char *)t->pane;
-  args[n++] = "-l";
-  args[n++] = (char *)text;
-  args[n++] = ";";
-  args[n++] = "send-keys";
-  args[n++] = "-t";
-  args[n++] = (char *)t->pane;
-  args[n++] = "Enter";
-  args[n] = NULL;
-  return fl_tmux_run_args(loop, args, "send-keys", t, done, ctx);
 }
 
 /* Closes t's pane: kill-pane, which ends what runs in it. */
@@ -560,7 +537,6 @@ const fl_inject_type fl_inject_tmux = {
     .name = "tmux",
     .status = fl_tmux_status,
     .deliver = fl_tmux_deliver,
-    .nudge = fl_tmux_type,
     .open = fl_tmux_window_open,
     .close = fl_tmux_close,
 };

@@ -1,22 +1,31 @@
 /* inject_tmux_deliver.c — delivering one message into a tmux pane, checked
  * at every step.
  *
- * The nudge line may simply be typed; a brief must land whole, once, and
- * never on top of what someone is typing. So a delivery is a small chain of
- * child processes, each step looking at the pane before the next:
+ * Briefs and nudge lines alike must land whole, once, and never on top of
+ * what someone is typing, and no byte of them may act as a key: the text is
+ * first made safe to type (inject_text.h: control bytes become visible
+ * stand-ins, so nothing can press Ctrl-C, submit early or end a bracketed
+ * paste, and a leading command character of the agent is neutralized).
+ * Then a delivery is a small chain of child processes, each step looking
+ * at the pane before the next:
  *
  *   1. look: the pane must be idle at an empty prompt (a draft or a busy
  *      agent: nothing is typed, the caller tries later);
  *   2. type the text literally: one line with `send-keys -l` (no key names,
- *      so "Enter" or "C-c" in the text are just words); several lines (or a
- *      long text) through a named buffer filled from stdin and
+ *      so "Enter" or "C-c" in the text are just words); several lines, a
+ *      tab, or a long text through a named buffer filled from stdin and
  *      `paste-buffer -p -r`, which the pane receives as one bracketed paste
  *      when its program asked for that, with its newlines as they are;
  *   3. look until the screen shows it (changed, and no longer an empty
  *      prompt);
- *   4. press Enter, once;
+ *   4. press Enter, once, as a tmux command of its own: an agent that reads
+ *      a burst of 64 bytes or more as a paste (Claude Code) would take an
+ *      Enter in the same burst as a newline;
  *   5. look until it was taken (the screen changed again and the input line
- *      holds no draft: an empty prompt again, or the agent at work).
+ *      holds no draft: an empty prompt again, or the agent at work). Text
+ *      still in the input line then is erased (one backspace per character
+ *      typed), so a failed delivery leaves no draft behind to be sent later
+ *      or to block the next one.
  *
  * Each look repeats every FL_TMUX_LOOK_GAP_MS for at most
  * FL_TMUX_VERIFY_MS: a pane that shows nothing by then has failed, and the
@@ -30,6 +39,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "gateway/inject_text.h"
 #include "gateway/inject_tmux.h"
 
 /* A terminal redraws within milliseconds; three seconds is a pane (or a
@@ -53,8 +63,11 @@ typedef struct fl_tmux_send {
   char socket[FL_MAX_PATH + 1];
   char label[72];
   char *prompt;
-  char *text;
+  char *text; /* as typed: made safe by inject_text */
   size_t len;
+  size_t chars;    /* characters in text, for erasing it */
+  int multi;       /* typed as one paste */
+  char note[256];  /* what inject_text changed, for the sender */
   char buffer[48]; /* the named paste buffer */
   enum fl_send_step step;
   uint64_t before, typed; /* screen hashes: before typing, once it showed */
@@ -85,6 +98,7 @@ static void fl_send_finish(fl_tmux_send *s, int status, enum fl_inject_state see
 }
 
 static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen);
+static void fl_send_erase(fl_tmux_send *s);
 static int fl_tmux_send_line(fl_tmux_send *s);
 static int fl_tmux_send_paste(fl_tmux_send *s);
 
@@ -134,6 +148,32 @@ static void fl_send_enter(fl_tmux_send *s) {
 
 static void fl_send_pause_done(uv_timer_t *t) { fl_send_enter(t->data); }
 
+static void fl_send_erased(void *ctx, int status) {
+  fl_tmux_send *s = ctx;
+  fl_send_finish(s, FL_ETIMEDOUT, FL_INJECT_DRAFT,
+                 status ? "typed, but Enter did not submit it, and tmux could not erase it: the "
+                          "text may still be in the input line"
+                        : "typed, but Enter did not submit it; the text was erased from the input "
+                          "line, so the agent did not get it");
+}
+
+/* Enter did not take: backspace over what was typed, so no draft is left. */
+static void fl_send_erase(fl_tmux_send *s) {
+  char count[24];
+  snprintf(count, sizeof count, "%zu", s->chars);
+  char *args[12];
+  int n = fl_tmux_argv(args, s->socket);
+  args[n++] = "send-keys";
+  args[n++] = "-t";
+  args[n++] = s->pane;
+  args[n++] = "-N";
+  args[n++] = count;
+  args[n++] = "BSpace";
+  args[n] = NULL;
+  if (fl_tmux_run_args(s->loop, args, "send-keys", &s->t, fl_send_erased, s) != 0)
+    fl_send_erased(s, FL_EOFFLINE);
+}
+
 static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen) {
   fl_tmux_send *s = ctx;
   int has_prompt = s->prompt && s->prompt[0];
@@ -158,7 +198,9 @@ static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen) 
     return;
   case FL_SEND_SUBMIT:
     if (screen != s->typed && st != FL_INJECT_DRAFT && st != FL_INJECT_GONE)
-      fl_send_finish(s, 0, st, "");
+      fl_send_finish(s, 0, st, s->note);
+    else if (fl_now_ms() >= s->until_ms && st == FL_INJECT_DRAFT)
+      fl_send_erase(s);
     else
       fl_send_again(s, st,
                     "typed, but Enter did not submit it: the text is still in the input line");
@@ -168,9 +210,8 @@ static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen) 
   /* Typing. */
   s->step = FL_SEND_ARRIVE;
   s->until_ms = fl_now_ms() + FL_TMUX_VERIFY_MS;
-  int multi = memchr(s->text, '\n', s->len) != NULL || s->len > FL_TMUX_ARG_TEXT_MAX;
   int rc;
-  if (!multi)
+  if (!s->multi && s->len <= FL_TMUX_ARG_TEXT_MAX)
     rc = fl_tmux_send_line(s);
   else
     rc = fl_tmux_send_paste(s);
@@ -302,17 +343,20 @@ int fl_tmux_deliver(uv_loop_t *loop, const fl_inject_target *t, const char *text
   fl_tmux_send *s = fl_calloc(1, sizeof *s);
   if (!s)
     return FL_ENOMEM;
-  s->text = fl_malloc(len + 1);
+  fl_inject_text safe;
+  int rc = fl_inject_text_make(text, len, t->command_chars, &safe);
   s->prompt = fl_strdup(t->prompt ? t->prompt : "");
-  if (!s->text || !s->prompt) {
-    fl_free(s->text);
+  if (rc || !s->prompt) {
+    fl_inject_text_free(&safe);
     fl_free(s->prompt);
     fl_free(s);
-    return FL_ENOMEM;
+    return rc ? rc : FL_ENOMEM;
   }
-  memcpy(s->text, text, len);
-  s->text[len] = '\0';
-  s->len = len;
+  fl_inject_text_note(&safe, s->note, sizeof s->note);
+  s->text = safe.buf; /* s owns it now */
+  s->len = safe.len;
+  s->chars = safe.chars;
+  s->multi = safe.multi;
   s->loop = loop;
   s->done = done;
   s->ctx = ctx;
@@ -328,7 +372,7 @@ int fl_tmux_deliver(uv_loop_t *loop, const fl_inject_target *t, const char *text
   s->timer.data = s;
   s->open = 1;
   s->step = FL_SEND_LOOK0;
-  int rc = fl_tmux_look(loop, &s->t, fl_send_looked, s);
+  rc = fl_tmux_look(loop, &s->t, fl_send_looked, s);
   if (rc) {
     uv_close((uv_handle_t *)&s->timer, fl_send_closed); /* done never runs */
     return rc;

@@ -10,8 +10,12 @@
  * fl_nudge_stop resets the backoff) or its session ends.
  *
  * The line passes the same gate as injection: it is typed only when the
- * backend's status says the pane is READY (idle, its input empty, per
- * cfg.nudge.prompt and cfg.nudge.quiet_ms). A busy pane, or one holding a
+ * backend's status says the pane is READY (idle, its input empty, per the
+ * entity's spawn profile's prompt and quietMs, else cfg.nudge.prompt and
+ * cfg.nudge.quiet_ms), and it is typed by the same checked delivery as a
+ * brief (inject.h's deliver: type, see it in the input line, then Enter as
+ * a separate key; a line Enter did not submit is erased, so it never stays
+ * behind as a draft that blocks the next brief). A busy pane, or one holding a
  * draft a human is typing, is left alone: the line stays pending and the
  * pane is looked at again every quiet_ms until it is ready, the entity
  * drains or its session ends. At most one line is pending: reminders that
@@ -21,6 +25,8 @@
  * into the same pane (forward.h), the line waits too, and the forward path
  * waits for a line being typed: one typist at a time. */
 #include "gateway/nudge.h"
+
+#include <string.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -58,30 +64,46 @@ void fl_nudge_stop(fl_entity *e) {
   uv_timer_stop(&e->nudge.recheck);
 }
 
-/* The line typed into the terminal has gone in, or not. */
-static void fl_nudge_typed(void *ctx, int status) {
+static void fl_nudge_look(fl_entity *e);
+
+/* The nudge line's delivery has ended: submitted, not typed (the pane
+ * changed between the look and the typing: pending again), or failed (a
+ * line Enter did not submit was erased by the backend). */
+static void fl_nudge_typed(void *ctx, int status, enum fl_inject_state seen, const char *why) {
   fl_entity *e = ctx; /* entities live as long as the gateway */
+  fl_gw *gw = e->gw;
   e->nudge.typing = 0;
-  if (status)
-    fl_gw_count(e->gw, FL_C_NUDGE_FAILURES);
-  else
-    fl_metrics_observe(e->gw, FL_H_INJECT, fl_now_ms() - e->nudge.typed_at_ms);
+  if (status == 0) {
+    fl_metrics_observe(gw, FL_H_INJECT, fl_now_ms() - e->nudge.typed_at_ms);
+    return;
+  }
+  if (status == FL_INJECT_NOT_TYPED && seen != FL_INJECT_GONE) {
+    if (e->client && !gw->shutting_down) {
+      e->nudge.pending = 1;
+      fl_nudge_look(e);
+    }
+    return;
+  }
+  fl_gw_count(gw, FL_C_NUDGE_FAILURES);
+  fl_warn(NULL, "nudge: the line for '%s' did not go in: %s", e->name,
+          why && *why ? why : fl_strerror(status));
 }
 
-/* Types the nudge line into the entity's own terminal, through its backend. */
+/* Types the nudge line into the entity's own terminal: the same checked
+ * delivery as a brief (type, see it in the input line, then Enter). */
 static void fl_nudge_type(fl_entity *e) {
   fl_gw *gw = e->gw;
-  fl_inject_target t = {.pane = e->pane, .socket = e->tmux_socket, .label = e->name};
+  fl_inject_target t;
+  fl_forward_target(gw, e, &t);
   e->nudge.typed_at_ms = fl_now_ms();
-  int rc = e->inject->nudge(gw->loop, &t, gw->cfg.nudge.text, fl_nudge_typed, e);
+  const char *text = gw->cfg.nudge.text;
+  int rc = e->inject->deliver(gw->loop, &t, text, strlen(text), fl_nudge_typed, e);
   e->nudge.typing = rc == 0;
   if (rc) {
     fl_gw_count(gw, FL_C_NUDGE_FAILURES);
     fl_warn(NULL, "nudge: cannot run %s for '%s': %s", e->inject->name, e->name, fl_strerror(rc));
   }
 }
-
-static void fl_nudge_look(fl_entity *e);
 
 static void fl_nudge_recheck(uv_timer_t *t) { fl_nudge_look(t->data); }
 
@@ -130,16 +152,12 @@ static void fl_nudge_look(fl_entity *e) {
   fl_gw *gw = e->gw;
   if (!e->nudge.pending || e->nudge.checking)
     return;
-  if (!e->inject->status) { /* a backend that cannot tell: type as before */
+  if (!e->inject->status || !e->inject->deliver) { /* no screen to check: nothing is typed */
     e->nudge.pending = 0;
-    fl_nudge_type(e);
     return;
   }
-  fl_inject_target t = {.pane = e->pane,
-                        .socket = e->tmux_socket,
-                        .label = e->name,
-                        .prompt = gw->cfg.nudge.prompt,
-                        .quiet_ms = gw->cfg.nudge.quiet_ms};
+  fl_inject_target t;
+  fl_forward_target(gw, e, &t);
   int rc = e->inject->status(gw->loop, &t, fl_nudge_seen, e);
   if (rc) {
     e->nudge.pending = 0;

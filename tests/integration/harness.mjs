@@ -653,8 +653,7 @@ export function nudgeConfig(enabled = true) {
       backoffMs: 400,
       maxBackoffMs: 3200,
       text: 'fleet: you have messages - call fleet_poll',
-      // The nudge tests' panes run `cat` with echo off: idle, its cursor
-      // line is empty.
+      // The nudge tests' panes run `cat`: idle, its cursor line is empty.
       prompt: '^$',
       quietMs: 100,
     },

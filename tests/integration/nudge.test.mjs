@@ -3,8 +3,9 @@
 // client drains; then it stops. With the nudge disabled nothing is typed.
 //
 // The pane belongs to a private tmux server (its own socket in the test dir)
-// and runs `cat` with terminal echo off, so each complete line typed into it
-// (text + Enter) shows up exactly once in the pane.
+// and runs `cat`: the terminal echoes the nudge line as it is typed (fleetd
+// checks that it shows before it presses Enter), and cat prints each
+// submitted line once more, so each nudge shows up as two lines.
 
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -12,8 +13,8 @@ import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/type
 import { fleetTest, callTool, nudgeConfig, sleep, waitFor } from './harness.mjs';
 import { startTmux as startServer, stopTmux, tmux } from './tmux-harness.mjs';
 
-/** A server on sock with one pane running cat, echo off; returns the pane id. */
-const startTmux = (f, sock) => startServer(f, sock, 'stty -echo; exec cat');
+/** A server on sock with one pane running cat; returns the pane id. */
+const startTmux = (f, sock) => startServer(f, sock, 'exec cat');
 
 const NUDGE_TEXT = nudgeConfig().nudge.text;
 
@@ -45,12 +46,14 @@ fleetTest('nudge types into the pane with backoff until drained', async (f, t) =
     assert.equal(sent.status, 'sent');
 
     // The first nudge, then reminders (200 ms, then 400, 800, … ms apart).
-    await waitFor(async () => (await nudgeCount(f, sock, pane)) >= 1, { what: 'the first nudge line in the pane' });
+    // Each nudge is two lines: the echo as it is typed, then cat's copy once
+    // Enter submitted it.
+    await waitFor(async () => (await nudgeCount(f, sock, pane)) >= 2, { what: 'the first nudge line, submitted' });
     await sleep(1500);
     const grown = await waitFor(
       async () => {
         const n = await nudgeCount(f, sock, pane);
-        return n >= 2 ? n : 0;
+        return n >= 4 ? n : 0;
       },
       { what: 'a reminder nudge line' }
     );

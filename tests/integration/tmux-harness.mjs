@@ -75,7 +75,7 @@ export async function panes(f, sock) {
  * Returns { sock, pane, busy, submitted() (exact inputs, in order),
  * cursorLine(), screen() }.
  */
-export async function startPromptAgent(f, { label = 'agent', mcp = false, env = {}, binDir } = {}) {
+export async function startPromptAgent(f, { label = 'agent', mcp = false, env = {}, binDir, commands = false } = {}) {
   const { writeFileSync, readFileSync, existsSync } = await import('node:fs');
   const path = await import('node:path');
   const { fileURLToPath } = await import('node:url');
@@ -89,7 +89,10 @@ export async function startPromptAgent(f, { label = 'agent', mcp = false, env = 
   const vars = Object.entries({ ...env, ...(binDir ? { FLEET_BIN_DIR: binDir } : {}) })
     .map(([k, v]) => `${k}=${JSON.stringify(String(v))}`)
     .join(' ');
-  const cmd = `exec env ${vars} ${JSON.stringify(process.execPath)} ${JSON.stringify(agent)} ${JSON.stringify(record)} ${JSON.stringify(busy)}${mcp ? ' --mcp' : ''}`;
+  const run = `env ${vars} ${JSON.stringify(process.execPath)} ${JSON.stringify(agent)} ${JSON.stringify(record)} ${JSON.stringify(busy)}${mcp ? ' --mcp' : ''}${commands ? ' --commands' : ''}`;
+  // With commands, a shell stays under the agent, as under a real one: keys
+  // that reach the pane after the agent quit run there.
+  const cmd = commands ? `${run}; exec sh` : `exec ${run}`;
   const pane = await startTmux(f, sock, cmd, { cols: 160, rows: 40 });
   const a = {
     sock,

@@ -16,8 +16,14 @@
 // again. It never polls. With AGENT_REPLY_TO=NAME set, it answers each
 // submitted input with fleet_reply to NAME ("done: " and the input).
 //
-// usage: node prompt_agent.mjs RECORD BUSY [--mcp]
+// With --commands it acts on keys and commands as a coding agent does:
+// Ctrl-C or Ctrl-D (outside a paste) quits it; an input starting with "!"
+// runs the rest as a shell command (as Claude Code's bash mode does); the
+// input "/exit" quits it. So a test can see a brief that would act as keys.
+//
+// usage: node prompt_agent.mjs RECORD BUSY [--mcp] [--commands]
 
+import { execSync } from 'node:child_process';
 import { appendFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 
@@ -28,6 +34,7 @@ if (!record || !busy) {
 }
 
 const out = (s) => process.stdout.write(s);
+const commands = flags.includes('--commands');
 const PASTE_ON = '\x1b[200~';
 const PASTE_OFF = '\x1b[201~';
 
@@ -48,6 +55,14 @@ function submit() {
   appendFileSync(record, `${line}\n`);
   appendFileSync(`${record}.json`, `${JSON.stringify(line)}\n`);
   out('\r\n');
+  if (commands && line.startsWith('!')) {
+    try {
+      execSync(line.slice(1), { stdio: 'ignore' });
+    } catch {
+      // a failing command is the agent's business
+    }
+  }
+  if (commands && line.trim() === '/exit') process.exit(0);
   if (!working) prompt();
   if (mcp && process.env.AGENT_REPLY_TO) {
     mcp.callTool({ name: 'fleet_reply', arguments: { to: process.env.AGENT_REPLY_TO, content: `done: ${line}` } })
@@ -86,6 +101,7 @@ function take(chunk) {
       out(c === '\n' ? '\r\n' : c);
       continue;
     }
+    if (commands && (c === '\x03' || c === '\x04')) process.exit(0);
     if (c === '\r' || c === '\n') submit();
     else if (c === '\x15') {
       input = '';
