@@ -7,7 +7,9 @@
 // restart, and sent while it was reconnecting) are polled exactly once, and
 // it is nudged again. A worker in a tmux pane gets a brief typed in once
 // after the restart. A socket that answers initialize with a refusal is
-// reported and retried. stdin EOF still ends fleet-mcp, with status 0.
+// reported and retried; one that never answers is left after a while, and
+// calls meanwhile get their error, never a hang. stdin EOF still ends
+// fleet-mcp, with status 0.
 
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -349,4 +351,47 @@ fleetTest('a worker in a pane is back after kill -9 of fleetd and gets a brief t
   } finally {
     if (a) await stopTmux(f, a.sock);
   }
+});
+
+fleetTest('a socket that never answers does not hang the calls; fleet-mcp leaves it for fleetd', async (f) => {
+  await f.startFleetd();
+  const c = new StdioConn(f, { FLEET_NAME: 'sil', FLEET_ROLE: 'worker' });
+  const init = await c.request('initialize', {
+    protocolVersion: PROTOCOL_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'reconnect-test', version: '0.0.0' },
+  });
+  assert.ok(init.result, JSON.stringify(init));
+  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  await f.stopFleetd();
+
+  // Something else listens on the socket now: it takes connections and
+  // reads, but never writes a byte.
+  const conns = [];
+  const silent = net.createServer((s) => {
+    conns.push(s);
+    s.on('data', () => {});
+    s.on('error', () => {});
+  });
+  await new Promise((resolve) => silent.listen(f.socket, resolve));
+  try {
+    await waitFor(() => conns.length >= 1, { what: 'fleet-mcp connecting to the silent socket', timeout: 30000 });
+    const r = await c.request('tools/call', { name: 'fleet_list', arguments: {} }, 30000);
+    assert.equal(r.result?.isError, true, JSON.stringify(r));
+    assert.match(r.result.content[0].text, /not connected to fleetd right now/);
+    await waitFor(() => /gave no answer to initialize/.test(c.stderr), {
+      what: 'fleet-mcp giving up on the silent socket',
+      timeout: 30000,
+    });
+  } finally {
+    for (const s of conns) s.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+    rmSync(f.socket, { force: true });
+  }
+  await f.startFleetd();
+  await waitFor(() => /fleetd is back/.test(c.stderr), { what: 'fleet-mcp back at fleetd', timeout: 45000 });
+  const r = await c.request('tools/call', { name: 'fleet_list', arguments: {} });
+  assert.ok(entity(r.result.structuredContent, 'sil'), JSON.stringify(r));
+  c.proc.stdin.end();
+  assert.deepEqual(await c.exited, { code: 0, signal: null });
 });
