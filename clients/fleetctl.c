@@ -39,10 +39,6 @@
 #include "common/limits.h"
 #include "common/names.h"
 
-/* fleetd answers everything but a waiting send/poll at once; this margin on
- * top of the wait covers a busy daemon and a slow store commit. */
-#define FL_CTL_MARGIN_S 10
-
 #define FL_CTL_STR_(x) #x
 #define FL_CTL_STR(x) FL_CTL_STR_(x)
 

@@ -6,7 +6,10 @@
  * FL_MCP_CLIENT_FLEETCTL, so fleetd words the fixes it suggests for a CLI
  * user (mcp/hints.h). Lines that are not the awaited answer
  * (nudges, other ids) are skipped. Every read and write is bounded by the
- * command's deadline. */
+ * command's deadline; a tool call's deadline is the longest fleetd may take
+ * to answer it (from the bounds its initialize gave) plus a margin, so
+ * fleetctl never gives up on a call fleetd is still allowed to be working
+ * on. */
 #include "clients/fleetctl_rpc.h"
 
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include "clients/client_paths.h"
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/paths.h"
 #include "common/time.h"
 #include "mcp/hints.h"
@@ -43,7 +47,53 @@ void fl_ctl_init(fl_ctl_conn *c, const char *socket_opt, long timeout_s) {
   c->next_id = 1;
   c->timeout_s = timeout_s;
   c->deadline = fl_mono_ms() + timeout_s * 1000;
+  /* What fleetd applies unless its initialize says otherwise (inject.timeoutS
+   * 120 by default, plus the receipt's margin). */
+  c->max_wait_s = FL_MAX_WAIT_S;
+  c->brief_s = 120 + FL_INJECT_MARGIN_MS / 1000;
+  c->stop_s = FL_REMOTE_STOP_WAIT_S;
   fl_linebuf_init(&c->lb, FL_MAX_LINE);
+}
+
+/* A new budget of timeout_s seconds from now. */
+static void ctl_budget(fl_ctl_conn *c, long timeout_s) {
+  c->timeout_s = timeout_s;
+  c->deadline = fl_mono_ms() + timeout_s * 1000;
+  if (c->fd >= 0) {
+    struct timeval tv = {.tv_sec = timeout_s};
+    (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+}
+
+/* Takes fleetd's bounds from its initialize result, where it gave them. */
+static void ctl_take_bounds(fl_ctl_conn *c, json_t *result) {
+  json_t *b = json_object_get(json_object_get(result, "_meta"), "fleet/bounds");
+  long *at[] = {&c->max_wait_s, &c->brief_s, &c->stop_s};
+  const char *key[] = {"maxWaitS", "briefS", "stopS"};
+  for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+    json_t *v = json_object_get(b, key[i]);
+    /* inject.timeoutS is at most a day, so no bound is near two. */
+    if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 2 * 86400)
+      *at[i] = (long)json_integer_value(v);
+  }
+}
+
+/* The longest fleetd may take to answer tool name with args: its wait_s
+ * (cut as fleetd cuts it; omitted, fleet_spawn waits up to the cap and the
+ * others not at all), plus for a send the time a brief may take to be typed,
+ * for a stop another host's answer. */
+static long ctl_tool_bound_s(const fl_ctl_conn *c, const char *name, json_t *args) {
+  int spawn = strcmp(name, "fleet_spawn") == 0;
+  json_t *w = json_object_get(args, "wait_s");
+  double ws = json_is_number(w) ? json_number_value(w) : (spawn ? (double)c->max_wait_s : 0);
+  long wait = !(ws > 0) ? 0 : ws >= (double)c->max_wait_s ? c->max_wait_s : (long)ws + 1;
+  if (spawn && !(ws > 0) && json_is_number(w))
+    wait = 5; /* wait_s 0: answered once the window is open (for another host, its word) */
+  if (strcmp(name, "fleet_send") == 0)
+    return c->brief_s + wait;
+  if (strcmp(name, "fleet_stop") == 0)
+    return c->stop_s;
+  return wait;
 }
 
 static int ctl_connect(fl_ctl_conn *c) {
@@ -87,8 +137,11 @@ static int ctl_connect(fl_ctl_conn *c) {
 }
 
 static int ctl_timed_out(fl_ctl_conn *c) {
-  return fl_ctl_fail("no answer from fleetd within %lds (socket %s); is it stuck? check its log",
-                     c->timeout_s, c->path);
+  return fl_ctl_fail(
+      "no answer from fleetd within %lds, longer than it may take for this call (socket %s): "
+      "fleetd is overloaded or wedged; look at its log (fleetd.log in its state dir, or "
+      "journalctl --user -u fleetd) and restart it if it stays so",
+      c->timeout_s, c->path);
 }
 
 /* Sends msg (stolen) as one line. */
@@ -215,6 +268,8 @@ int fl_ctl_open(fl_ctl_conn *c, json_t *identity) {
     return fl_ctl_fail("out of memory");
   json_t *result = NULL;
   st = fl_ctl_call(c, "initialize", params, &result);
+  if (st == FL_EXIT_OK)
+    ctl_take_bounds(c, result);
   json_decref(result);
   if (st != FL_EXIT_OK)
     return st;
@@ -225,6 +280,7 @@ int fl_ctl_open(fl_ctl_conn *c, json_t *identity) {
 }
 
 int fl_ctl_tool(fl_ctl_conn *c, const char *name, json_t *args, json_t **sc) {
+  ctl_budget(c, ctl_tool_bound_s(c, name, args) + FL_CTL_MARGIN_S);
   json_t *params = json_pack("{s:s, s:o}", "name", name, "arguments", args);
   if (!params)
     return fl_ctl_fail("out of memory");

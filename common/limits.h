@@ -65,6 +65,9 @@
  * bounded at 3 s) and the receipt's trip back; hosts' clocks must agree
  * far better than this (NTP). */
 #define FL_INJECT_MARGIN_MS 10000
+/* A stop of another host's agent waits this long for that host's answer:
+ * it only closes a pane and deletes an inbox there. */
+#define FL_REMOTE_STOP_WAIT_S 15
 #define FL_DEFAULT_WAIT_S 30
 /* A parallel brief (fleet_send with `to` a list) goes to 2..16 recipients. */
 #define FL_MIN_FANOUT 2

@@ -33,8 +33,8 @@
  * wire: a SPAWN that sat in a down host's queue longer is dead-lettered
  * there instead of starting an agent nobody waits for. */
 #define FL_CONTROL_TTL_MS 60000
-/* How long a remote stop waits for the target's answer. */
-#define FL_CONTROL_STOP_WAIT_S 15.0
+/* A remote stop waits FL_REMOTE_STOP_WAIT_S (limits.h) for the target's
+ * answer. */
 
 typedef struct fl_ctl_req {
   struct fl_ctl_req *next;
@@ -386,7 +386,7 @@ int fl_control_stop(fl_control *c, fl_client *cl, fl_entity *e, fl_gw_cb cb, voi
    * presence yet (it may have just attached). */
   return fl_req_start(c, cl, 1, 0, e->host, &env,
                       json_pack("{s:s, s:s}", "name", e->name, "role", cl->entity->role),
-                      FL_CONTROL_STOP_WAIT_S, cb, ctx, wait, err, errlen);
+                      FL_REMOTE_STOP_WAIT_S, cb, ctx, wait, err, errlen);
 }
 
 /* ---- serving ------------------------------------------------------------------- */

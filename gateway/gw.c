@@ -150,6 +150,15 @@ fail:
   return rc;
 }
 
+json_t *fl_gw_bounds(fl_gw *gw) {
+  /* A brief's typing deadline is inject.timeoutS from its send, and its
+   * sender hears "failed" FL_INJECT_MARGIN_MS after it at the latest
+   * (forward.h). */
+  return json_pack("{s:i, s:i, s:i}", "maxWaitS", FL_MAX_WAIT_S, "briefS",
+                   (int)(gw->cfg.inject.timeout_s + FL_INJECT_MARGIN_MS / 1000), "stopS",
+                   FL_REMOTE_STOP_WAIT_S);
+}
+
 json_t *fl_gw_identity(fl_gw *gw) {
   return json_pack("{s:s, s:s}", "hostId", gw->cfg.host_id, "publicKey", gw->id.pk_b64);
 }

@@ -192,6 +192,12 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
  * fl_gw_list is the same result as a tree. */
 int fl_gw_list_json(fl_gw *gw, fl_client *c, fl_json_out *out);
 json_t *fl_gw_status(fl_gw *gw);
+/* The longest this gateway makes a call wait, for a client that bounds its
+ * own wait on the answer (fleetctl): {maxWaitS: a wait_s is cut to it,
+ * briefS: a send to a worker in a terminal waits up to this for word of its
+ * typing before its own wait_s, stopS: a stop of another host's agent}. A
+ * new object. */
+json_t *fl_gw_bounds(fl_gw *gw);
 int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, double wait_s,
                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
 int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,

@@ -228,6 +228,13 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
   if (s->channel && result)
     json_object_set_new(json_object_get(result, "capabilities"), "experimental",
                         json_pack("{s:{}}", FL_CHANNEL_CAPABILITY));
+  /* How long fleetd may make each kind of call wait, so a client that bounds
+   * its own wait (fleetctl) never gives up before fleetd would answer. */
+  json_t *meta = result ? json_object_get(result, "_meta") : NULL;
+  if (result && !meta && json_object_set_new(result, "_meta", json_object()) == 0)
+    meta = json_object_get(result, "_meta");
+  if (meta)
+    json_object_set_new(meta, "fleet/bounds", fl_gw_bounds(s->gw));
   fl_session_reply(s, id, result);
   /* What was held before the session attached is pushed after its reply. */
   if (s->channel)
