@@ -45,7 +45,7 @@ const TOOL = (name) => `mcp__fleet__${name}`;
 // The default nudge.text names the tool to call.
 const NUDGE_RE = /fleet_poll/;
 // Whether fleetd's config takes a profile's commandChars.
-const COMMAND_CHARS_KNOWN = false;
+const COMMAND_CHARS_KNOWN = true;
 
 /** The environment Claude Code runs in: private HOME, the fake model, nothing sent out. */
 function claudeEnv(f, model, extra = {}) {
@@ -67,8 +67,22 @@ function claudeEnv(f, model, extra = {}) {
  * that is exactly one such paste is its TEXT.
  */
 function unwrap(u) {
-  const m = /^\s*<pasted_content id="(\d+)">\n([\s\S]*)\n<\/pasted_content id="\1">\s*$/.exec(u);
+  const m = /^\s*<pasted_content id="([^"]+)">\n([\s\S]*)\n<\/pasted_content id="\1">\s*$/.exec(u);
   return m ? m[2] : u;
+}
+
+/**
+ * What fleet types for text (the user guide, fleet_send "As data, never as
+ * keys"): each C0 control byte but newline and tab as its Control Pictures
+ * character (U+2400 + byte), DEL as U+2421, a C1 character as U+FFFD, CR LF
+ * as a newline.
+ */
+function standIns(text) {
+  return text
+    .replace(/\r\n/g, '\n')
+    .replace(/[\x00-\x08\x0b-\x1f]/g, (c) => String.fromCodePoint(0x2400 + c.charCodeAt(0)))
+    .replace(/\x7f/g, '\u2421')
+    .replace(/[\u0080-\u009f]/g, '\ufffd');
 }
 
 /** The user turns the agent sent its model (side calls left out), in order. */
@@ -195,6 +209,8 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
   const step = async (name, fn) => {
     const ok = await t.test(name, async () => {
       try {
+        // A worker an earlier step killed fails the rest at once.
+        if (pane && !(await tm.panes()).includes(pane)) throw new Error('the worker is gone: an earlier step ended it');
         await fn();
       } catch (e) {
         const screen = pane ? await tm.capture(pane).catch((x) => x.message) : '(no pane)';
@@ -297,26 +313,16 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
       'HOSTILE-Z',
     ];
     const res = await brief(lines.join('\n'));
-    assert.ok(['injected', 'failed'].includes(res.status), JSON.stringify(res));
-    if (res.status === 'injected') {
-      await waitFor(() => turns(model).some((u) => u.includes('HOSTILE-A')), { timeout: 60000, what: 'the hostile brief at the model' });
-      await sleep(1000);
-      const got = turns(model).filter((u) => u.includes('HOSTILE-') || u.includes('touch'));
-      assert.equal(got.length, 1, `one user turn: ${JSON.stringify(got)}`);
-      assert.doesNotMatch(got[0], /[\x00-\x08\x0b-\x1f\x7f-\x9f]/, 'no raw control byte reached the model');
-      // One paste, ended by nothing inside it: the brief's six lines, each
-      // with its text in order (a stand-in where a control byte was).
-      const back = got[0].split('\n');
-      assert.equal(back.length, lines.length, `the brief's ${lines.length} lines: ${JSON.stringify(got[0])}`);
-      assert.match(back[0], /^HOSTILE-A first line$/);
-      assert.match(back[1], new RegExp(`^ctrl-c .+ ctrl-d .+ cr .+touch ${marker(1)}$`));
-      assert.match(back[2], new RegExp(`^esc .+ touch ${marker(2)}$`));
-      assert.match(back[3], /^paste-end .+\/exit$/);
-      assert.match(back[4], /^del .+ c1 .+ csi .+ end$/);
-      assert.match(back[5], /^HOSTILE-Z$/);
-    } else {
-      assert.match(res.reason || '', /byte|control/i, 'a refusal names the byte');
-    }
+    assert.equal(res.status, 'injected', JSON.stringify(res));
+    assert.match(res.note || '', /stand-in/, `the sender hears what was changed: ${JSON.stringify(res)}`);
+    await waitFor(() => turns(model).some((u) => u.includes('HOSTILE-A')), { timeout: 60000, what: 'the hostile brief at the model' });
+    await sleep(1000);
+    const got = turns(model).filter((u) => u.includes('HOSTILE-') || u.includes('touch'));
+    assert.equal(got.length, 1, `one user turn: ${JSON.stringify(got)}`);
+    // One paste that nothing inside it ends: the brief's lines, each
+    // control byte as its documented stand-in.
+    assert.equal(got[0], lines.map(standIns).join('\n'));
+    assert.doesNotMatch(got[0], /[\x00-\x08\x0b-\x1f\x7f-\x9f]/, 'no raw control byte reached the model');
     await sleep(1000);
     assert.ok(!existsSync(marker(1)) && !existsSync(marker(2)), 'no marker file: nothing ran');
     await alive();
@@ -329,12 +335,19 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     await step(`a brief starting with ${label} runs no command: the model gets it once, as text`, async () => {
       const res = await brief(text);
       assert.equal(res.status, 'injected', JSON.stringify(res));
-      await waitFor(() => turns(model).some((u) => u.includes(core)), { timeout: 60000, what: `${JSON.stringify(text)} at the model` });
+      const mine = () => turns(model).filter((u) => u.includes(core) && !u.includes('HOSTILE-'));
+      await waitFor(
+        async () => {
+          if (!(await tm.panes()).includes(pane)) throw new Error(`the worker pane is gone: ${JSON.stringify(text)} ended the agent`);
+          return mine().length > 0;
+        },
+        { timeout: 60000, what: `${JSON.stringify(text)} at the model` }
+      );
       await sleep(1000);
-      const got = turns(model).filter((u) => u.includes(core) && !u.includes('HOSTILE-'));
+      const got = mine();
       assert.equal(got.length, 1, `once: ${JSON.stringify(got)}`);
       assert.doesNotMatch(got[0], /<bash-input>|<command-name>|<local-command/, 'as text, not as a command');
-      assert.ok(got[0].endsWith(text) && got[0] !== text, `the leading ${label} is neutralized by a visible prefix: ${JSON.stringify(got[0])}`);
+      assert.equal(got[0], `(fleet) ${text}`, `the leading ${label} is neutralized by the visible prefix`);
       assert.ok(!existsSync(marker(3)), 'the ! line ran nothing');
       await alive();
     });
