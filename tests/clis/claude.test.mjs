@@ -288,7 +288,7 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     // The turn is open (the model has not answered); now the next brief.
     const text = 'brief four, sent while the agent was busy';
     let answer = null;
-    const sending = brief(text, { wait_s: 30 }).then((r) => (answer = r));
+    const sending = brief(text).then((r) => (answer = r));
     await sleep(1500); // lets fleetd take it up while the turn is still open
     assert.equal(count(turns(model), text), 0, 'nothing reached the model while its turn was open');
     const openedAt = Date.now();
@@ -297,8 +297,7 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     const first = model.requests.find((r) => r.lastUser === text);
     assert.ok(first.at >= openedAt, 'it reached the model after the busy turn ended');
     await sending;
-    assert.ok(['injected', 'replied', 'pending'].includes(answer.status), JSON.stringify(answer));
-    assert.notEqual(answer.status, 'failed');
+    assert.equal(answer.status, 'injected', `the sender hears what the agent got: ${JSON.stringify(answer)}`);
     gates.delete(hold);
   });
 
