@@ -14,6 +14,8 @@
 //    lines, long, sent while it is busy, hostile) each reach the model once
 //    as one user turn; the nudge submits and the model polls; a fleetd
 //    restart under it brings it back with the same gid; stop ends it.
+// 3. `fleetctl profile claude` itself: absolute paths, a clear warning when
+//    claude is not on PATH, usage errors.
 //
 // Nothing leaves the machine: the model is on 127.0.0.1, Claude Code runs
 // with its non-essential traffic, updater, telemetry and error reports off,
@@ -24,6 +26,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   TmuxServer,
+  bin,
   callTool,
   cliPath,
   count,
@@ -398,4 +401,28 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
   });
 
   assert.deepEqual(failures, [], 'every step passed');
+});
+
+fleetTest('fleetctl profile claude: paths made absolute, a clear warning when claude is not on PATH, usage errors', async (f) => {
+  const env = { PATH: '/usr/bin:/bin', ANTHROPIC_API_KEY: undefined };
+  const r = await f.fleetctl(['--json', 'profile', 'claude', '--dir', 'some/dir', '--cwd', f.dir], { noSocket: true, env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /warning: claude was not found on PATH/);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.profile.command[0], 'claude');
+  assert.ok(out.notes.some((n) => /claude was not found on PATH/.test(n)), 'the notes say so too');
+  assert.ok(out.notes.some((n) => /not pre-approved/.test(n)), 'no key: its approval is not recorded');
+  for (const file of out.files) assert.ok(path.isAbsolute(file.path), file.path);
+  const mcp = JSON.parse(out.files.find((x) => x.path.endsWith('/worker.mcp.json')).content);
+  assert.deepEqual(mcp.mcpServers.fleet, { type: 'stdio', command: bin('fleet-mcp'), args: [] }, 'fleet-mcp by absolute path, no FLEET_* of its own');
+  const state = JSON.parse(out.files.find((x) => x.path.endsWith('/config/.claude.json')).content);
+  assert.equal(state.customApiKeyResponses, undefined);
+  assert.equal(state.projects[f.dir].hasTrustDialogAccepted, true);
+
+  const unknown = await f.fleetctl(['profile', 'aider'], { noSocket: true });
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /profile takes 'claude', 'opencode' or 'codex', not 'aider'/);
+  const misplaced = await f.fleetctl(['status', '--dir', '/tmp'], { noSocket: true });
+  assert.equal(misplaced.code, 2);
+  assert.match(misplaced.stderr, /--dir and --cwd are for profile/);
 });
