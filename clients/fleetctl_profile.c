@@ -188,8 +188,13 @@ static int build_claude(fl_profile_ctx *x) {
                        "profile's env) and run `fleetctl profile claude` again with it set, so its "
                        "use is pre-approved.",
                        x->dir)) != 0 ||
-      note(x, "A spawn for another working directory needs its own hasTrustDialogAccepted entry: "
-              "run fleetctl profile again with --cwd."))
+      note(x, "A spawn for another working directory needs its own hasTrustDialogAccepted entry "
+              "(an entry also covers the directories below it): run fleetctl profile again with "
+              "--cwd.") ||
+      note(x, "Only the fleet tools are allowed: any other tool call Claude Code wants confirmed "
+              "stops the worker at a dialog in its pane, and its briefs wait until someone answers "
+              "it there. Add --permission-mode to the command, or rules to settings.json, for what "
+              "the worker's tasks need."))
     return -1;
   if (!with_key &&
       note(x, "ANTHROPIC_API_KEY is not set here, so its use is not pre-approved: with a key in "
