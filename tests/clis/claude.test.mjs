@@ -136,7 +136,8 @@ fleetTest('Claude Code: claude mcp list and claude -p reach fleet through fleet-
   assert.equal(added.code, 0, `claude mcp add-json: ${added.stderr}${added.stdout}`);
   const listed = await run(['mcp', 'list']);
   assert.equal(listed.code, 0, `claude mcp list: ${listed.stderr}`);
-  assert.match(listed.stdout, new RegExp(`fleet: ${entry.command}.*Connected`), listed.stdout);
+  const line = listed.stdout.split('\n').find((l) => l.startsWith(`fleet: ${entry.command} `));
+  assert.match(line || '', /Connected/, listed.stdout);
 
   // claude -p with the worker settings the profile prints (permissions.allow).
   const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: API_KEY } });
