@@ -12,8 +12,9 @@
 // With --mcp it also runs an MCP client (the SDK) that starts fleet-mcp
 // from FLEET_BIN_DIR with the environment the agent was given (FLEET_NAME,
 // FLEET_ROLE, FLEET_SOCKET, and TMUX_PANE / TMUX from tmux), so fleetd knows
-// it sits in this pane; when fleet-mcp ends (fleetd went away) it starts it
-// again. It never polls. With AGENT_REPLY_TO=NAME set, it answers each
+// it sits in this pane; should fleet-mcp ever end, it starts it again
+// (fleet-mcp itself stays up and reconnects when fleetd restarts). It never
+// polls. With AGENT_REPLY_TO=NAME set, it answers each
 // submitted input with fleet_reply to NAME ("done: " and the input).
 //
 // With --commands it acts on keys and commands as a coding agent does:
