@@ -68,6 +68,7 @@ async function restartCase(f, t, how) {
   await f.startFleetd({ config });
   const alice = await f.mcpClient('alice', { role: 'lead', groups: ['ops'] });
   const bob = await f.mcpClient('bob', { role: 'lead' });
+  const dave = await f.mcpClient('dave');
   const notes = [];
   alice.setNotificationHandler(LoggingMessageNotificationSchema, (n) => notes.push(n.params));
   const before = await callTool(alice, 'fleet_list', {});
@@ -113,6 +114,10 @@ async function restartCase(f, t, how) {
   assert.ok(alive(mcpAlice) && alive(mcpBob), 'fleet-mcp stays up while fleetd is away');
   await sleep(1000);
   assert.ok(alive(mcpAlice) && alive(mcpBob), 'and keeps trying');
+  // stdin EOF while fleetd is away ends fleet-mcp at once, with status 0.
+  const mcpDave = proc(f, dave);
+  await f.closeClient(dave);
+  assert.equal(mcpDave.exitCode, 0, 'fleet-mcp exits 0 on stdin EOF while reconnecting');
 
   await f.startFleetd({ config });
   // Sent while alice's fleet-mcp may still be reconnecting.
