@@ -290,10 +290,18 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     await waitFor(() => turns(model).some((u) => u.includes(hold)), { timeout: 60000, what: 'the busy turn at the model' });
     assert.equal((await busy).status, 'injected');
     // The turn is open (the model has not answered); now the next brief.
+    // The turn stays open until fleetd has taken the brief up and found the
+    // agent busy (inject_busy_deferred), however slow the machine is.
     const text = 'brief four, sent while the agent was busy';
+    const deferred = async () => {
+      const st = await ctl(['status']);
+      return (st.counters || st).inject_busy_deferred ?? 0;
+    };
+    const before = await deferred();
     let answer = null;
     const sending = brief(text).then((r) => (answer = r));
-    await sleep(1500); // lets fleetd take it up while the turn is still open
+    await waitFor(async () => (await deferred()) > before, { timeout: 60000, interval: 200, what: 'fleetd holding the brief for the busy agent' });
+    assert.equal(answer, null, 'the sender has no answer while the agent is busy');
     assert.equal(count(turns(model), text), 0, 'nothing reached the model while its turn was open');
     const openedAt = Date.now();
     g.open();
