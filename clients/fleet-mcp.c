@@ -333,7 +333,7 @@ static int serve_unavailable(const char *reason) {
 }
 
 /* ---- the link to fleetd, and getting it back ---------------------------------
-
+ *
  * The relay keeps one connection to fleetd. When it closes (fleetd stopped,
  * restarted or crashed), fleet-mcp stays up for its client: every call
  * fleetd had not answered gets a retryable error at once, and fleet-mcp
@@ -370,10 +370,12 @@ enum { FL_LINK_UP, FL_LINK_HANDSHAKE, FL_LINK_DOWN };
 #define FL_MCP_HOLD_MS 5000
 #define FL_MCP_HOLD_LINES 256
 #define FL_MCP_HOLD_BYTES (2u * FL_MAX_LINE)
-/* Calls tracked for an answer: fleetd parks at most FL_MAX_PARKED per
- * session and answers the rest at once; past this, calls go through
- * untracked (they would hang if the link were lost under them). */
-#define FL_MCP_MAX_CALLS (4 * FL_MAX_PARKED)
+/* Calls tracked for an answer: fleetd keeps at most
+ * FL_MAX_WAITERS_PER_CLIENT calls of a session waiting and answers the rest
+ * at once, so this covers a client with many calls on their way too; past
+ * it, calls go through untracked (they would hang if the link were lost
+ * under them). */
+#define FL_MCP_MAX_CALLS (64 * FL_MAX_WAITERS_PER_CLIENT)
 /* While fleetd stays away, a reason already logged is logged again only this
  * often, so a fleetd that never comes back costs a line every few minutes. */
 #define FL_MCP_STILL_DOWN_LOG_MS (5 * 60 * 1000)
