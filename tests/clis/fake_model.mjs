@@ -54,7 +54,7 @@ export async function startFakeModel({ script = () => ({ text: 'ok' }) } = {}) {
         res.writeHead(400).end();
         return;
       }
-      const request = { ...proto.read(body), api: proto.NAME, path: req.url, body, at: Date.now() };
+      const request = { ...proto.read(body, req.url), api: proto.NAME, path: req.url, body, at: Date.now() };
       requests.push(request);
       let turn;
       try {

@@ -9,11 +9,12 @@
 // A request with stream false gets the same message as one JSON object.
 // /v1/messages/count_tokens gets a rough count.
 //
-// Besides the turns of the conversation, Claude Code makes side calls on
-// the same endpoint: a title for the session, a check that the key works
-// ("quota"), and others. read() marks them `side: true` (no tools offered,
-// or a system prompt that asks for a title/summary), so a script can answer
-// them apart and a test can leave them out of what it counts.
+// Besides the turns of the conversation, Claude Code can make side calls on
+// the same endpoint (a title for the session, a check that the key works,
+// a token count). read() marks them `side: true` (no tools offered,
+// or a token count), so a script can answer them apart and a test can leave
+// them out of what it counts. With CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1,
+// Claude Code 2.1.332 made none in these tests: one request per model turn.
 //
 // The text of a user turn leaves out the <system-reminder> blocks Claude
 // Code adds to it (context it injects, not something the user typed).
@@ -55,7 +56,7 @@ function systemText(system) {
   return Array.isArray(system) ? system.map((b) => (b && b.text) || '').join('\n') : '';
 }
 
-export function read(body) {
+export function read(body, url = '') {
   const messages = Array.isArray(body.messages) ? body.messages : [];
   const toolNames = new Map(); // tool_use id -> name
   const userTexts = [];
@@ -84,9 +85,9 @@ export function read(body) {
   }
   const tools = Array.isArray(body.tools) ? body.tools.map((t) => t && t.name).filter(Boolean) : [];
   const system = systemText(body.system);
-  // A side call: Claude Code's own bookkeeping (a session title, a check of
-  // the key), not a turn of the conversation. Those offer no tools.
-  const side = tools.length === 0;
+  // A side call: Claude Code's own bookkeeping, not a turn of the
+  // conversation. Those offer no tools; a token count is never a turn.
+  const side = tools.length === 0 || url.split('?')[0].endsWith('/count_tokens');
   if (side) lastUser = null;
   return {
     model: body.model ?? null,
