@@ -9,7 +9,10 @@
  * is `ready`; if wait_s runs out first it is `pending` and the spawn stays
  * armed. When readyTimeoutS passes unregistered the terminal is closed and
  * the spawn fails: as the caller's error if it still waits, else as a loud
- * log line and the spawn_failures counter.
+ * log line and the spawn_failures counter. A brief goes to the agent once it
+ * registers, as a SEND from the spawner on fleet_send's own path
+ * (fl_router_send), so the agent's reply answers it; its msgId and the
+ * spawn's trace are in every result (briefMsgId, traceId).
  *
  * A spawn asked for by another host (fl_spawn_for_host) takes the
  * requester's spawnId as its gid and has no waiting caller here: its

@@ -61,7 +61,8 @@ int fl_spawn_stop(fl_gw *gw, const fl_entity *who, fl_entity *e, json_t **result
                   size_t errlen);
 
 /* e has just attached (online, persisted): if a spawn waits for its gid,
- * the spawn completes (the caller hears `ready`, the brief is held for e). */
+ * the spawn completes (the caller hears `ready`; the brief goes to e as a
+ * SEND from the spawner, with the msgId the result named as briefMsgId). */
 void fl_spawn_attached(fl_gw *gw, fl_entity *e);
 
 /* Shutdown: every spawn still waiting lets go (its terminal stays open);
