@@ -10,7 +10,8 @@
 // 2. One Claude Code worker, spawned by `fleetctl spawn` from exactly the
 //    profile `fleetctl profile claude` prints (its files written as
 //    printed), shared by the steps: it registers ready and shows its idle
-//    prompt, which the profile's `prompt` matches; briefs (one line, several
+//    prompt, which the profile's `prompt` matches; its spawn brief reaches
+//    the model once and its fleet_reply answers that brief; briefs (one line, several
 //    lines, long, sent while it is busy, hostile) each reach the model once
 //    as one user turn; the nudge submits and the model polls; a fleetd
 //    restart under it brings it back with the same gid; stop ends it.
@@ -47,6 +48,8 @@ const API_KEY = 'sk-ant-fleet-test-0123456789abcdefghij';
 const TOOL = (name) => `mcp__fleet__${name}`;
 // The default nudge.text names the tool to call.
 const NUDGE_RE = /fleet_poll/;
+// The brief fleetctl spawn hands the worker; the model answers it with fleet_reply.
+const SPAWN_BRIEF = 'SPAWN-BRIEF: say when you are ready';
 // Whether fleetd's config takes a profile's commandChars.
 const COMMAND_CHARS_KNOWN = true;
 
@@ -174,6 +177,9 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     if (r.side || r.lastUser == null) return { text: 'done' };
     for (const [mark, g] of gates) if (r.lastUser.includes(mark)) return g.promise.then(() => ({ text: `finished ${mark}` }));
     if (NUDGE_RE.test(r.lastUser)) return { toolCalls: [{ name: TOOL('fleet_poll'), input: {} }] };
+    if (r.lastUser.startsWith(SPAWN_BRIEF) && !r.toolResults.some((x) => x.name === TOOL('fleet_reply'))) {
+      return { toolCalls: [{ name: TOOL('fleet_reply'), input: { to: 'operator', content: 'w1 is ready to work' } }] };
+    }
     return { text: 'noted' };
   });
   const env = claudeEnv(f, model);
@@ -242,7 +248,7 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
 
   await step('spawn: the printed profile registers ready and shows the idle prompt it names', async () => {
     const before = await tm.panes();
-    const res = await ctl(['spawn', 'claude', '--name', 'w1', '--wait', '55']);
+    const res = await ctl(['spawn', 'claude', '--name', 'w1', '--brief', SPAWN_BRIEF, '--wait', '55']);
     assert.equal(res.status, 'ready', JSON.stringify(res));
     gid = res.gid;
     pane = (await tm.panes()).find((p) => !before.includes(p));
@@ -258,6 +264,20 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     const e = roster.entities.find((x) => x.gid === gid);
     assert.equal(e?.name, 'w1');
     assert.equal(e?.role, 'worker');
+
+    // The spawn's brief reaches the model once; the worker's fleet_reply
+    // answers it: linked to the brief, in the spawn's trace.
+    await arrivesOnce(SPAWN_BRIEF, 'the spawn brief');
+    await waitFor(() => toolResults(model, TOOL('fleet_reply')).length > 0, { timeout: 60000, what: "the worker's fleet_reply" });
+    const [sent] = toolResults(model, TOOL('fleet_reply'));
+    assert.ok(!sent.isError, sent.text);
+    const polled = await ctl(['poll', '--wait', '10']);
+    const reply = polled.messages.find((m) => m.content === 'w1 is ready to work');
+    assert.ok(reply, `the operator got the reply: ${JSON.stringify(polled)}`);
+    assert.equal(reply.kind, 'REPLY');
+    assert.equal(reply.from.gid, gid);
+    assert.equal(reply.inReplyTo, res.briefMsgId, 'the reply answers the spawn brief');
+    assert.equal(reply.traceId, res.traceId, "the reply is in the spawn's trace");
   });
 
   await step('a one-line brief reaches the model once', async () => {
