@@ -157,6 +157,12 @@ async function restartCase(f, t, how) {
 
   assert.ok((await counters(f)).sessions_resumed >= 2, 'fleetd counts both resumed sessions');
   const err = f.clientStderr(alice);
+  t.diagnostic((err.match(/fleetd is back.*$/m) || ['no "fleetd is back" line'])[0]);
+  const run = f.fleetdLog.split('=== fleetd run ').pop();
+  const at = (re) => Date.parse((run.match(re) || [])[1]);
+  t.diagnostic(
+    `alice resumed ${at(/^(\S+) INFO 'alice' resumed/m) - at(/^(\S+) INFO fleetd \S+ ready/m)} ms after fleetd was ready`
+  );
   assert.match(err, /fleet-mcp: lost fleetd \(fleetd closed the connection\)/);
   assert.match(err, /fleet-mcp: fleetd is back: 'alice' registered again \(gid [0-9a-f-]{36}\)/);
 
