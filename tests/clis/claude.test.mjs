@@ -427,6 +427,9 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     const roster = await ctl(['roster']);
     assert.equal(roster.entities.find((x) => x.gid === gid), undefined, 'gone from the roster');
     pane = null;
+    // A broadcast after the stop is held for the others only.
+    const b = await callTool(lead, 'fleet_broadcast', { content: 'after the stop' });
+    assert.equal(b.recipients, roster.entities.filter((x) => x.name !== 'lead').length, `recipients: ${JSON.stringify(b)} roster: ${JSON.stringify(roster.entities)}`);
   });
 
   assert.deepEqual(failures, [], 'every step passed');
