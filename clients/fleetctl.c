@@ -106,7 +106,7 @@ static const ctl_cmd fl_ctl_cmds[] = {
      "its "
      "pane\ncloses and it leaves every roster",
      CTL_AS_OPERATOR},
-    {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode",
+    {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode|codex",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},
     {"profile", 1, 1, cmd_profile, "profile claude|opencode|codex [--dir DIR] [--cwd DIR]",
      "print a ready spawn profile for that agent, the\nfiles it needs (written under DIR) and "
@@ -523,11 +523,17 @@ static int cmd_systemd(ctl *c) {
 
 static int cmd_mcp_config(ctl *c) {
   const char *kind = c->args[0];
-  int claude = strcmp(kind, "claude") == 0;
-  if (!claude && strcmp(kind, "opencode") != 0)
-    return fl_ctl_usage_fail(c->cmd->synopsis, "mcp-config takes 'claude' or 'opencode', not '%s'",
-                             kind);
-  return fl_ctl_mcp_config(claude, c->o->as, c->o->socket);
+  fl_mcp_client client;
+  if (strcmp(kind, "claude") == 0)
+    client = FL_MCP_CLAUDE;
+  else if (strcmp(kind, "opencode") == 0)
+    client = FL_MCP_OPENCODE;
+  else if (strcmp(kind, "codex") == 0)
+    client = FL_MCP_CODEX;
+  else
+    return fl_ctl_usage_fail(c->cmd->synopsis,
+                             "mcp-config takes 'claude', 'opencode' or 'codex', not '%s'", kind);
+  return fl_ctl_mcp_config(client, c->o->as, c->o->socket);
 }
 
 static int cmd_profile(ctl *c) {

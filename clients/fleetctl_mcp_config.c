@@ -3,9 +3,15 @@
  *
  * Needs no fleetd. The config names fleet-mcp by absolute path (the MCP
  * client starts it from its own working directory and PATH) and, with
- * --socket, an absolute socket path for the same reason. The JSON goes to
- * stdout, so it can be redirected into a file; how to install it goes to
- * stderr. */
+ * --socket, an absolute socket path for the same reason. The config goes
+ * to stdout, so it can be redirected into a file; how to install it goes
+ * to stderr.
+ *
+ * Codex starts a stdio MCP server with a clean environment (HOME, PATH,
+ * USER, TERM and a few more), so its table also lists in env_vars the
+ * variables fleet-mcp reads from the terminal Codex runs in: the other
+ * FLEET_* settings, the XDG dirs its default socket path comes from, and
+ * the tmux pane to nudge. */
 #include "clients/fleetctl_mcp_config.h"
 
 #include <jansson.h>
@@ -60,7 +66,50 @@ static void fputs_shell_quoted(const char *s, FILE *f) {
   fputc('\'', f);
 }
 
-int fl_ctl_mcp_config(int claude, const char *as, const char *socket_opt) {
+/* Variables Codex must pass on for fleet-mcp to work as it does elsewhere. */
+static const char *const fl_codex_env_vars[] = {
+    "FLEET_GROUPS",   "FLEET_GID", "FLEET_CHANNEL", "XDG_RUNTIME_DIR",
+    "XDG_STATE_HOME", "TMUX",      "TMUX_PANE"};
+
+/* Prints s as a TOML basic string (JSON's string escapes are TOML's). */
+static int put_toml_string(const char *s) {
+  json_t *j = json_string(s);
+  char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+  json_decref(j);
+  if (!q)
+    return -1;
+  fputs(q, stdout);
+  fl_free(q);
+  return 0;
+}
+
+/* Codex's [mcp_servers.fleet] table, for its config.toml. */
+static int print_codex(const char *exe, json_t *envv) {
+  fputs("[mcp_servers.fleet]\ncommand = ", stdout);
+  if (put_toml_string(exe) != 0)
+    return fl_ctl_fail("out of memory (or a path that is not UTF-8)");
+  fputs("\nargs = []\nenv = { ", stdout);
+  const char *k;
+  json_t *v;
+  int first = 1;
+  json_object_foreach(envv, k, v) {
+    printf("%s%s = ", first ? "" : ", ", k); /* FLEET_* names are bare TOML keys */
+    if (put_toml_string(json_string_value(v)) != 0)
+      return fl_ctl_fail("out of memory (or a name or path that is not UTF-8)");
+    first = 0;
+  }
+  fputs(" }\nenv_vars = [", stdout);
+  for (size_t i = 0; i < sizeof fl_codex_env_vars / sizeof fl_codex_env_vars[0]; i++)
+    printf("%s\"%s\"", i ? ", " : "", fl_codex_env_vars[i]);
+  fputs("]\n", stdout);
+  fputs("fleetctl: add this table to Codex's config.toml (~/.codex/config.toml, or "
+        "$CODEX_HOME/config.toml); env_vars passes on what fleet-mcp reads from the terminal, "
+        "which Codex would otherwise not pass\n",
+        stderr);
+  return FL_EXIT_OK;
+}
+
+int fl_ctl_mcp_config(fl_mcp_client client, const char *as, const char *socket_opt) {
   char exe[PATH_MAX];
   find_fleet_mcp(exe, sizeof exe);
 
@@ -83,6 +132,12 @@ int fl_ctl_mcp_config(int claude, const char *as, const char *socket_opt) {
   }
   if (!envv)
     return fl_ctl_fail("out of memory (or a name or path that is not UTF-8)");
+  if (client == FL_MCP_CODEX) {
+    int rc = print_codex(exe, envv);
+    json_decref(envv);
+    return rc;
+  }
+  int claude = client == FL_MCP_CLAUDE;
 
   json_t *entry, *doc;
   if (claude) {

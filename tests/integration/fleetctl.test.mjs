@@ -103,6 +103,15 @@ fleetTest('mcp-config prints configs with an absolute fleet-mcp path', async (f)
     assert.ok(path.isAbsolute(p), `absolute path: ${p}`);
     assert.ok(existsSync(p), `${p} exists`);
   }
+  // Codex: a TOML table for its config.toml. Codex gives a stdio server a
+  // clean environment, so env_vars lists what fleet-mcp reads from it.
+  const r = await f.fleetctl(['--as', 'carol', '--socket', 'rel/fleetd.sock', 'mcp-config', 'codex'], { noSocket: true });
+  assert.equal(r.code, 0, `mcp-config codex: ${r.stderr}`);
+  assert.match(r.stdout, /^\[mcp_servers\.fleet\]$/m);
+  const cmd = r.stdout.match(/^command = "(.*)"$/m);
+  assert.ok(cmd && path.isAbsolute(cmd[1]) && path.basename(cmd[1]) === 'fleet-mcp' && existsSync(cmd[1]), r.stdout);
+  assert.match(r.stdout, /^env = \{ FLEET_NAME = "carol", FLEET_ROLE = "lead", FLEET_SOCKET = "\/[^"]*\/rel\/fleetd\.sock" \}$/m);
+  assert.match(r.stdout, /^env_vars = \[.*"XDG_RUNTIME_DIR".*"TMUX_PANE".*\]$/m);
 });
 
 fleetTest('exit statuses: usage 2, no daemon 1', async (f) => {

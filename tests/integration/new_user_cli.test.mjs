@@ -94,7 +94,7 @@ fleetTest('a usage error is one line and a hint, never the whole usage text', as
     [['peer'], /^fleetctl: peer needs a subcommand: add HOST PUBKEY \[URL\], list, or remove HOST$/m, /fleetctl help/],
     [['frobnicate'], /^fleetctl: unknown command 'frobnicate'$/m, /^run 'fleetctl help' for the commands$/m],
     [['--bogus-flag', 'status'], /^fleetctl: unknown option '--bogus-flag'$/m, /fleetctl help/],
-    [['mcp-config', 'vim'], /not 'vim'/, /^usage: fleetctl mcp-config claude\|opencode$/m],
+    [['mcp-config', 'vim'], /not 'vim'/, /^usage: fleetctl mcp-config claude\|opencode\|codex$/m],
     [['trace'], /^fleetctl: trace needs ID$/m, /^usage: fleetctl trace ID$/m],
     [['send', '', 'hi'], /^fleetctl: TO must not be empty/m, /^usage: fleetctl send/m],
   ];
@@ -165,6 +165,7 @@ fleetTest('--as with a name that breaks the name rule is refused before anything
   for (const args of [
     ['--as', 'bad name', 'mcp-config', 'claude'],
     ['--as', 'bad name', 'mcp-config', 'opencode'],
+    ['--as', 'bad name', 'mcp-config', 'codex'],
     ['--as', 'bad name', 'send', 'bob', 'hi'],
     ['--as', 'a.b', 'poll'],
     ['--as', '0b6f3c7e-8d1a-4c2b-9e4f-5a6b7c8d9e0f', 'send', 'bob', 'hi'],
