@@ -218,8 +218,8 @@ async function nudgeCount(f, sock, pane) {
 fleetTest('two leads and an architect on one gateway: each its own messages and nudges', async (f) => {
   const sock = path.join(f.dir, 'tmux.sock');
   try {
-    const first = await startServer(f, sock, 'stty -echo; exec cat');
-    const mk = async () => (await tmux(f, sock, 'new-window', '-d', '-P', '-F', '#{pane_id}', 'stty -echo; exec cat')).trim();
+    const first = await startServer(f, sock, 'exec cat');
+    const mk = async () => (await tmux(f, sock, 'new-window', '-d', '-P', '-F', '#{pane_id}', 'exec cat')).trim();
     const panes = { 'lead-1': first, 'lead-2': await mk(), arch: await mk() };
     await f.startFleetd({ config: nudgeConfig(true) });
     const clients = {};
