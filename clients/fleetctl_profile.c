@@ -113,13 +113,6 @@ static int add_json_file(fl_profile_ctx *x, const char *name, json_t *doc) {
   return ok ? 0 : -1;
 }
 
-static int add_text_file(fl_profile_ctx *x, const char *name, const char *text) {
-  char path[PATH_MAX];
-  if (snprintf(path, sizeof path, "%s/%s", x->dir, name) >= (int)sizeof path)
-    return -1;
-  return json_array_append_new(x->files, json_pack("{s:s, s:s}", "path", path, "content", text));
-}
-
 static int note(fl_profile_ctx *x, const char *text) {
   return json_array_append_new(x->notes, json_string(text));
 }
@@ -206,9 +199,10 @@ static int build_claude(fl_profile_ctx *x) {
 
 /* ---- opencode ------------------------------------------------------------------------ */
 
-/* Not proven by a test yet: opencode reads the config file named by
- * OPENCODE_CONFIG on top of its own; its idle input line shows a
- * placeholder ("Ask anything…"), which the prompt regex allows. */
+/* opencode reads the config file named by OPENCODE_CONFIG on top of the
+ * user's own (global and project) config, so the worker keeps the user's
+ * provider, model and login and gets only the fleet server added. It
+ * passes its environment on to a local MCP server. */
 static int build_opencode(fl_profile_ctx *x) {
   json_t *cfg = under(x, "opencode.json");
   if (!cfg || json_object_set_new(x->env, "OPENCODE_CONFIG", cfg) != 0)
@@ -217,44 +211,85 @@ static int build_opencode(fl_profile_ctx *x) {
       json_pack("{s:s, s:{s:{s:s, s:[s], s:b}}}", "$schema", "https://opencode.ai/config.json",
                 "mcp", "fleet", "type", "local", "command", x->fleet_mcp, "enabled", 1);
   if (add_json_file(x, "opencode.json", doc) ||
-      note(x, "opencode.json runs fleet-mcp with no FLEET_* settings of its own: it takes them "
-              "from the window fleetd opens. OPENCODE_CONFIG points opencode at it."))
+      note(x, "opencode.json runs fleet-mcp with no FLEET_* settings of its own: opencode passes "
+              "its environment on, so fleet-mcp takes FLEET_GID, FLEET_NAME, FLEET_ROLE and "
+              "FLEET_SOCKET from the window fleetd opens. OPENCODE_CONFIG adds this file to your "
+              "own opencode config, so the worker uses your provider, model and login.") ||
+      note(x, "opencode's idle input line shows a placeholder (┃  Ask anything… \"Fix broken "
+              "tests\" on the start screen, an empty ┃ in a session); the prompt matches both and "
+              "nothing typed. It draws its first screen only after its config and MCP servers are "
+              "loaded, which can take tens of seconds on a busy machine.") ||
+      note(x, "opencode reads a leading ! as a shell command and a leading / as one of its "
+              "commands; fleet neutralizes such a leading character of a brief (commandChars)."))
     return -1;
   return 0;
 }
 
 /* ---- Codex ------------------------------------------------------------------------------ */
 
-/* Not proven by a test yet: Codex keeps its config in CODEX_HOME; it starts
- * a stdio MCP server with a clean environment, passing only the variables
- * env_vars lists, and daemon_auto_start = false keeps it from leaving a
- * background daemon behind. */
+/* Codex keeps one config.toml in CODEX_HOME (~/.codex), with the user's
+ * login and model. The worker leaves it alone and adds what fleet needs
+ * with -c overrides, each a TOML value: the fleet MCP server (Codex gives a
+ * stdio server a clean environment, with only the variables env_vars
+ * names), no background daemon left behind (features.daemon_auto_start),
+ * and the working directory trusted, since Codex asks before it works in
+ * a folder of a git repository it has not been told to trust (the inline
+ * `projects` table keeps a path with dots in it one key). */
+/* Appends "-c" and v to the command; steals v (NULL: fails). */
+static int add_override(fl_profile_ctx *x, json_t *v) {
+  if (!v)
+    return -1;
+  if (json_array_append_new(x->command, json_string("-c")) != 0) {
+    json_decref(v);
+    return -1;
+  }
+  return json_array_append_new(x->command, v) != 0 ? -1 : 0;
+}
+
+/* s as a TOML basic string (JSON's string escapes are TOML's), new; NULL on failure. */
+static char *toml_string(const char *s) {
+  json_t *j = json_string(s);
+  char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+  json_decref(j);
+  return q;
+}
+
 static int build_codex(fl_profile_ctx *x) {
-  json_t *home = under(x, "codex-home");
-  if (!home || json_object_set_new(x->env, "CODEX_HOME", home) != 0)
-    return -1;
-  json_t *cmd = json_string(x->fleet_mcp);
-  char *qcmd = cmd ? json_dumps(cmd, JSON_ENCODE_ANY) : NULL;
-  json_decref(cmd);
-  json_t *toml = qcmd ? json_sprintf("[mcp_servers.fleet]\n"
-                                     "command = %s\n"
-                                     "args = []\n"
-                                     "env_vars = [\"FLEET_GID\", \"FLEET_NAME\", \"FLEET_ROLE\", "
-                                     "\"FLEET_GROUPS\", \"FLEET_SOCKET\", \"TMUX\", "
-                                     "\"TMUX_PANE\"]\n"
-                                     "\n"
-                                     "[features]\n"
-                                     "daemon_auto_start = false\n",
-                                     qcmd)
-                      : NULL;
-  fl_free(qcmd);
-  int rc = toml ? add_text_file(x, "codex-home/config.toml", json_string_value(toml)) : -1;
-  json_decref(toml);
-  if (rc ||
-      note(x, "config.toml's [mcp_servers.fleet] lists the FLEET_* variables in env_vars: Codex "
-              "passes a stdio MCP server only the variables listed there."))
-    return -1;
-  return 0;
+  char *qmcp = toml_string(x->fleet_mcp);
+  char *qcwd = toml_string(x->cwd);
+  int rc = -1;
+  if (!qmcp || !qcwd)
+    goto done;
+  if (add_override(x, json_sprintf("mcp_servers.fleet.command=%s", qmcp)) ||
+      add_override(x, json_string("mcp_servers.fleet.args=[]")) ||
+      add_override(x, json_string("mcp_servers.fleet.env_vars=[\"FLEET_GID\",\"FLEET_NAME\","
+                                  "\"FLEET_ROLE\",\"FLEET_GROUPS\",\"FLEET_SOCKET\",\"TMUX\","
+                                  "\"TMUX_PANE\"]")) ||
+      add_override(x, json_string("features.daemon_auto_start=false")) ||
+      add_override(x, json_sprintf("projects={%s={trust_level=\"trusted\"}}", qcwd)))
+    goto done;
+  if (note(x, "The command adds the fleet MCP server to your own Codex config with -c overrides: "
+              "the worker keeps your CODEX_HOME (~/.codex), with your login and model, and no "
+              "file is written.") ||
+      note(x, "mcp_servers.fleet.env_vars passes the FLEET_* variables of the window fleetd "
+              "opens: Codex starts a stdio MCP server with a clean environment and only the "
+              "variables env_vars names.") ||
+      note(x, "features.daemon_auto_start=false keeps Codex from leaving a background daemon "
+              "behind when the worker stops.") ||
+      note(x, "projects={cwd={trust_level=\"trusted\"}} answers Codex's \"Trust this folder?\" "
+              "question, which it asks before working in a git repository's folder and which "
+              "would block a spawned worker. A spawn for another working directory needs it for "
+              "that one: run fleetctl profile again with --cwd.") ||
+      note(x, "Codex's idle input line is › with a placeholder (› Ask Codex to do anything); the "
+              "prompt matches it and nothing typed. Codex reads a leading / as one of its "
+              "commands and a leading ! as a shell command; fleet neutralizes such a leading "
+              "character of a brief (commandChars)."))
+    goto done;
+  rc = 0;
+done:
+  fl_free(qmcp);
+  fl_free(qcwd);
+  return rc;
 }
 
 /* ---- the table ---------------------------------------------------------------------------- */
@@ -264,10 +299,10 @@ static const fl_profile_agent fl_profile_agents[] = {
      * a box border on older versions; padded with spaces or no-break spaces. */
     {"claude", "claude", "^(│|\\|)?( |\u00a0)*(>|❯)( |\u00a0)*(│|\\|)?( |\u00a0)*$", 500, "!/#",
      build_claude},
-    /* Best guess, to be proven: the empty input line is a "┃" border, with
-     * or without its placeholder. */
+    /* opencode's idle input line: a "┃" border, empty in a session, with a
+     * placeholder ("Ask anything… \"Fix broken tests\"") on its start screen. */
     {"opencode", "opencode", "^ *┃ *(Ask anything.*)?$", 500, "!/#", build_opencode},
-    /* Best guess, to be proven: "›" and its placeholder. */
+    /* Codex's idle input line: "›" and its placeholder. */
     {"codex", "codex", "^ *› *(Ask Codex to do anything.*)?$", 500, "!/#", build_codex},
 };
 #define FL_PROFILE_NAGENTS (sizeof fl_profile_agents / sizeof fl_profile_agents[0])
