@@ -23,12 +23,18 @@
 //   onCleanup(f, fn)        fn runs when the test ends (before fleetd stops).
 //   quietEnv                variables that keep every CLI from reaching
 //                           anything but loopback (telemetry, updates).
+//   runTraced(f, cmd, args, opts)  runs a program (f.run) under
+//                           `strace -e trace=connect` when strace is
+//                           installed; resolves f.run's result plus
+//                           outside: the connect() calls to anything but
+//                           loopback or a Unix socket (null without strace).
 //
 // Re-exported from the integration harness: fleetTest, waitFor, sleep,
 // BIN_DIR, bin, callTool, resultText.
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BIN_DIR, bin, callTool, fleetTest, resultText, sleep, waitFor } from '../integration/harness.mjs';
@@ -248,4 +254,38 @@ export function gate() {
   let open;
   const p = new Promise((r) => (open = r));
   return { promise: p, open };
+}
+
+let straceOk = null;
+/** Whether strace can run here (checked once). */
+function haveStrace() {
+  if (straceOk === null) {
+    try {
+      execFileSync('strace', ['-V'], { stdio: 'ignore' });
+      straceOk = true;
+    } catch {
+      straceOk = false;
+    }
+  }
+  return straceOk;
+}
+
+/**
+ * f.run(cmd, args, opts) under `strace -f -e trace=connect` when strace is
+ * installed. The result's `outside` lists the connect() calls to anything
+ * but 127.0.0.1, ::1 or a Unix socket; null when strace is missing (a note
+ * in the test's diagnostics says the check was not made).
+ */
+export async function runTraced(f, cmd, args, opts = {}) {
+  if (!haveStrace()) {
+    f.notes.push('strace is not installed: the loopback-only check was not made');
+    return { ...(await f.run(cmd, args, opts)), outside: null };
+  }
+  const log = path.join(f.dir, `strace-${path.basename(cmd)}-${Date.now()}.log`);
+  const r = await f.run('strace', ['-f', '-qq', '-e', 'trace=connect', '-o', log, '--', cmd, ...args], opts);
+  const outside = readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((l) => /connect\(/.test(l) && !/AF_UNIX|AF_NETLINK/.test(l))
+    .filter((l) => !/inet_addr\("127\.0\.0\.1"\)|inet_pton\(AF_INET6, "::1"/.test(l));
+  return { ...r, outside };
 }

@@ -12,9 +12,9 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { cliPath, fleetTest, quietEnv, startModel } from './cli_harness.mjs';
+import { cliPath, fleetTest, quietEnv, runTraced, startModel } from './cli_harness.mjs';
 import { resultOf, toolName, workerFlow } from './worker_flow.mjs';
 
 /**
@@ -50,23 +50,6 @@ apps = false
   return { ...quietEnv, HOME: home, CODEX_HOME: codexHomeDir };
 }
 
-function hasStrace() {
-  try {
-    execFileSync('strace', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The connect() calls in an strace log that are neither loopback nor a Unix socket. */
-function outsideConnects(log) {
-  return log
-    .split('\n')
-    .filter((l) => /connect\(/.test(l) && !/AF_UNIX|AF_NETLINK/.test(l))
-    .filter((l) => !/inet_addr\("127\.0\.0\.1"\)|inet_pton\(AF_INET6, "::1"/.test(l));
-}
-
 /** The JSON in a Codex MCP tool result ("Wall time: … Output:\n{json}"). */
 function resultJson(text) {
   const i = text.indexOf('{');
@@ -94,12 +77,7 @@ fleetTest('codex: mcp list shows the printed config; codex exec calls fleet_list
   const work = path.join(f.dir, 'work');
   mkdirSync(work, { recursive: true });
 
-  const strace = hasStrace();
-  const traceLog = path.join(f.dir, 'strace.log');
-  const codex = (args, timeout) =>
-    strace
-      ? f.run('strace', ['-f', '-qq', '-e', 'trace=connect', '-o', traceLog, '--', cliPath('codex'), '-C', work, ...args], { env, timeout })
-      : f.run(cliPath('codex'), ['-C', work, ...args], { env, timeout });
+  const codex = (args, timeout) => runTraced(f, cliPath('codex'), ['-C', work, ...args], { env, timeout });
 
   const list = await codex(['mcp', 'list', '--json'], 60000);
   assert.equal(list.code, 0, list.stderr);
@@ -107,6 +85,7 @@ fleetTest('codex: mcp list shows the printed config; codex exec calls fleet_list
   const fleet = servers.find((s) => s.name === 'fleet');
   assert.ok(fleet, `codex mcp list shows fleet: ${list.stdout}`);
   assert.equal(fleet.enabled, true, list.stdout);
+  if (list.outside) assert.deepEqual(list.outside, [], 'codex mcp list connected only to loopback and Unix sockets');
 
   const run = await codex(['exec', '--skip-git-repo-check', 'List the fleet, then say hello to bob.'], 120000);
   assert.equal(run.code, 0, `codex exec: ${run.stderr}`);
@@ -127,12 +106,7 @@ fleetTest('codex: mcp list shows the printed config; codex exec calls fleet_list
   assert.equal(got[0].content, 'hello bob, from codex');
   assert.equal(got[0].from.name, 'alice');
 
-  if (strace) {
-    const outside = outsideConnects(readFileSync(traceLog, 'utf8'));
-    assert.deepEqual(outside, [], 'codex connected only to loopback and Unix sockets');
-  } else {
-    f.notes.push('strace is not installed: the loopback-only check was not made');
-  }
+  if (run.outside) assert.deepEqual(run.outside, [], 'codex exec connected only to loopback and Unix sockets');
 });
 
 fleetTest('codex as a spawned worker: briefs, busy, hostile text, nudge, stop', { timeout: 300000 }, async (f, t) => {
