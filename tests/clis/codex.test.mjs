@@ -109,7 +109,7 @@ fleetTest('codex: mcp list shows the printed config; codex exec calls fleet_list
   if (run.outside) assert.deepEqual(run.outside, [], 'codex exec connected only to loopback and Unix sockets');
 });
 
-fleetTest('codex as a spawned worker: briefs, busy, hostile text, nudge, stop', { timeout: 300000 }, async (f, t) => {
+fleetTest('codex as a spawned worker: briefs, busy, hostile text, nudge, restart, stop', { timeout: 300000 }, async (f, t) => {
   await workerFlow(f, t, {
     name: 'codex',
     env: (model) => {

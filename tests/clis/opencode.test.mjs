@@ -131,7 +131,7 @@ fleetTest('opencode: mcp list connects to the printed config; opencode run calls
   if (run.outside) assert.deepEqual(run.outside, [], 'opencode run connected only to loopback and Unix sockets');
 });
 
-fleetTest('opencode as a spawned worker: briefs, busy, hostile text, nudge, stop', { timeout: 300000 }, async (f, t) => {
+fleetTest('opencode as a spawned worker: briefs, busy, hostile text, nudge, restart, stop', { timeout: 300000 }, async (f, t) => {
   await workerFlow(f, t, {
     name: 'opencode',
     env: (model) => opencodeHome(f, model),

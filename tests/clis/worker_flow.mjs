@@ -17,6 +17,8 @@
 //              which polls (fleet_poll) and gets the broadcast
 //   hostile    control bytes, an end-of-paste sequence inside a multi-line
 //              brief, a leading ! or /: nothing runs, the agent lives on
+//   restart    fleetd stops and starts again under the worker: it is online
+//              again with its gid, and a brief after that arrives once
 //   stop       `fleetctl stop` ends it: gone from the roster, its pane closed
 //
 // agent: { name ('opencode' | 'codex'), env(model, f) → the tmux server's
@@ -129,12 +131,14 @@ export async function workerFlow(f, t, agent) {
   assert.ok(path.isAbsolute(prof.profile.command[0]), `command[0] is absolute: ${prof.profile.command[0]}`);
   // A brief that cannot be typed fails within a minute (not the default
   // two), so a broken step ends the test sooner; a working one is not slowed.
-  await f.startFleetd({ config: configWithProfile(agent.name, prof.profile, { inject: { timeoutS: 60 } }) });
+  const config = configWithProfile(agent.name, prof.profile, { inject: { timeoutS: 60 } });
+  await f.startFleetd({ config });
   const tmux = new TmuxServer(f);
   await tmux.start('exec cat', { env: await agent.env(model, f, prof) });
   const before = await tmux.panes();
   const lead = await f.mcpClient('lead', { role: 'lead' });
   let pane = null;
+  let gid = null;
   const roster = async () => (await fleetctlJson(f, ['roster'])).entities;
   const online = async () => (await roster()).find((e) => e.name === 'w1' && e.status === 'online');
   const send = (content, wait_s = 45) => callTool(lead, 'fleet_send', { to: 'w1', content, wait_s }, { timeout: 170000 });
@@ -156,6 +160,7 @@ export async function workerFlow(f, t, agent) {
       timeout: 90000,
     });
     assert.equal(sp.status, 'ready', JSON.stringify(sp));
+    gid = sp.gid;
     assert.ok(await online(), 'w1 is online in the roster');
     const now = await tmux.panes();
     pane = now.find((p) => !before.includes(p));
@@ -269,6 +274,26 @@ export async function workerFlow(f, t, agent) {
     }
     assert.ok((await tmux.panes()).includes(pane), 'the pane is still there');
     briefs.push('[b5]', '[b6]', '[b7]', '[b8]');
+    await idle();
+    onceEach(briefs);
+  });
+
+  await step(t, f, model, 'a fleetd restart under the worker: online again with its gid, a brief arrives once', async () => {
+    await f.stopFleetd();
+    await f.startFleetd({ config });
+    await waitFor(
+      async () => {
+        const r = await f.fleetctl(['--json', 'roster']);
+        if (r.code !== 0) return false;
+        const es = JSON.parse(r.stdout).entities;
+        const w1 = es.find((e) => e.name === 'w1');
+        return w1 && w1.gid === gid && w1.status === 'online' && es.some((e) => e.name === 'lead' && e.status === 'online');
+      },
+      { timeout: 30000, interval: 250, what: 'w1 (with its gid) and lead online again' }
+    );
+    const r = await send('[b9] After the restart.');
+    assert.equal(r.status, 'replied', JSON.stringify(r));
+    briefs.push('[b9]');
     await idle();
     onceEach(briefs);
   });
