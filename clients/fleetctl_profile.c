@@ -300,8 +300,10 @@ static const fl_profile_agent fl_profile_agents[] = {
     {"claude", "claude", "^(│|\\|)?( |\u00a0)*(>|❯)( |\u00a0)*(│|\\|)?( |\u00a0)*$", 500, "!/#",
      build_claude},
     /* opencode's idle input line: a "┃" border, empty in a session, with a
-     * placeholder ("Ask anything… \"Fix broken tests\"") on its start screen. */
-    {"opencode", "opencode", "^ *┃ *(Ask anything.*)?$", 500, "!/#", build_opencode},
+     * placeholder ("Ask anything… \"Fix broken tests\"") on its start screen.
+     * quietMs 2000: on a loaded machine opencode answers keys late for a while
+     * after it redraws; with 500 its first briefs failed more often there. */
+    {"opencode", "opencode", "^ *┃ *(Ask anything.*)?$", 2000, "!/#", build_opencode},
     /* Codex's idle input line: "›" and its placeholder. */
     {"codex", "codex", "^ *› *(Ask Codex to do anything.*)?$", 500, "!/#", build_codex},
 };
