@@ -11,19 +11,21 @@
 //   briefs     one line, several lines: each reaches the model once, as one
 //              user turn, and the sender hears `replied`
 //   busy       a brief sent while the model holds a turn open (on a gate the
-//              test opens once fleetd has the brief queued) arrives once,
-//              after that turn; the sender hears `injected` or `replied`
+//              test opens once fleetd has found the agent busy, counted in
+//              inject_busy_deferred) arrives once, after that turn; the
+//              sender hears `injected` or `replied`
 //   nudge      a broadcast held for the worker: the nudge reaches the model,
 //              which polls (fleet_poll) and gets the broadcast
 //   hostile    control bytes, an end-of-paste sequence inside a multi-line
-//              brief, a leading ! or /: nothing runs, the agent lives on
+//              brief, a leading ! or /, a ! inside one line: nothing runs,
+//              the agent lives on, each arrives once as inject_text.h says
+//              and the sender hears a note of what was changed
 //   restart    fleetd stops and starts again under the worker: it is online
 //              again with its gid, and a brief after that arrives once
 //   stop       `fleetctl stop` ends it: gone from the roster, its pane closed
 //
-// agent: { name ('opencode' | 'codex'), env(model, f) → the tmux server's
-// environment (it writes the agent's config), resultJson(text) → the JSON of
-// a tool result text }.
+// agent: { name ('opencode' | 'codex'), env(model, f, profile) → the tmux
+// server's environment (it writes the agent's own config) }.
 
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
