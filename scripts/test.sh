@@ -13,7 +13,7 @@
 # 3. Builds build/ (warnings are errors) and build-asan/ (Debug, AddressSanitizer
 #    + UBSan, warnings are errors).
 # 4. Runs the unit tests (ctest) in both trees, the fault suite's short
-#    profile and the real agent CLIs (tests/clis, their own npm ci) against
+#    profile and the real agent CLIs (tests/clis, their own npm install) against
 #    the optimized binaries, then the integration suite (node's test runner)
 #    against the sanitizer binaries.
 #
@@ -169,14 +169,17 @@ faults() {
 
 # fleet with the real agent CLIs (Claude Code, opencode, Codex; pinned in
 # tests/clis/package.json), each against a fake model API on loopback, run
-# against the optimized build. Their npm ci runs here, when tests/clis has
-# no node_modules or its lock changed since the last install.
+# against the optimized build. Their install runs here, when tests/clis has
+# no node_modules or its lock changed since the last install. It is an npm
+# install that keeps the lock as it is (--no-save), not npm ci: each CLI's
+# packages for other platforms are optional dependencies the registry may
+# not serve, which npm ci refuses to leave out.
 clis() {
   local stamp=tests/clis/node_modules/.fleet-lock.sha256 want
   want=$(sha256sum tests/clis/package-lock.json | cut -d' ' -f1)
   if [ ! -d tests/clis/node_modules ] || [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-    say "npm ci in tests/clis/"
-    (cd tests/clis && npm ci --no-audit --no-fund --loglevel=error) || return 1
+    say "npm install in tests/clis/"
+    (cd tests/clis && npm install --no-save --no-audit --no-fund --loglevel=error) || return 1
     echo "$want" >"$stamp"
   fi
   FLEET_BIN_DIR=$ROOT/build node --test --test-concurrency=1 tests/clis/
