@@ -84,7 +84,7 @@ int fl_inject_text_make(const char *text, size_t len, const char *command_chars,
       memcpy(o, standin, FL_STANDIN_MAX);
       o += FL_STANDIN_MAX;
     } else {
-      if (cp == '\n' || cp == '\t')
+      if (cp == '\n' || cp == '\t' || fl_is_command_char(chars, (char)cp))
         out->multi = 1;
       memcpy(o, s + i, k);
       o += k;

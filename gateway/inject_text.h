@@ -40,7 +40,12 @@ typedef struct fl_inject_text {
   size_t first_at; /* the input's byte offset of the first of them */
   unsigned first;  /* its value: a byte, or a C1 code point */
   char command;    /* the leading command character prefixed, or 0 */
-  int multi;       /* holds a newline or a tab: type it as one paste */
+  /* Holds a newline, a tab, or one of the command characters anywhere:
+   * type it as one paste. Typed as keys, a tab may complete, and some
+   * agents switch mode on a command character wherever it is typed
+   * (opencode's shell mode on any "!"); inside a bracketed paste both are
+   * text. */
+  int multi;
 } fl_inject_text;
 
 /* Makes text[0..len) safe to type into out (which the caller clears

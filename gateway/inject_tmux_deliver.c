@@ -13,11 +13,12 @@
  *      agent: nothing is typed, the caller tries later);
  *   2. type the text literally: one line with `send-keys -l` (no key names,
  *      so "Enter" or "C-c" in the text are just words); several lines, a
- *      tab, or a long text through a named buffer filled from stdin and
- *      `paste-buffer -p -r`, which the pane receives as one bracketed paste
- *      when its program asked for that, with its newlines as they are;
+ *      tab, a command character anywhere, or a long text through a named
+ *      buffer filled from stdin and `paste-buffer -p -r`, which the pane
+ *      receives as one bracketed paste when its program asked for that,
+ *      with its newlines as they are;
  *   3. look until the screen shows it (changed, and no longer an empty
- *      prompt);
+ *      prompt); if it never does, erase it (below) and fail;
  *   4. press Enter, once, as a tmux command of its own: an agent that reads
  *      a burst of 64 bytes or more as a paste (Claude Code) would take an
  *      Enter in the same burst as a newline;
@@ -42,9 +43,12 @@
 #include "gateway/inject_text.h"
 #include "gateway/inject_tmux.h"
 
-/* A terminal redraws within milliseconds; three seconds is a pane (or a
- * machine) in trouble. */
-#define FL_TMUX_VERIFY_MS 3000
+/* A terminal redraws within milliseconds, but an agent on a loaded
+ * machine can take seconds to echo keys or take an Enter (opencode was seen
+ * past three). Each check returns as soon as the screen shows the step, so
+ * the bound only decides how long a failing step waits: ten seconds before
+ * calling a pane stuck. */
+#define FL_TMUX_VERIFY_MS 10000
 #define FL_TMUX_LOOK_GAP_MS 50
 /* One line up to this long goes as a send-keys argument; longer or
  * multi-line text goes through stdin (one argv string is capped by the
@@ -65,10 +69,11 @@ typedef struct fl_tmux_send {
   char *prompt;
   char *text; /* as typed: made safe by inject_text */
   size_t len;
-  size_t chars;    /* characters in text, for erasing it */
-  int multi;       /* typed as one paste */
-  char note[256];  /* what inject_text changed, for the sender */
-  char buffer[48]; /* the named paste buffer */
+  size_t chars;          /* characters in text, for erasing it */
+  int multi;             /* typed as one paste */
+  char note[256];        /* what inject_text changed, for the sender */
+  const char *erase_why; /* why the text is being erased: the failure told */
+  char buffer[48];       /* the named paste buffer */
   enum fl_send_step step;
   uint64_t before, typed; /* screen hashes: before typing, once it showed */
   long long until_ms;
@@ -151,13 +156,13 @@ static void fl_send_pause_done(uv_timer_t *t) { fl_send_enter(t->data); }
 static void fl_send_erased(void *ctx, int status) {
   fl_tmux_send *s = ctx;
   fl_send_finish(s, FL_ETIMEDOUT, FL_INJECT_DRAFT,
-                 status ? "typed, but Enter did not submit it, and tmux could not erase it: the "
-                          "text may still be in the input line"
-                        : "typed, but Enter did not submit it; the text was erased from the input "
-                          "line, so the agent did not get it");
+                 status ? "typed, but it did not go in, and tmux could not erase it: the text may "
+                          "still be in the input line"
+                        : s->erase_why);
 }
 
-/* Enter did not take: backspace over what was typed, so no draft is left. */
+/* The text did not show, or Enter did not take: backspace over what was
+ * typed, so no draft is left. */
 static void fl_send_erase(fl_tmux_send *s) {
   char count[24];
   snprintf(count, sizeof count, "%zu", s->chars);
@@ -192,6 +197,12 @@ static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen) 
         uv_timer_start(&s->timer, fl_send_pause_done, s->t.pause_ms, 0);
       else
         fl_send_enter(s);
+    } else if (fl_now_ms() >= s->until_ms) {
+      /* Keys reach the agent in order, so backspaces sent now come after
+       * the text however late it shows: nothing is left behind. */
+      s->erase_why = "typed, but the text did not show in the pane; Enter was not pressed, and "
+                     "the text was erased from the input line";
+      fl_send_erase(s);
     } else {
       fl_send_again(s, st, "typed, but the text did not show in the pane; Enter was not pressed");
     }
@@ -199,9 +210,11 @@ static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen) 
   case FL_SEND_SUBMIT:
     if (screen != s->typed && st != FL_INJECT_DRAFT && st != FL_INJECT_GONE)
       fl_send_finish(s, 0, st, s->note);
-    else if (fl_now_ms() >= s->until_ms && st == FL_INJECT_DRAFT)
+    else if (fl_now_ms() >= s->until_ms && st == FL_INJECT_DRAFT) {
+      s->erase_why = "typed, but Enter did not submit it; the text was erased from the input "
+                     "line, so the agent did not get it";
       fl_send_erase(s);
-    else
+    } else
       fl_send_again(s, st,
                     "typed, but Enter did not submit it: the text is still in the input line");
     return;

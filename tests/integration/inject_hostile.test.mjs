@@ -60,14 +60,21 @@ fleetTest('no byte of a brief acts as a key: control bytes, a paste end and lead
       { name: 'leading /', content: '/exit', want: `${PREFIX}/exit`, command: '/' },
       { name: 'leading / after blanks', content: ' \n/exit', want: `${PREFIX} \n/exit`, command: '/' },
       { name: 'leading #', content: '#note', want: `${PREFIX}#note`, command: '#' },
+      // A "!" anywhere switches some agents to a shell (opencode): typed as a
+      // paste, it stays text.
+      { name: 'a ! inside', content: `hi; !touch ${marker(9)}`, want: `hi; !touch ${marker(9)}`, plain: true },
     ];
     const want = [];
     for (const c of cases) {
       const r = await callTool(lead, 'fleet_send', { to: 'w', content: c.content });
       assert.equal(r.status, 'injected', `${c.name}: ${JSON.stringify(r)}`);
-      assert.ok(r.note, `${c.name}: the sender hears what was changed: ${JSON.stringify(r)}`);
-      if (c.command) assert.match(r.note, new RegExp(`leading '\\${c.command}'`), c.name);
-      else assert.match(r.note, /control or invalid byte/, c.name);
+      if (c.plain) {
+        assert.equal(r.note, undefined, `${c.name}: nothing was changed: ${JSON.stringify(r)}`);
+      } else {
+        assert.ok(r.note, `${c.name}: the sender hears what was changed: ${JSON.stringify(r)}`);
+        if (c.command) assert.match(r.note, new RegExp(`leading '\\${c.command}'`), c.name);
+        else assert.match(r.note, /control or invalid byte/, c.name);
+      }
       want.push(c.want);
     }
     // Plain text is typed as it is, with no note.
@@ -77,7 +84,7 @@ fleetTest('no byte of a brief acts as a key: control bytes, a paste end and lead
     want.push('plain text, a / and a ! inside');
 
     await sleep(800); // anything a key could have started has run by now
-    for (let n = 1; n <= 7; n++) assert.equal(existsSync(marker(n)), false, `marker ${n} was not created`);
+    for (const n of [1, 2, 3, 4, 5, 6, 7, 9]) assert.equal(existsSync(marker(n)), false, `marker ${n} was not created`);
     assert.deepEqual(a.submitted(), want, 'each brief arrived once, whole, as one input, with stand-ins');
     assert.equal((await a.cursorLine()), '>', 'the agent is still up at its prompt');
 

@@ -123,6 +123,10 @@ static void test_a_leading_command_char_is_prefixed(void **state) {
   fl_inject_text t;
   assert_int_equal(fl_inject_text_make("see /etc and !x", 15, NULL, &t), 0);
   assert_string_equal(t.buf, "see /etc and !x");
+  assert_true(t.multi); /* a command character anywhere: typed as a paste */
+  fl_inject_text_free(&t);
+  assert_int_equal(fl_inject_text_make("see etc and x", 13, NULL, &t), 0);
+  assert_false(t.multi);
   fl_inject_text_free(&t);
   assert_int_equal(fl_inject_text_make("!x", 2, "/", &t), 0);
   assert_string_equal(t.buf, "!x");

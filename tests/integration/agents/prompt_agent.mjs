@@ -17,10 +17,12 @@
 // polls. With AGENT_REPLY_TO=NAME set, it answers each
 // submitted input with fleet_reply to NAME ("done: " and the input).
 //
-// With --commands it acts on keys and commands as a coding agent does:
+// With --commands it acts on keys and commands as coding agents do:
 // Ctrl-C or Ctrl-D (outside a paste) quits it; an input starting with "!"
-// runs the rest as a shell command (as Claude Code's bash mode does); the
-// input "/exit" quits it. So a test can see a brief that would act as keys.
+// runs the rest as a shell command (as Claude Code's bash mode does), and
+// so does an input in which a "!" was typed as a key anywhere (opencode's
+// shell mode; a "!" inside a paste is text); the input "/exit" quits it. So
+// a test can see a brief that would act as keys.
 //
 // usage: node prompt_agent.mjs RECORD BUSY [--mcp] [--commands]
 
@@ -40,6 +42,7 @@ const PASTE_ON = '\x1b[200~';
 const PASTE_OFF = '\x1b[201~';
 
 let input = '';
+let shell = false; // a "!" was typed as a key (--commands)
 let pasting = false;
 let pending = ''; // the start of an escape sequence split across reads
 let working = false;
@@ -56,9 +59,11 @@ function submit() {
   appendFileSync(record, `${line}\n`);
   appendFileSync(`${record}.json`, `${JSON.stringify(line)}\n`);
   out('\r\n');
-  if (commands && line.startsWith('!')) {
+  const run = commands && (line.startsWith('!') || shell);
+  shell = false;
+  if (run) {
     try {
-      execSync(line.slice(1), { stdio: 'ignore' });
+      execSync(line.startsWith('!') ? line.slice(1) : line, { stdio: 'ignore' });
     } catch {
       // a failing command is the agent's business
     }
@@ -113,6 +118,8 @@ function take(chunk) {
         input = input.slice(0, -1);
         out('\b \b');
       }
+    } else if (commands && c === '!') {
+      shell = true; // swallowed: the line is a shell command now
     } else if (c === '\t' || c >= ' ') {
       input += c;
       out(c);
