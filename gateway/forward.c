@@ -33,6 +33,7 @@
 #include "gateway/envelope.h"
 #include "gateway/gw_internal.h"
 #include "gateway/inject.h"
+#include "gateway/inject_text.h"
 #include "gateway/remote.h"
 #include "gateway/router.h"
 #include "gateway/store_forward.h"
@@ -123,15 +124,17 @@ static void fl_fwd_settle(fl_wait *w, int injected, const char *why) {
     fl_wait_complete(w, fl_fwd_result(gw, w, "failed", why), NULL);
     return;
   }
+  if (why && *why)
+    fl_copy(w->typed_note, sizeof w->typed_note, why);
   if (w->reply_wait_s > 0) {
-    /* Typed: now a send waiting for its reply. */
+    /* Typed: now a send waiting for its reply (replied or pending carries
+     * the note too). */
     w->forward = 0;
     fl_router_expect_reply(w, w->reply_wait_s);
     return;
   }
   json_t *r = fl_fwd_result(gw, w, "injected", NULL);
-  if (r && why && *why) /* how the text was made safe to type */
-    json_object_set_new(r, "note", json_string(why));
+  fl_wait_add_note(w, r);
   fl_wait_complete(w, r, NULL);
 }
 
@@ -424,6 +427,22 @@ static void fl_slot_delivered(void *ctx, int status, enum fl_inject_state seen, 
   fl_slot_kick(s, 0);
 }
 
+/* A local sender learns now how brief f will be typed (the note is fixed
+ * by the text and the target), so a reply that overtakes the typing check
+ * still carries it. A sender on another host hears it with the receipt. */
+static void fl_fwd_note_early(fl_gw *gw, const fl_fwd *f, const fl_inject_target *t,
+                              const fl_inject_type *b) {
+  if (f->sender_host[0] || strcmp(b->name, "tmux") != 0)
+    return;
+  fl_wait *w = fl_fwd_waiter(fl_entity_by_gid(gw, f->from_gid), f->msg_id);
+  if (!w)
+    return;
+  fl_inject_text safe; /* cleared by make, also when it fails */
+  if (fl_inject_text_make(f->content, f->content_len, t->command_chars, &safe) == 0)
+    fl_inject_text_note(&safe, w->typed_note, sizeof w->typed_note);
+  fl_inject_text_free(&safe);
+}
+
 /* The agent is ready: mark the brief typing (durably), then type it. */
 static void fl_slot_type(fl_fwd_slot *s) {
   fl_gw *gw = s->fw->gw;
@@ -453,6 +472,7 @@ static void fl_slot_type(fl_fwd_slot *s) {
     fl_slot_kick(s, fl_slot_gap(s));
     return;
   }
+  fl_fwd_note_early(gw, &f, &t, b);
   fl_launch launch;
   int rc = fl_launch_of(s, &t, &launch);
   if (rc == 0) /* the backend copies what it keeps: launch goes right after */

@@ -151,10 +151,12 @@ static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t 
 
 static json_t *fl_send_pending(fl_gw *gw, fl_wait *w) {
   fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
-  return json_pack("{s:s, s:s, s:o, s:s}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
-                   peer ? fl_entity_ref_json(peer)
-                        : json_pack("{s:s,s:s}", "gid", w->peer_gid, "name", ""),
-                   "status", "pending");
+  json_t *r = json_pack("{s:s, s:s, s:o, s:s}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
+                        peer ? fl_entity_ref_json(peer)
+                             : json_pack("{s:s,s:s}", "gid", w->peer_gid, "name", ""),
+                        "status", "pending");
+  fl_wait_add_note(w, r);
+  return r;
 }
 
 /* A send's time is up: it reads pending, and the reply waits for a poll. */
@@ -237,6 +239,7 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     json_t *res =
         json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
                   fl_entity_ref_json(peer ? peer : to), "status", "replied", "reply", reply);
+    fl_wait_add_note(w, res);
     fl_info(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id, w->msg_id,
             to->name);
     fl_wait_complete(w, res, NULL);

@@ -151,6 +151,11 @@ void fl_wait_defer_end(fl_gw *gw) {
   }
 }
 
+void fl_wait_add_note(const fl_wait *w, json_t *result) {
+  if (w && result && w->typed_note[0])
+    json_object_set_new(result, "note", json_string(w->typed_note));
+}
+
 void fl_wait_restart(fl_wait *w, enum fl_wait_kind kind, const fl_wait_ops *ops, double wait_s) {
   w->kind = kind;
   w->ops = ops;

@@ -65,6 +65,11 @@ struct fl_wait {
   double reply_wait_s;
   int receipt;
   char receipt_why[FL_MAX_ERRMSG];
+  /* How a brief was typed when the backend had to change it so that no
+   * byte acts as a key (inject_text.h), for the result's "note"; "" when
+   * nothing was changed. Kept here for a send that goes on waiting for the
+   * reply once the brief is typed. */
+  char typed_note[256];
   /* An ask's turn (ask.c): its id, which side of it this call is (1 the
    * asker, 2 the answerer, 0 none) and when it runs out (ms since epoch). */
   char turn_id[FL_ID_LEN];
@@ -83,6 +88,10 @@ int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, const fl_wait_o
  * result NULL and err NULL reads as out of memory. Afterwards, a nudge is
  * armed again if the client's entity still holds messages. */
 void fl_wait_complete(fl_wait *w, json_t *result, const char *err);
+
+/* Adds w's typed_note to a send's result (borrowed, may be NULL) as
+ * "note", when there is one. */
+void fl_wait_add_note(const fl_wait *w, json_t *result);
 /* Ends w without a callback: unlinks it, runs ops->forget, and frees it once
  * its timer is closed. */
 void fl_wait_release(fl_wait *w);

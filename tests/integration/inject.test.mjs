@@ -80,12 +80,17 @@ fleetTest('a brief is typed into a worker pane byte for byte, once, and the send
     const r3 = await callTool(s.lead, 'fleet_send', { to: 'w', content: 'answer me', wait_s: 15 });
     assert.equal(r3.status, 'replied', JSON.stringify(r3));
     assert.equal(r3.reply.content, 'done: answer me');
+    // A brief fleet had to change says so in the reply's result too.
+    const r4 = await callTool(s.lead, 'fleet_send', { to: 'w', content: 'stop\x03 here', wait_s: 15 });
+    assert.equal(r4.status, 'replied', JSON.stringify(r4));
+    assert.equal(r4.reply.content, 'done: stop\u2403 here');
+    assert.match(r4.note || '', /1 control or invalid byte typed as visible stand-ins/, JSON.stringify(r4));
 
     // The reply can overtake the last typing check; the count follows it.
     const c = await waitFor(async () => {
       const now = await counters(f);
-      return now.briefs_injected === 5 ? now : null;
-    }, { what: 'five briefs counted as typed' });
+      return now.briefs_injected === 6 ? now : null;
+    }, { what: 'six briefs counted as typed' });
     assert.equal(c.inject_failures, 0);
     // Briefs are not held for a poll.
     const w = await f.mcpClient('probe', { role: 'lead' });
