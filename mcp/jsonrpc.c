@@ -278,10 +278,27 @@ int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id, con
    * without JSON_ALLOW_NUL a "\u0000" in a string is refused, because every
    * consumer downstream handles strings as C strings. */
   json_t *msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
-  if (!msg)
+  if (!msg) {
+    /* Valid JSON but for a NUL in a string: the caller is waiting for an
+     * answer to its id, so it gets one (a second parse that allows NUL,
+     * kept only for the id). */
+    json_t *nul = json_error_code(&jerr) == json_error_null_character
+                      ? json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr)
+                      : NULL;
+    json_t *nid = json_is_object(nul) ? json_object_get(nul, "id") : NULL;
+    if (nid && fl_rpc_id_ok(nid) && json_is_string(json_object_get(nul, "method"))) {
+      if (err_id)
+        *err_id = json_incref(nid);
+      json_decref(nul);
+      return fl_rpc_fail(FL_RPC_INVALID_REQUEST,
+                         "a string holds \\u0000 (NUL), which fleet does not accept; remove it",
+                         err_msg);
+    }
+    json_decref(nul);
     return fl_rpc_fail(FL_RPC_PARSE_ERROR,
                        "message is not valid JSON (send one JSON-RPC object per line, UTF-8)",
                        err_msg);
+  }
 
   int code = FL_RPC_INVALID_REQUEST;
   const char *why = NULL;

@@ -210,7 +210,12 @@ static void fz_line(fl_session *s, fz_conn *c, fz_owed *o, const char *line, siz
   json_t *cancelled = NULL; /* the requestId of a notifications/cancelled */
   int prc = fl_rpc_parse(line, len, &rpc, &err_id, &err_msg);
   json_t *plain = json_loadb(line, len, JSON_DECODE_ANY, NULL);
-  FZ_CHECK(plain || prc == FL_RPC_PARSE_ERROR, "a line that is not JSON is a parse error", line);
+  /* ... unless it is JSON but for a NUL in a string: a request then gets
+   * its id back (Invalid Request), so its caller is not left waiting. */
+  json_t *nul = plain ? NULL : json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+  FZ_CHECK(plain || prc == FL_RPC_PARSE_ERROR || (nul && prc == FL_RPC_INVALID_REQUEST && err_id),
+           "a line that is not JSON is a parse error", line);
+  json_decref(nul);
   json_decref(plain);
   if (prc == 0) {
     if (rpc.kind == FL_RPC_REQUEST) {

@@ -334,6 +334,41 @@ static void test_parse_request(void **state) {
   fl_rpc_free(&r);
 }
 
+/* A NUL in a string is refused, but with the request's id, so the caller
+ * gets its answer instead of waiting for one. */
+static void test_parse_nul_keeps_id(void **state) {
+  (void)state;
+  fl_rpc r;
+  json_t *eid = NULL;
+  const char *emsg = NULL;
+  assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\","
+                         "\"params\":{\"name\":\"fleet_send\",\"arguments\":{\"to\":\"a\","
+                         "\"content\":\"x\\u0000y\"}}}",
+                         &r, &eid, &emsg),
+                   FL_RPC_INVALID_REQUEST);
+  assert_non_null(eid);
+  assert_int_equal(json_integer_value(eid), 42);
+  assert_non_null(strstr(emsg, "u0000"));
+  json_decref(eid);
+  eid = NULL;
+  /* A string id comes back too; a notification has none to give. */
+  assert_int_equal(
+      parse("{\"jsonrpc\":\"2.0\",\"id\":\"r-\\u0000\",\"method\":\"m\"}", &r, &eid, &emsg),
+      FL_RPC_INVALID_REQUEST);
+  assert_non_null(eid);
+  assert_int_equal(json_string_length(eid), 3);
+  json_decref(eid);
+  eid = NULL;
+  assert_int_equal(
+      parse("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[\"\\u0000\"]}", &r, &eid, &emsg),
+      FL_RPC_PARSE_ERROR);
+  assert_null(eid);
+  /* Not JSON at all stays a parse error with no id. */
+  assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\\u0000\"", &r, &eid, &emsg),
+                   FL_RPC_PARSE_ERROR);
+  assert_null(eid);
+}
+
 static void test_parse_notification(void **state) {
   (void)state;
   fl_rpc r;
@@ -755,6 +790,7 @@ int main(void) {
       cmocka_unit_test(test_linebuf_bad_args_and_oom),
       cmocka_unit_test(test_parse_request),
       cmocka_unit_test(test_parse_notification),
+      cmocka_unit_test(test_parse_nul_keeps_id),
       cmocka_unit_test(test_parse_response),
       cmocka_unit_test(test_parse_errors),
       cmocka_unit_test(test_parse_error_messages),
