@@ -168,7 +168,7 @@ json_t *fl_gw_peers(fl_gw *gw) {
   for (size_t i = 0; i < fl_peers_count(gw->peers); i++) {
     const fl_peer *p = fl_peers_at(gw->peers, i);
     json_array_append_new(arr,
-                          json_pack("{s:s, s:s, s:s?, s:s, s:o?}", "host", p->host, "publicKey",
+                          json_pack("{s:s, s:s, s:s*, s:s, s:o*}", "host", p->host, "publicKey",
                                     p->pk_b64, "url", p->url[0] ? p->url : NULL, "pinnedAt",
                                     p->pinned_at, "sync", fl_rooms_peer_json(gw, p->host)));
   }

@@ -70,7 +70,7 @@ static void fl_read_row(void *ctx, long long seq, const char *item, int hops) {
                                            m.env.from_name, "host", m.env.host)
                                : NULL;
   json_array_append_new(
-      rd->messages, json_pack("{s:s, s:s, s:o?, s:s, s:O, s:s, s:i, s:I}", "msgId", m.env.msg_id,
+      rd->messages, json_pack("{s:s, s:s, s:o*, s:s, s:O, s:s, s:i, s:I}", "msgId", m.env.msg_id,
                               "origin", m.env.host, "from", from, "msgType", m.msg_type, "payload",
                               m.payload, "ts", m.env.ts, "hops", hops, "seq", (json_int_t)seq));
   fl_room_msg_clear(&m);
@@ -533,7 +533,7 @@ json_t *fl_rooms_peer_json(fl_gw *gw, const char *host) {
     char ts[FL_TS_LEN] = "";
     if (st && st->last_sync_ms)
       fl_rfc3339(st->last_sync_ms, ts);
-    return json_pack("{s:s, s:s?, s:s?, s:b, s:s?, s:I, s:I, s:o}", "host", p->host, "url",
+    return json_pack("{s:s, s:s*, s:s*, s:b, s:s*, s:I, s:I, s:o}", "host", p->host, "url",
                      p->url[0] ? p->url : NULL, "lastSync", ts[0] ? ts : NULL, "ok",
                      st && st->last_ok, "error", st && st->last_error[0] ? st->last_error : NULL,
                      "merged", (json_int_t)(st ? st->merged : 0), "refused",
@@ -578,7 +578,7 @@ json_t *fl_gw_rooms(fl_gw *gw) {
     return fl_degraded();
   fl_rooms_view v = {gw, json_array()};
   fl_store_room_each(gw->store, fl_view_room, &v);
-  return json_pack("{s:s?, s:I, s:o}", "listen",
+  return json_pack("{s:s*, s:I, s:o}", "listen",
                    gw->rooms->server ? fl_http_server_addr(gw->rooms->server) : NULL,
                    "syncIntervalS", (json_int_t)gw->cfg.rooms_sync_interval_s, "rooms", v.arr);
 }

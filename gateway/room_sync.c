@@ -89,7 +89,7 @@ static void fl_pull_end(fl_room_pull *p, const char *err) {
     long long cursor = 0;
     fl_store_room_cursor(r->gw->store, p->room_id, p->peer, &cursor);
     json_array_append_new(p->batch->results,
-                          json_pack("{s:s, s:s, s:s, s:b, s:s?, s:I, s:I, s:o, s:I}", "peer",
+                          json_pack("{s:s, s:s, s:s, s:b, s:s*, s:I, s:I, s:o, s:I}", "peer",
                                     p->peer, "url", p->url, "roomId", p->room_id, "ok", !err,
                                     "error", err, "merged", (json_int_t)p->total.merged,
                                     "droppedTotal", (json_int_t)nd, "dropped", dropped, "cursor",
