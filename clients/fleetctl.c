@@ -282,9 +282,9 @@ static int print_claims(ctl *c, json_t *res) {
     printf("no resource is held\n");
   json_array_foreach(claims, i, cl) {
     json_t *o = json_object_get(cl, "owner");
-    printf("%-24s %s@%s  since %s  until %s%s\n", str_of(cl, "resource", "-"),
-           str_of(o, "name", "-"), str_of(o, "host", "-"), str_of(cl, "since", "-"),
-           str_of(cl, "expiresAt", "-"),
+    printf("%-24s %s@%s  since %s  until %s%s\n", str_or(cl, "resource", "-"),
+           str_or(o, "name", "-"), str_or(o, "host", "-"), str_or(cl, "since", "-"),
+           str_or(cl, "expiresAt", "-"),
            json_is_true(json_object_get(cl, "settled")) ? "" : "  (tentative)");
   }
   return FL_EXIT_OK;
@@ -315,8 +315,8 @@ static int print_dlq_list(ctl *c, json_t *res) {
   printf("%-36s  %-9s  %-12s  %-9s  %s\n", "MSGID", "KIND", "FROM HOST", "X-DEATH", "REASON");
   json_array_foreach(msgs, i, m) {
     json_t *xd = json_object_get(m, "xDeath");
-    printf("%-36s  %-9s  %-12s  %-9s  %s\n", str_of(m, "msgId", "-"), str_of(m, "kind", "-"),
-           str_of(m, "fromHost", "-"), str_of(xd, "reason", "-"), str_of(m, "reason", "-"));
+    printf("%-36s  %-9s  %-12s  %-9s  %s\n", str_or(m, "msgId", "-"), str_or(m, "kind", "-"),
+           str_or(m, "fromHost", "-"), str_or(xd, "reason", "-"), str_or(m, "reason", "-"));
   }
   if (json_is_true(json_object_get(res, "more")))
     printf("(more are queued than one look reads)\n");
@@ -334,7 +334,7 @@ static int cmd_dlq_show(ctl *c) {
 }
 
 static int print_replayed(ctl *c, json_t *res) {
-  printf("replayed %s into its inbox\n", str_of(res, "msgId", "?"));
+  printf("replayed %s into its inbox\n", str_or(res, "msgId", "?"));
   return FL_EXIT_OK;
 }
 
@@ -367,7 +367,7 @@ static int cmd_dashboard(ctl *c) {
   if ((st = fl_ctl_call(&c->conn, "fleet/status", NULL, &res)) != FL_EXIT_OK)
     return st;
   json_t *http = json_object_get(res, "http");
-  const char *url = str_of(http, "url", NULL), *state = str_of(res, "stateDir", "");
+  const char *url = str_of(http, "url", NULL), *state = str_or(res, "stateDir", "");
   if (!url) {
     json_decref(res);
     return fl_ctl_report(FL_EXIT_FAIL, 0, NULL,
@@ -394,7 +394,7 @@ static int cmd_dashboard(ctl *c) {
   }
   snprintf(full, sizeof full, "%s%s%s", url, need ? "?token=" : "", token);
   if (c->o->json) {
-    json_t *o = json_pack("{s:s, s:s, s:b}", "url", full, "listen", str_of(http, "listen", ""),
+    json_t *o = json_pack("{s:s, s:s, s:b}", "url", full, "listen", str_or(http, "listen", ""),
                           "tokenRequired", need);
     st = print_json(o);
     json_decref(o);
@@ -453,12 +453,6 @@ static int cmd_poll(ctl *c) {
     return fl_ctl_fail("out of memory (or --from is not UTF-8)");
   }
   return ctl_run(c, &call, ident, args);
-}
-
-/* The string at key k of a result, or dflt. */
-static const char *str_or(json_t *sc, const char *k, const char *dflt) {
-  const char *v = str_of(sc, k, NULL);
-  return v ? v : dflt;
 }
 
 /* "spawned NAME (GID) on HOST from profile P: ready" */

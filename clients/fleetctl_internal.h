@@ -21,6 +21,7 @@ typedef struct ctl {
 int print_json(json_t *v);
 void print_kv(json_t *obj, int indent);
 const char *str_of(json_t *obj, const char *k1, const char *k2);
+const char *str_or(json_t *obj, const char *k, const char *dflt);
 void party(json_t *v, const char **name, const char **gid);
 int print_kv_result(ctl *c, json_t *res);
 int print_peers(ctl *c, json_t *res);

@@ -83,6 +83,13 @@ const char *str_of(json_t *obj, const char *k1, const char *k2) {
   return s;
 }
 
+/* The string at key k of obj, or dflt when it is absent or not a string
+ * (str_of's second argument is another key, never a default). */
+const char *str_or(json_t *obj, const char *k, const char *dflt) {
+  const char *v = json_string_value(json_object_get(obj, k));
+  return v ? v : dflt;
+}
+
 /* A party named in a result: a plain string, or an object with name/gid. */
 void party(json_t *v, const char **name, const char **gid) {
   if (json_is_string(v)) {
@@ -108,16 +115,16 @@ int print_peers(ctl *c, json_t *res) {
     printf("no pinned peers\n");
   else
     json_array_foreach(peers, i, p) {
-      printf("%-20s %s  %s  pinned %s\n", str_of(p, "host", "-"), str_of(p, "publicKey", "-"),
-             str_of(p, "url", "-"), str_of(p, "pinnedAt", "-"));
+      printf("%-20s %s  %s  pinned %s\n", str_or(p, "host", "-"), str_or(p, "publicKey", "-"),
+             str_or(p, "url", "-"), str_or(p, "pinnedAt", "-"));
       json_t *sync = json_object_get(p, "sync");
       if (json_is_object(sync))
         printf("%-20s sync: %s, last %s, merged %lld, refused %lld%s%s\n", "",
                json_is_true(json_object_get(sync, "ok")) ? "ok" : "failing",
-               str_of(sync, "lastSync", "never"),
+               str_or(sync, "lastSync", "never"),
                (long long)json_integer_value(json_object_get(sync, "merged")),
                (long long)json_integer_value(json_object_get(sync, "refused")),
-               json_object_get(sync, "error") ? ": " : "", str_of(sync, "error", ""));
+               json_object_get(sync, "error") ? ": " : "", str_or(sync, "error", ""));
     }
   return FL_EXIT_OK;
 }
@@ -127,18 +134,18 @@ int print_rooms(ctl *c, json_t *res) {
     return fl_ctl_fail("rooms are not configured on this fleetd (set \"rooms\" in fleetd.json)");
   json_t *rooms = json_object_get(res, "rooms"), *r;
   size_t i;
-  printf("serving %s, syncing every %llds\n", str_of(res, "listen", "nothing"),
+  printf("serving %s, syncing every %llds\n", str_or(res, "listen", "nothing"),
          (long long)json_integer_value(json_object_get(res, "syncIntervalS")));
   if (json_array_size(rooms) == 0)
     printf("no registered rooms\n");
   json_array_foreach(rooms, i, r) {
-    printf("%-24s %s  %lld messages, %lld dropped by the cap\n", str_of(r, "label", "-"),
-           str_of(r, "roomId", "-"), (long long)json_integer_value(json_object_get(r, "messages")),
+    printf("%-24s %s  %lld messages, %lld dropped by the cap\n", str_or(r, "label", "-"),
+           str_or(r, "roomId", "-"), (long long)json_integer_value(json_object_get(r, "messages")),
            (long long)json_integer_value(json_object_get(r, "dropped")));
     json_t *cur, *cursors = json_object_get(r, "cursors");
     size_t k;
     json_array_foreach(cursors, k, cur)
-        printf("%-24s   peer %s at cursor %lld\n", "", str_of(cur, "peer", "-"),
+        printf("%-24s   peer %s at cursor %lld\n", "", str_or(cur, "peer", "-"),
                (long long)json_integer_value(json_object_get(cur, "cursor")));
   }
   return FL_EXIT_OK;
