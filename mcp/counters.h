@@ -25,7 +25,8 @@
   X(SESSIONS_ACCEPTED, "sessions_accepted")             /* connections accepted */                 \
   X(SESSIONS_DROPPED_SLOW, "sessions_dropped_slow")     /* over FL_MAX_OUTQ unread */              \
   X(SESSIONS_REFUSED_FDS, "sessions_refused_fds")       /* out of file descriptors */              \
-  X(SESSIONS_RESUMED, "sessions_resumed")               /* fleet-mcp back after a lost link */
+  X(SESSIONS_RESUMED, "sessions_resumed")               /* fleet-mcp back after a lost link */     \
+  X(RESULTS_OFF_SCHEMA, "results_off_schema") /* FLEET_CHECK_RESULTS=1: off outputSchema */
 
 #define FL_MCP_COUNTER_ENUM(name, json) FL_MCP_C_##name,
 enum fl_mcp_counter { FL_MCP_COUNTERS(FL_MCP_COUNTER_ENUM) FL_MCP_C_COUNT };

@@ -12,6 +12,7 @@
  * tree; the call carries that text to the same line. */
 #include "mcp/tools.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -28,13 +29,17 @@
 extern const char fl_schema_tools[];
 
 static json_t *fl_tools; /* the parsed schema/tools.json array */
+/* FLEET_CHECK_RESULTS=1 (the test suites set it): every structured result
+ * is checked against its tool's outputSchema before it goes out. */
+static int fl_check_results;
 
 struct fl_tool_call {
   fl_tool_call *next; /* in the session's parked list */
   fl_session *s;
   json_t *id; /* the request's id (owned) */
   fl_wait *wait;
-  int admin; /* answered as plain JSON-RPC, not as a tool result */
+  int admin;        /* answered as plain JSON-RPC, not as a tool result */
+  const char *tool; /* its name (static: the table's) */
   /* A structured result its handler wrote as JSON rather than a tree
    * (out.json set; owned until answered). */
   fl_json_out out;
@@ -51,6 +56,8 @@ int fl_tools_init(void) {
     fl_tools = NULL;
     return FL_EPROTO;
   }
+  const char *chk = getenv("FLEET_CHECK_RESULTS");
+  fl_check_results = chk && strcmp(chk, "1") == 0;
   return 0;
 }
 
@@ -99,6 +106,43 @@ static json_t *fl_tool_err(const char *msg) {
   return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", copy, "isError", 1);
 }
 
+/* With FLEET_CHECK_RESULTS=1: does structured (borrowed; or json, a result
+ * already written) match tool's outputSchema? 0, or FL_EINVAL after a loud
+ * log line and a count, with msg saying what is off. */
+static int fl_tools_check_result(fl_session *s, const char *tool, json_t *structured,
+                                 const char *json, char *msg, size_t msglen) {
+  if (!fl_check_results || !tool)
+    return 0;
+  json_t *parsed = NULL;
+  if (!structured && json)
+    structured = parsed = json_loads(json, 0, NULL);
+  char err[512] = "";
+  json_t *def = fl_tool_def(tool);
+  int rc = structured ? fl_schema_check(structured, json_object_get(def, "outputSchema"), "", err,
+                                        sizeof err)
+                      : FL_EINVAL;
+  json_decref(parsed);
+  if (rc == 0)
+    return 0;
+  fl_mcp_counters_bump(fl_session_counters(s), FL_MCP_C_RESULTS_OFF_SCHEMA);
+  fl_errf(msg, msglen, "%s's result is off its outputSchema: %s", tool,
+          err[0] ? err : "not a JSON object");
+  fl_error(NULL, "mcp: %s", msg);
+  return FL_EINVAL;
+}
+
+/* Sends a structured result (stolen), or, when it is off its schema (test
+ * builds), a JSON-RPC error that says so. */
+static void fl_tools_reply_result(fl_session *s, json_t *id, const char *tool, json_t *structured) {
+  char msg[700];
+  if (fl_tools_check_result(s, tool, structured, NULL, msg, sizeof msg) != 0) {
+    json_decref(structured);
+    fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR, msg);
+    return;
+  }
+  fl_session_reply_tool(s, id, structured);
+}
+
 /* ---- parked calls ------------------------------------------------------------ */
 
 static void fl_tool_call_unlink(fl_tool_call *call) {
@@ -128,7 +172,7 @@ void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
   else if (call->admin)
     fl_session_reply_error(call->s, call->id, FL_RPC_INVALID_PARAMS, err ? err : "failed");
   else if (result)
-    fl_session_reply_tool(call->s, call->id, result);
+    fl_tools_reply_result(call->s, call->id, call->tool, result);
   else
     fl_session_reply(call->s, call->id, fl_tool_err(err ? err : "failed"));
   fl_tool_call_free(&call);
@@ -344,6 +388,7 @@ static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *ar
     return;
   }
   call->s = s;
+  call->tool = tool->name;
   json_t *result = NULL;
   fl_wait *wait = NULL;
   int rc = tool->handler(s, call, args, &result, &wait, err, sizeof err);
@@ -365,9 +410,15 @@ static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *ar
     fl_hints_refusal(fl_session_iface(s), rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
     fl_session_reply(s, id, fl_tool_err(msg));
   } else if (out.json) {
-    fl_session_reply_tool_json(s, id, &out);
+    char msg[700];
+    if (fl_tools_check_result(s, tool->name, NULL, out.json, msg, sizeof msg) != 0) {
+      fl_json_out_free(&out);
+      fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR, msg);
+    } else {
+      fl_session_reply_tool_json(s, id, &out);
+    }
   } else if (result) {
-    fl_session_reply_tool(s, id, result);
+    fl_tools_reply_result(s, id, tool->name, result);
   } else { /* a verb that neither answered nor waited: still one answer */
     fl_session_reply(s, id, fl_tool_err("fleetd returned no result; see its log"));
   }

@@ -60,6 +60,9 @@ after(killStragglers);
 // A sanitizer report in a child's stderr is a failure even when its exit code
 // could not be observed.
 const SANITIZER_RE = /(ERROR: (Address|Leak|Undefined|Thread)Sanitizer|runtime error:|SUMMARY: \w+Sanitizer)/;
+// What fleetd logs (FLEET_CHECK_RESULTS=1) for a tool result that does not
+// match its tool's outputSchema.
+export const OFF_SCHEMA_RE = /result is off its outputSchema/;
 
 function tail(s, n = 6000) {
   return s.length > n ? '…' + s.slice(-n) : s;
@@ -75,6 +78,9 @@ function childEnv(dir, extra = {}) {
   env.XDG_STATE_HOME = path.join(dir, 'xdg-state');
   env.XDG_RUNTIME_DIR = path.join(dir, 'xdg-run');
   env.XDG_CONFIG_HOME = path.join(dir, 'xdg-config');
+  // fleetd checks every structured tool result against its outputSchema
+  // and logs OFF_SCHEMA_RE when one is off; cleanup() fails the test then.
+  env.FLEET_CHECK_RESULTS = '1';
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined || v === null) delete env[k];
     else env[k] = String(v);
@@ -589,6 +595,10 @@ export class Fleet {
       } catch (e) {
         problems.push(e.message);
       }
+    }
+    if (OFF_SCHEMA_RE.test(this.fleetdLog)) {
+      const line = this.fleetdLog.split('\n').find((l) => OFF_SCHEMA_RE.test(l));
+      problems.push(`a tool result did not match its outputSchema: ${line}`);
     }
     if (!process.env.FLEET_KEEP_TMP) {
       try {
