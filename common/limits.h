@@ -266,6 +266,43 @@
 /* Pages one sync pulls from one peer for one room before waiting for the
  * next sync. */
 #define FL_ROOM_MAX_PAGES_PER_SYNC 8
+/* ---- the HTTP servers (dashboard/API and rooms), each on its own -------- */
+/* A connection has this long to send a whole request's headers (and an
+ * idle keep-alive connection this long to start its next request): past
+ * it, it is dropped, so a client that trickles its headers holds a slot
+ * for seconds, not for ever. A browser or a peer sends its headers at once. */
+#define FL_HTTP_HEADER_DEADLINE_MS 5000
+/* How often the deadline above is looked at. */
+#define FL_HTTP_SWEEP_MS 500
+/* Connections still waiting for their headers (or idle between requests).
+ * One more drops the oldest such connection that has waited longer than
+ * FL_HTTP_WAIT_GRACE_MS, so a crowd of trickling clients cannot keep a
+ * fresh request from being read, while a burst of clients that connect at
+ * once (and send their headers at once) all get read. */
+#define FL_HTTP_MAX_WAITING 64
+#define FL_HTTP_WAIT_GRACE_MS 1000
+/* Requests waiting for fleetd's loop; past it a request is answered 503 at
+ * once (the loop answers each in well under a millisecond). As many as
+ * there may be event streams, so that all of them may connect at once. */
+#define FL_HTTP_QUEUE_CAP 128
+/* Open event streams (/api/events): 100 dashboard tabs and some room to
+ * spare; one more is answered 503 at once. */
+#define FL_HTTP_MAX_STREAMS 128
+/* Connections from one client address, whatever their state: one address
+ * cannot take the whole server (a further request is answered 503). Above
+ * FL_HTTP_MAX_STREAMS, because on loopback every local client shares one
+ * address. */
+#define FL_HTTP_MAX_PER_ADDR 192
+/* All connections of one server: the budgets above, so that one kind
+ * (trickling headers, event streams, requests) filling up never starves
+ * the others, plus room for responses still being sent. Past it the
+ * server closes a new connection unanswered: never reached while the
+ * budgets hold. */
+#define FL_HTTP_MAX_CONNECTIONS 384
+_Static_assert(FL_HTTP_MAX_CONNECTIONS >=
+                   FL_HTTP_MAX_WAITING + FL_HTTP_QUEUE_CAP + FL_HTTP_MAX_STREAMS + 32,
+               "the connection cap holds every budget");
+
 /* claims.<host> on the broker: at most this many claims wait for a fleetd
  * that is down, and the queue of a host gone for 30 days is deleted. */
 #define FL_BROKER_CLAIMS_MAX_LENGTH 10000

@@ -357,6 +357,12 @@ json_t *fl_dash_describe(fl_gw *gw) {
                    (json_int_t)fl_http_server_streams(d->server));
 }
 
+void fl_dash_http_stats(fl_gw *gw, struct fl_http_stats *add) {
+  fl_dash *d = gw ? gw->dash : NULL;
+  if (d)
+    fl_http_server_stats(d->server, add);
+}
+
 fl_histo *fl_dash_histo(fl_gw *gw, enum fl_histo_id which) {
   fl_dash *d = gw ? gw->dash : NULL;
   return d && (unsigned)which < FL_H_COUNT ? &d->histos[which] : NULL;

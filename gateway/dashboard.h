@@ -35,6 +35,9 @@ void fl_dash_free(fl_gw *gw);
 
 /* {url, listen, tokenRequired} for fleetctl status, or NULL when off. */
 json_t *fl_dash_describe(fl_gw *gw);
+/* Adds what the dashboard's server refused (http_serve.h) into *add. */
+struct fl_http_stats;
+void fl_dash_http_stats(fl_gw *gw, struct fl_http_stats *add);
 
 /* The histogram which, or NULL when the dashboard is off. */
 fl_histo *fl_dash_histo(fl_gw *gw, enum fl_histo_id which);

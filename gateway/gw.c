@@ -25,6 +25,7 @@
 #include "gateway/dlq.h"
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
+#include "gateway/http_serve.h"
 #include "gateway/remote.h"
 #include "gateway/room.h"
 #include "gateway/spawn.h"
@@ -54,6 +55,13 @@ json_t *fl_gw_status(fl_gw *gw) {
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
+  /* The HTTP servers' refusals (dashboard and rooms together). */
+  fl_http_stats hs = {0, 0, 0};
+  fl_dash_http_stats(gw, &hs);
+  fl_rooms_http_stats(gw, &hs);
+  json_object_set_new(counters, "http_misdirected", json_integer((json_int_t)hs.misdirected));
+  json_object_set_new(counters, "http_dropped_slow", json_integer((json_int_t)hs.dropped_slow));
+  json_object_set_new(counters, "http_refused_busy", json_integer((json_int_t)hs.refused_busy));
   json_t *res = json_pack(
       "{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s}, s:o?}", "hostId",
       gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(), "uptimeS",

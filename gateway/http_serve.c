@@ -1,24 +1,50 @@
 /* http_serve.c — libmicrohttpd on its own thread, answered from the loop
- * (see http_serve.h). */
+ * (see http_serve.h).
+ *
+ * What a hostile client could do to it is bounded here (the limits are in
+ * common/limits.h): a request must name this server in its Host header (a
+ * web page that rebinds a name of its own to this address gets 421); a
+ * connection has FL_HTTP_HEADER_DEADLINE_MS to send its headers, and when
+ * more than FL_HTTP_MAX_WAITING connections wait for theirs the oldest is
+ * dropped (once past a short grace), so trickling clients never keep a
+ * fresh request from being read;
+ * requests for the loop, event streams and one client address each have a
+ * budget, and a request past one is answered 503 at once. Every connection
+ * is tracked from accept to close (fl_http_conn) for that. */
 #include "gateway/http_serve.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/log.h"
+#include "common/time.h"
 #include "gateway/xqueue.h"
 
-/* Requests waiting for the loop; past it, 503. */
-#define FL_HTTP_QUEUE_CAP 64
-#define FL_HTTP_MAX_CONNECTIONS 64
+/* An idle connection (no byte either way) is closed after this; the
+ * header deadline is shorter and is what a trickling client meets. */
 #define FL_HTTP_TIMEOUT_S 15
+
+/* One accepted connection, from accept to close. Under the server's mu. */
+typedef struct fl_http_conn {
+  struct fl_http_conn *prev, *next;
+  int fd;
+  struct sockaddr_storage peer; /* the client's address */
+  long long since_ms;           /* monotonic: when it began waiting for headers */
+  int waiting;                  /* no whole request's headers yet (or idle between two) */
+  int dropped;                  /* shut down: past the deadline, or the oldest waiting */
+  int over;                     /* over FL_HTTP_MAX_PER_ADDR: its request gets 503 */
+} fl_http_conn;
 
 /* One open stream: bytes waiting to go out, filled by the loop and drained
  * by the server thread's content reader, under the server's mu. */
@@ -42,7 +68,15 @@ struct fl_http_server {
   fl_http_route routes[FL_HTTP_MAX_ROUTES];
   size_t nroutes;
   char addr[80];
-  unsigned long long served, refused;
+  char host[72]; /* the listen address's host part as a Host names it ("[::1]") */
+  unsigned port; /* the port bound */
+  int wildcard;  /* listening on 0.0.0.0 or [::] */
+  fl_http_conn *conns;
+  size_t nconns, nwaiting; /* nwaiting: waiting and not dropped */
+  uv_timer_t sweep;
+  int sweep_on;
+  unsigned long long served, refused; /* refused: 503 for any budget */
+  unsigned long long misdirected, dropped_slow;
 };
 
 /* One request, from the server thread to the loop and back. */
@@ -256,6 +290,215 @@ static enum MHD_Result fl_plain_now(struct MHD_Connection *conn, unsigned status
   return fl_queue_resp(conn, &r);
 }
 
+/* A refusal after which the connection is closed. */
+static enum MHD_Result fl_refuse_now(struct MHD_Connection *conn, unsigned status,
+                                     const char *text) {
+  struct MHD_Response *mr =
+      MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+  if (!mr)
+    return MHD_NO;
+  MHD_add_response_header(mr, "Content-Type", "text/plain");
+  MHD_add_response_header(mr, "Connection", "close");
+  enum MHD_Result rc = MHD_queue_response(conn, status, mr);
+  MHD_destroy_response(mr);
+  return rc;
+}
+
+/* ---- connections: the header deadline, the waiting and per-address budgets */
+
+static int fl_same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+  if (a->ss_family != b->ss_family)
+    return 0;
+  if (a->ss_family == AF_INET)
+    return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+           ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+  if (a->ss_family == AF_INET6)
+    return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                  &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+  return 0;
+}
+
+/* Shuts c's socket: the server thread sees it closed and ends it. Under mu
+ * (c is still open: fl_notify unlinks it before libmicrohttpd closes it). */
+static void fl_conn_drop(fl_http_server *s, fl_http_conn *c) {
+  if (c->dropped)
+    return;
+  if (c->waiting)
+    s->nwaiting--;
+  c->dropped = 1;
+  s->dropped_slow++;
+  shutdown(c->fd, SHUT_RDWR);
+}
+
+/* While more than FL_HTTP_MAX_WAITING connections wait for their headers,
+ * drops the one that has waited longest, if it has waited past the grace
+ * (one just accepted may have its headers in flight). Under mu. */
+static void fl_conn_trim(fl_http_server *s, long long now) {
+  while (s->nwaiting > FL_HTTP_MAX_WAITING) {
+    fl_http_conn *oldest = NULL;
+    for (fl_http_conn *o = s->conns; o; o = o->next)
+      if (o->waiting && !o->dropped && (!oldest || o->since_ms <= oldest->since_ms))
+        oldest = o;
+    if (!oldest || now - oldest->since_ms < FL_HTTP_WAIT_GRACE_MS)
+      return;
+    fl_conn_drop(s, oldest);
+  }
+}
+
+/* c starts waiting for a request's headers (new, or done with one). */
+static void fl_conn_wait(fl_http_server *s, fl_http_conn *c) {
+  c->since_ms = fl_mono_ms();
+  if (c->waiting || c->dropped)
+    return;
+  c->waiting = 1;
+  s->nwaiting++;
+  fl_conn_trim(s, c->since_ms);
+}
+
+static void fl_conn_unwait(fl_http_server *s, fl_http_conn *c) {
+  if (c->waiting && !c->dropped)
+    s->nwaiting--;
+  c->waiting = 0;
+}
+
+/* Server thread: a connection accepted or closed. */
+static void fl_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                      enum MHD_ConnectionNotificationCode code) {
+  fl_http_server *s = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    fl_http_conn *c = fl_calloc(1, sizeof *c);
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ad =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!c || !fd) {
+      fl_free(c);
+      if (fd)
+        shutdown(fd->connect_fd, SHUT_RDWR); /* untracked would escape the budgets */
+      return;
+    }
+    c->fd = fd->connect_fd;
+    if (ad && ad->client_addr)
+      memcpy(&c->peer, ad->client_addr,
+             ad->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                    : sizeof(struct sockaddr_in));
+    pthread_mutex_lock(&s->mu);
+    size_t same = 0;
+    for (fl_http_conn *o = s->conns; o; o = o->next)
+      same += fl_same_addr(&o->peer, &c->peer);
+    c->over = same >= FL_HTTP_MAX_PER_ADDR;
+    c->next = s->conns;
+    if (s->conns)
+      s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    fl_conn_wait(s, c);
+    pthread_mutex_unlock(&s->mu);
+    *socket_context = c;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    fl_http_conn *c = *socket_context;
+    if (!c)
+      return;
+    pthread_mutex_lock(&s->mu);
+    fl_conn_unwait(s, c);
+    if (c->prev)
+      c->prev->next = c->next;
+    else
+      s->conns = c->next;
+    if (c->next)
+      c->next->prev = c->prev;
+    s->nconns--;
+    pthread_mutex_unlock(&s->mu);
+    fl_free(c);
+    *socket_context = NULL;
+  }
+}
+
+static fl_http_conn *fl_conn_of(struct MHD_Connection *conn) {
+  const union MHD_ConnectionInfo *i =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return i ? i->socket_context : NULL;
+}
+
+/* Loop thread: drops the connections past the header deadline, and the
+ * oldest past the waiting budget. */
+static void fl_sweep(uv_timer_t *t) {
+  fl_http_server *s = t->data;
+  long long now = fl_mono_ms();
+  pthread_mutex_lock(&s->mu);
+  for (fl_http_conn *c = s->conns; c; c = c->next)
+    if (c->waiting && !c->dropped && now - c->since_ms > FL_HTTP_HEADER_DEADLINE_MS)
+      fl_conn_drop(s, c);
+  fl_conn_trim(s, now);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- the Host rule -------------------------------------------------------- */
+
+/* Is name a numeric address ("10.0.0.5", "[fd00::1]")? */
+static int fl_is_ip_literal(const char *name) {
+  unsigned char buf[sizeof(struct in6_addr)];
+  size_t n = strlen(name);
+  if (n > 2 && name[0] == '[' && name[n - 1] == ']' && n - 2 < 64) {
+    char v6[64];
+    memcpy(v6, name + 1, n - 2);
+    v6[n - 2] = '\0';
+    return inet_pton(AF_INET6, v6, buf) == 1;
+  }
+  return inet_pton(AF_INET, name, buf) == 1;
+}
+
+/* Does a Host header name this server: its own listen address, or a
+ * loopback name, with its port (or none when the port is 80)? Anything
+ * else is a name someone pointed at this address, as a web page that
+ * rebinds its own name to 127.0.0.1 does. A request without Host (only
+ * HTTP/1.0 may omit it; no browser does) is served. */
+static int fl_host_ok(const fl_http_server *s, const char *host) {
+  if (!host)
+    return 1;
+  char name[80];
+  const char *colon;
+  if (host[0] == '[') {
+    const char *end = strchr(host, ']');
+    if (!end)
+      return 0;
+    colon = end[1] == ':' ? end + 1 : NULL;
+    if (end[1] && !colon)
+      return 0;
+  } else {
+    colon = strchr(host, ':');
+  }
+  size_t nl = colon ? (size_t)(colon - host) : strlen(host);
+  if (nl == 0 || nl >= sizeof name)
+    return 0;
+  memcpy(name, host, nl);
+  name[nl] = '\0';
+  unsigned long port = 80;
+  if (colon) {
+    char *endp;
+    if (!isdigit((unsigned char)colon[1]) || strlen(colon + 1) > 5)
+      return 0;
+    port = strtoul(colon + 1, &endp, 10);
+    if (*endp)
+      return 0;
+  }
+  if (port != s->port)
+    return 0;
+  if (strcasecmp(name, s->host) == 0 || strcasecmp(name, "localhost") == 0 ||
+      strcmp(name, "127.0.0.1") == 0 || strcasecmp(name, "[::1]") == 0)
+    return 1;
+  /* Listening on every address: a peer names the one it reached, which a
+   * rebinding page cannot do (its page would then be of that origin). */
+  return s->wildcard && fl_is_ip_literal(name);
+}
+
+/* Does the request carry a body (which a GET must not)? */
+static int fl_has_body(struct MHD_Connection *conn) {
+  const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+  const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+  return te || (cl && strspn(cl, "0 \t") != strlen(cl));
+}
+
 /* Server thread: the access handler, called again after a resume. */
 static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload,
@@ -267,14 +510,39 @@ static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const c
   if (it) {
     if (!it->done)
       return MHD_YES;
-    if (it->resp.stream && it->resp.status == 200)
+    if (it->resp.stream && it->resp.status == 200) {
+      pthread_mutex_lock(&s->mu);
+      int full = s->nstreams >= FL_HTTP_MAX_STREAMS;
+      s->refused += (unsigned long long)full;
+      pthread_mutex_unlock(&s->mu);
+      if (full)
+        return fl_refuse_now(conn, 503, "too many event streams open; try again later\n");
       return fl_queue_stream(s, conn, &it->resp);
+    }
     return fl_queue_resp(conn, &it->resp);
   }
+  /* The headers are all in: the connection stops waiting for them. */
+  fl_http_conn *c = fl_conn_of(conn);
+  int over = 0;
+  pthread_mutex_lock(&s->mu);
+  if (c) {
+    fl_conn_unwait(s, c);
+    over = c->over;
+  }
+  int misdirected = !fl_host_ok(s, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"));
+  s->misdirected += (unsigned long long)misdirected;
+  s->refused += (unsigned long long)(over && !misdirected);
+  pthread_mutex_unlock(&s->mu);
+  if (misdirected)
+    return fl_refuse_now(conn, 421,
+                         "misdirected: this server answers only its own address or a loopback "
+                         "name in Host\n");
+  if (over)
+    return fl_refuse_now(conn, 503, "too many connections from your address; try again later\n");
   if (strcmp(method, "GET") != 0)
     return fl_plain_now(conn, 405, "only GET is served\n");
-  if (*upload_size)
-    return fl_plain_now(conn, 400, "a GET carries no body\n");
+  if (*upload_size || fl_has_body(conn))
+    return fl_refuse_now(conn, 400, "a GET carries no body\n");
   fl_qbuf q = {{0}, 0};
   MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, fl_query_arg, &q);
   const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
@@ -301,11 +569,17 @@ static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const c
 
 static void fl_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)cls;
-  (void)conn;
-  (void)toe;
+  fl_http_server *s = cls;
   fl_item_free(*con_cls);
   *con_cls = NULL;
+  /* Kept alive, it waits for its next request's headers, under the same
+   * deadline; closed, fl_notify forgets it. */
+  fl_http_conn *c = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? fl_conn_of(conn) : NULL;
+  if (c) {
+    pthread_mutex_lock(&s->mu);
+    fl_conn_wait(s, c);
+    pthread_mutex_unlock(&s->mu);
+  }
 }
 
 static void fl_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -391,13 +665,16 @@ int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *liste
     fl_errf(err, errlen, "cannot make the HTTP queue: %s", fl_strerror(rc));
     return rc;
   }
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+  /* MHD_USE_AUTO: epoll on Linux, so a descriptor past FD_SETSIZE (fleetd
+   * may hold a thousand MCP clients) is served too. */
+  unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                    (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-  s->d = MHD_start_daemon(flags, 0, NULL, NULL, fl_access, s, MHD_OPTION_EXTERNAL_LOGGER,
-                          fl_mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)FL_HTTP_MAX_CONNECTIONS,
-                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)FL_HTTP_TIMEOUT_S,
-                          MHD_OPTION_NOTIFY_COMPLETED, fl_completed, s, MHD_OPTION_END);
+  s->d =
+      MHD_start_daemon(flags, 0, NULL, NULL, fl_access, s, MHD_OPTION_EXTERNAL_LOGGER, fl_mhd_log,
+                       s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+                       (unsigned)FL_HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+                       (unsigned)FL_HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, fl_completed, s,
+                       MHD_OPTION_NOTIFY_CONNECTION, fl_notify, s, MHD_OPTION_END);
   if (!s->d) {
     fl_errf(err, errlen, "cannot serve %s %s (address in use, or not this machine's?)", key,
             listen);
@@ -410,12 +687,23 @@ int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *liste
   unsigned port = info ? info->port : 0;
   char host[64] = "";
   if (sa.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, host, sizeof host);
+    const struct in6_addr *a6 = &((struct sockaddr_in6 *)&sa)->sin6_addr;
+    inet_ntop(AF_INET6, a6, host, sizeof host);
     snprintf(s->addr, sizeof s->addr, "[%s]:%u", host, port);
+    snprintf(s->host, sizeof s->host, "[%s]", host);
+    s->wildcard = IN6_IS_ADDR_UNSPECIFIED(a6);
   } else {
     inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, host, sizeof host);
     snprintf(s->addr, sizeof s->addr, "%s:%u", host, port);
+    snprintf(s->host, sizeof s->host, "%s", host);
+    s->wildcard = ((struct sockaddr_in *)&sa)->sin_addr.s_addr == htonl(INADDR_ANY);
   }
+  s->port = port;
+  uv_timer_init(loop, &s->sweep);
+  s->sweep.data = s;
+  uv_timer_start(&s->sweep, fl_sweep, FL_HTTP_SWEEP_MS, FL_HTTP_SWEEP_MS);
+  uv_unref((uv_handle_t *)&s->sweep);
+  s->sweep_on = 1;
   *out = s;
   return 0;
 }
@@ -433,9 +721,24 @@ const char *fl_http_server_addr(const fl_http_server *s) { return s ? s->addr : 
 
 unsigned long long fl_http_server_served(const fl_http_server *s) { return s ? s->served : 0; }
 
+void fl_http_server_stats(fl_http_server *s, fl_http_stats *add) {
+  if (!s || !add)
+    return;
+  pthread_mutex_lock(&s->mu);
+  add->misdirected += s->misdirected;
+  add->dropped_slow += s->dropped_slow;
+  add->refused_busy += s->refused;
+  pthread_mutex_unlock(&s->mu);
+}
+
 void fl_http_server_stop(fl_http_server *s) {
   if (!s || !s->d)
     return;
+  if (s->sweep_on) {
+    s->sweep_on = 0;
+    uv_timer_stop(&s->sweep);
+    uv_close((uv_handle_t *)&s->sweep, NULL);
+  }
   pthread_mutex_lock(&s->mu);
   s->stopping = 1;
   pthread_mutex_unlock(&s->mu);

@@ -5,7 +5,10 @@
  * bounded queue into the loop (xqueue.h) and its connection suspended; the
  * loop runs the route's handler, which fills a response, and resumes the
  * connection. A full queue is a 503 at once, so a flood of requests costs
- * the loop nothing. Only GET is served; anything else is 405. Routes match
+ * the loop nothing. Only GET is served; anything else is 405, a GET with a
+ * body 400. Only a Host naming the listen address or a loopback name is
+ * served (421 otherwise); headers have a deadline and every kind of
+ * connection a budget (http_serve.c). Routes match
  * by path prefix, first match wins; no match is 404. Rooms register one
  * route; another part (a dashboard, /metrics) can add its own to the same
  * table. */
@@ -62,6 +65,14 @@ int fl_http_server_route(fl_http_server *s, const fl_http_route *r);
 const char *fl_http_server_addr(const fl_http_server *s);
 /* Counts: requests answered, refused because the queue was full. */
 unsigned long long fl_http_server_served(const fl_http_server *s);
+/* What the server refused: a Host naming another server (421), connections
+ * dropped for not sending their headers in time or for being the oldest of
+ * too many waiting, requests answered 503 because a budget was full. */
+typedef struct fl_http_stats {
+  unsigned long long misdirected, dropped_slow, refused_busy;
+} fl_http_stats;
+/* Adds s's counts into *add (NULL-safe). */
+void fl_http_server_stats(fl_http_server *s, fl_http_stats *add);
 /* Appends len bytes to every open stream (copied; a stream that already
  * holds FL_HTTP_STREAM_CAP unsent bytes is closed instead). Loop thread.
  * Returns how many streams are open. */

@@ -542,6 +542,11 @@ json_t *fl_rooms_peer_json(fl_gw *gw, const char *host) {
   return NULL;
 }
 
+void fl_rooms_http_stats(fl_gw *gw, struct fl_http_stats *add) {
+  if (gw && gw->rooms)
+    fl_http_server_stats(gw->rooms->server, add);
+}
+
 json_t *fl_gw_room_peers(fl_gw *gw) {
   if (FL_ROOMS_OFF(gw))
     return fl_degraded();

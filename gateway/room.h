@@ -46,6 +46,9 @@ int fl_rooms_merge(fl_gw *gw, const char *peer, const char *room_id, const char 
 /* host's sync health ({url, lastSync, ok, error, merged, refused,
  * dropped}), a new object; NULL when rooms are off. */
 json_t *fl_rooms_peer_json(fl_gw *gw, const char *host);
+/* Adds what the rooms' server refused (http_serve.h) into *add. */
+struct fl_http_stats;
+void fl_rooms_http_stats(fl_gw *gw, struct fl_http_stats *add);
 
 /* Registers label (the verb's work without a session): 0 with room_id. */
 int fl_rooms_register(fl_gw *gw, const char *label, char room_id[FL_ROOM_ID_SIZE], char *err,
