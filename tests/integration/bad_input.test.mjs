@@ -76,6 +76,22 @@ fleetTest('bad input battery; fleetd keeps serving', async (f, t) => {
     c.destroy();
   });
 
+  await t.test('a request whose string holds \\u0000 is answered with its own id', async () => {
+    const c = await f.rawConn();
+    await c.initialize();
+    await c.send('{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"fleet_send","arguments":{"to":"x","content":"a\\u0000b"}}}');
+    const r = await c.response();
+    assertError(r, -32600, 'a NUL in a string');
+    assert.equal(r.id, 31, `the answer carries the request's id: ${JSON.stringify(r)}`);
+    assert.match(r.error.message, /u0000/);
+    await c.send('{"jsonrpc":"2.0","id":"nul-\\u0000","method":"ping"}');
+    const s = await c.response();
+    assertError(s, -32600, 'a NUL in the id');
+    assert.equal(s.id, 'nul-\u0000', JSON.stringify(s));
+    await assertAlive(c, 'after a NUL');
+    c.destroy();
+  });
+
   await t.test('non-objects and wrong jsonrpc versions are -32600', async () => {
     const c = await f.rawConn();
     await c.initialize();
