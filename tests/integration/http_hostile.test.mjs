@@ -228,3 +228,50 @@ fleetTest('http: 100 event-stream clients at once are served; past the stream bu
     for (const s of streams) s.sock.destroy();
   }
 });
+
+/** Resolves once a connection from localAddress to 127.0.0.1:port is open. */
+function idle(port, localAddress = '127.0.0.1') {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host: '127.0.0.1', localAddress });
+    s.on('error', () => {});
+    s.on('connect', () => resolve(s));
+  });
+}
+
+/** rawRequest from another source address. */
+function requestFrom(localAddress, port, text) {
+  return new Promise((resolve) => {
+    const sock = net.connect({ port, host: '127.0.0.1', localAddress });
+    let buf = '';
+    const timer = setTimeout(() => sock.destroy(), 10000);
+    sock.setEncoding('latin1');
+    sock.on('connect', () => sock.write(text));
+    sock.on('data', (d) => (buf += d));
+    sock.on('error', () => {});
+    sock.on('close', () => {
+      clearTimeout(timer);
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(buf);
+      resolve({ status: m ? Number(m[1]) : 0, text: buf });
+    });
+  });
+}
+
+fleetTest('http: one client address holds at most 192 connections; another address is still served', async (f) => {
+  await startHost(f, 'hostA');
+  const port = portOf(f.dash);
+  const socks = [];
+  try {
+    // 128 event streams and 64 connections that send nothing, all from 127.0.0.1.
+    const streams = await Promise.all(Array.from({ length: 128 }, () => openStream(port, f.dash)));
+    socks.push(...streams.map((s) => s.sock));
+    assert.ok(streams.every((s) => s.status === 200), 'the streams open');
+    socks.push(...(await Promise.all(Array.from({ length: 64 }, () => idle(port)))));
+    const over = await requestFrom('127.0.0.1', port, get(port, '/api/status', f.dash));
+    assert.equal(over.status, 503, `the 193rd connection from one address: ${over.text}`);
+    assert.match(over.text, /from your address/);
+    const other = await requestFrom('127.0.0.2', port, get(port, '/api/status', f.dash));
+    assert.equal(other.status, 200, `another address is served: ${other.text}`);
+  } finally {
+    for (const s of socks) s.destroy();
+  }
+});
