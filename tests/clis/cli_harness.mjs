@@ -6,7 +6,7 @@
 //
 //   cliPath(name)           the pinned CLI in tests/clis/node_modules/.bin
 //                           ('claude', 'opencode', 'codex'). Throws, never
-//                           skips, when it is not installed: run npm ci here.
+//                           skips, when it is not installed: run npm install here.
 //   startModel(f, script)   the fake model API on loopback (fake_model.mjs),
 //                           closed when the test ends.
 //   new TmuxServer(f)       a private tmux server (-S <dir>/<label>.sock):
@@ -49,7 +49,7 @@ export function cliPath(name) {
   const p = path.join(CLIS_DIR, 'node_modules', '.bin', name);
   if (!existsSync(p)) {
     throw new Error(
-      `${name} is not installed for the tests: run \`npm ci\` in tests/clis (${p} is missing); ` +
+      `${name} is not installed for the tests: run \`npm install\` in tests/clis (${p} is missing); ` +
         'scripts/test.sh does it when the lock file changes'
     );
   }
