@@ -37,10 +37,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BIN_DIR, bin, callTool, fleetTest, resultText, sleep, waitFor } from '../integration/harness.mjs';
+import { BIN_DIR, bin, callTool, fleetctlJson, fleetTest, resultText, sleep, waitFor } from '../integration/harness.mjs';
 import { startFakeModel } from './fake_model.mjs';
 
-export { BIN_DIR, bin, callTool, fleetTest, resultText, sleep, waitFor };
+export { BIN_DIR, bin, callTool, fleetctlJson, fleetTest, resultText, sleep, waitFor };
 
 export const CLIS_DIR = path.dirname(fileURLToPath(import.meta.url));
 
@@ -201,17 +201,6 @@ export class TmuxServer {
     if (!this.started) return;
     this.started = false;
     await this.f.run('tmux', ['-S', this.sock, 'kill-server'], { timeout: 20000 }).catch(() => {});
-  }
-}
-
-/** `fleetctl --json ARGS` against f's fleetd; asserts exit 0; returns the parsed output. */
-export async function fleetctlJson(f, args, opts = {}) {
-  const r = await f.fleetctl(['--json', ...args], opts);
-  assert.equal(r.code, 0, `fleetctl ${args.join(' ')} exited ${r.code}: ${r.stderr}${r.stdout}`);
-  try {
-    return JSON.parse(r.stdout);
-  } catch {
-    assert.fail(`fleetctl ${args.join(' ')} printed no JSON: ${r.stdout}`);
   }
 }
 

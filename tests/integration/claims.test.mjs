@@ -8,15 +8,9 @@
 // wins on both hosts; an expired TTL frees a resource.
 
 import assert from 'node:assert/strict';
-import { callTool, callToolRaw, fleetTest, Fleet, resultText, selfGid, sleep } from './harness.mjs';
+import { callTool, callToolRaw, Fleet, fleetctlJson, fleetTest, resultText, selfGid, sleep } from './harness.mjs';
 
 const SETTLE_MS = 300;
-
-async function ctlJson(fleet, args) {
-  const r = await fleet.fleetctl(['--json', ...args]);
-  assert.equal(r.code, 0, `fleetctl ${args.join(' ')}: ${r.stdout}${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
 
 async function startHost(fleet, hostId) {
   fleet.hostId = hostId;
@@ -24,12 +18,12 @@ async function startHost(fleet, hostId) {
     config: { rooms: { listen: '127.0.0.1:0', syncIntervalS: 3600 }, claims: { settleMs: SETTLE_MS } },
     args: ['--host-id', hostId],
   });
-  fleet.url = `http://${(await ctlJson(fleet, ['rooms'])).listen}`;
+  fleet.url = `http://${(await fleetctlJson(fleet, ['rooms'])).listen}`;
 }
 
 async function pinBoth(a, b) {
   for (const [on, other] of [[a, b], [b, a]]) {
-    const id = await ctlJson(other, ['identity']);
+    const id = await fleetctlJson(other, ['identity']);
     const r = await on.fleetctl(['peer', 'add', other.hostId, id.publicKey, other.url]);
     assert.equal(r.code, 0, r.stderr);
   }
@@ -131,7 +125,7 @@ fleetTest('claims over rooms: a race settles on the same owner on both hosts; re
     assert.equal((await ownerOn(alice, 'short')).name, 'alice');
     assert.equal((await ownerOn(bob, 'short')).name, 'alice');
     // fleetctl claims shows the holder, for scripts and for people.
-    const ctl = await ctlJson(B, ['claims']);
+    const ctl = await fleetctlJson(B, ['claims']);
     const row = ctl.claims.find((c) => c.resource === 'short');
     assert.equal(row.owner.name, 'alice');
     const human = await B.fleetctl(['claims']);

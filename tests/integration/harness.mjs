@@ -670,6 +670,17 @@ export function nudgeConfig(enabled = true) {
   };
 }
 
+/** `fleetctl --json ARGS` against f's fleetd; asserts exit 0; returns the parsed output. */
+export async function fleetctlJson(f, args, opts = {}) {
+  const r = await f.fleetctl(['--json', ...args], opts);
+  assert.equal(r.code, 0, `fleetctl ${args.join(' ')} exited ${r.code}: ${r.stderr}${r.stdout}`);
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    assert.fail(`fleetctl ${args.join(' ')} printed no JSON: ${r.stdout}`);
+  }
+}
+
 /** Makes a directory (mkdir -p). */
 export function mkdirp(p) {
   mkdirSync(p, { recursive: true });

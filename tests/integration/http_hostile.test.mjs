@@ -12,13 +12,7 @@
 
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { callTool, fleetTest, sleep, waitFor } from './harness.mjs';
-
-async function ctlJson(fleet, args) {
-  const r = await fleet.fleetctl(['--json', ...args]);
-  assert.equal(r.code, 0, `fleetctl ${args.join(' ')}: ${r.stdout}${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
+import { callTool, fleetctlJson, fleetTest, sleep, waitFor } from './harness.mjs';
 
 /** fleetd with a dashboard and rooms, each on an ephemeral loopback port. */
 async function startHost(fleet, hostId) {
@@ -27,9 +21,9 @@ async function startHost(fleet, hostId) {
     config: { http: { listen: '127.0.0.1:0' }, rooms: { listen: '127.0.0.1:0', syncIntervalS: 3600 } },
     args: ['--host-id', hostId],
   });
-  const st = await ctlJson(fleet, ['status']);
+  const st = await fleetctlJson(fleet, ['status']);
   fleet.dash = st.http.listen;
-  fleet.roomsAddr = (await ctlJson(fleet, ['rooms'])).listen;
+  fleet.roomsAddr = (await fleetctlJson(fleet, ['rooms'])).listen;
   fleet.url = `http://${fleet.roomsAddr}`;
 }
 
@@ -94,7 +88,7 @@ fleetTest('http: a foreign Host gets 421 from the dashboard and the rooms server
     const r10 = await rawRequest(port, `GET ${path} HTTP/1.0\r\n\r\n`);
     assert.ok(r10.status === 200 || r10.status === 404, `HTTP/1.0 without Host: ${r10.head}`);
   }
-  const st = await ctlJson(f, ['status']);
+  const st = await fleetctlJson(f, ['status']);
   assert.equal(st.counters.http_misdirected, 16, JSON.stringify(st.counters));
 });
 
@@ -140,7 +134,7 @@ fleetTest('http: 80 trickling connections on each server do not lock out the das
   try {
     await startHost(A, 'hostA');
     await startHost(B, 'hostB');
-    const keyA = (await ctlJson(A, ['identity'])).publicKey;
+    const keyA = (await fleetctlJson(A, ['identity'])).publicKey;
     const add = await B.fleetctl(['peer', 'add', 'hostA', keyA, A.url]);
     assert.equal(add.code, 0, add.stderr);
     const alice = await A.mcpClient('alice');
@@ -167,7 +161,7 @@ fleetTest('http: 80 trickling connections on each server do not lock out the das
 
     // Every trickler is dropped: the oldest at once, the rest at the header deadline.
     await waitFor(() => dashSlow.closed() === 80 && roomSlow.closed() === 80, { timeout: 20000, what: 'every trickling connection dropped' });
-    const st = await ctlJson(A, ['status']);
+    const st = await fleetctlJson(A, ['status']);
     assert.ok(st.counters.http_dropped_slow >= 160, JSON.stringify(st.counters));
   } finally {
     dashSlow?.end();
@@ -211,7 +205,7 @@ fleetTest('http: 100 event-stream clients at once are served; past the stream bu
     streams.push(...first);
     const bad = first.filter((s) => s.status !== 200);
     assert.equal(bad.length, 0, `all 100 streams open: ${JSON.stringify(bad.slice(0, 3).map(({ sock, ...r }) => r))}`);
-    await waitFor(async () => (await ctlJson(f, ['status'])).http.eventStreams === 100, { what: '100 event streams counted' });
+    await waitFor(async () => (await fleetctlJson(f, ['status'])).http.eventStreams === 100, { what: '100 event streams counted' });
 
     // Fill the budget (128), then one more is refused at once.
     const more = await Promise.all(Array.from({ length: 28 }, () => openStream(port, f.dash)));
@@ -222,7 +216,7 @@ fleetTest('http: 100 event-stream clients at once are served; past the stream bu
     assert.equal(over.status, 503, `the stream past the budget: ${JSON.stringify({ ...over, sock: undefined })}`);
     const api = await rawRequest(port, get(port, '/api/status', f.dash));
     assert.equal(api.status, 200, 'the API answers while the streams are full');
-    const st = await ctlJson(f, ['status']);
+    const st = await fleetctlJson(f, ['status']);
     assert.ok(st.counters.http_refused_busy >= 1, JSON.stringify(st.counters));
   } finally {
     for (const s of streams) s.sock.destroy();

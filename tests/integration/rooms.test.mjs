@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
-import { callTool, fleetTest } from './harness.mjs';
+import { callTool, fleetctlJson, fleetTest } from './harness.mjs';
 import { freshKey, rfc3339, signEnvelope, uuid } from './trust-helpers.mjs';
 
 /** Starts fleetd for host id with rooms served on an ephemeral loopback port. */
@@ -26,21 +26,15 @@ async function startHost(fleet, hostId, extra = {}) {
     config: { rooms: { listen: '127.0.0.1:0', syncIntervalS: 3600, ...extra } },
     args: ['--host-id', hostId],
   });
-  const rooms = await ctlJson(fleet, ['rooms']);
+  const rooms = await fleetctlJson(fleet, ['rooms']);
   assert.match(rooms.listen, /^127\.0\.0\.1:\d+$/, `rooms listen: ${JSON.stringify(rooms)}`);
   assert.notEqual(rooms.listen, '127.0.0.1:0');
   fleet.url = `http://${rooms.listen}`;
   return fleet;
 }
 
-async function ctlJson(fleet, args) {
-  const r = await fleet.fleetctl(['--json', ...args]);
-  assert.equal(r.code, 0, `fleetctl ${args.join(' ')}: ${r.stdout}${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
-
 async function pin(on, other, url = other.url, key = null) {
-  const id = key ?? (await ctlJson(other, ['identity'])).publicKey;
+  const id = key ?? (await fleetctlJson(other, ['identity'])).publicKey;
   const r = await on.fleetctl(['peer', 'add', other.hostId ?? other, id, url]);
   assert.equal(r.code, 0, `peer add on ${on.hostId}: ${r.stdout}${r.stderr}`);
 }
@@ -140,7 +134,7 @@ fleetTest('rooms: same roomId on three hosts; a message from A reaches B and C b
     assert.ok(woke.cursor > cursor);
 
     // fleetctl rooms and peer list show the room, the cursors and sync health.
-    const rooms = await ctlJson(B, ['rooms']);
+    const rooms = await fleetctlJson(B, ['rooms']);
     const room = rooms.rooms.find((r) => r.roomId === ra.roomId);
     assert.equal(room.label, '#coordination');
     assert.equal(room.messages, 2);
@@ -150,7 +144,7 @@ fleetTest('rooms: same roomId on three hosts; a message from A reaches B and C b
     assert.match(human.stdout, /peer hostA at cursor \d+/);
     const plist = await B.fleetctl(['peer', 'list']);
     assert.match(plist.stdout, /sync: ok/);
-    const peers = await ctlJson(B, ['peer', 'list']);
+    const peers = await fleetctlJson(B, ['peer', 'list']);
     const pa = peers.peers.find((p) => p.host === 'hostA');
     assert.equal(pa.sync.ok, true);
     assert.equal(pa.sync.merged, 2);
@@ -159,7 +153,7 @@ fleetTest('rooms: same roomId on three hosts; a message from A reaches B and C b
     // What A serves, as any HTTP client sees it: bounded, registered rooms only, GET only.
     const page = await (await fetch(`${A.url}/v1/rooms/${ra.roomId}?after=0&limit=1`)).json();
     assert.equal(page.host, 'hostA');
-    assert.equal(page.publicKey, (await ctlJson(A, ['identity'])).publicKey);
+    assert.equal(page.publicKey, (await fleetctlJson(A, ['identity'])).publicKey);
     assert.equal(page.messages.length, 1);
     assert.equal(page.more, true);
     assert.equal(page.messages[0].hops, 0);
@@ -227,7 +221,7 @@ fleetTest('rooms: a hostile peer\'s bad envelopes are each dropped under their r
     assert.equal(ph.url, url);
     assert.equal(ph.dropped.unsigned, 1);
     assert.equal(ph.dropped.misattributed, 1);
-    const st = await ctlJson(A, ['status']);
+    const st = await fleetctlJson(A, ['status']);
     assert.equal(st.counters.room_dropped, 10); // the eight kinds, the duplicate, the string
     assert.equal(st.counters.room_merged, 1);
 
@@ -239,7 +233,7 @@ fleetTest('rooms: a hostile peer\'s bad envelopes are each dropped under their r
     const p2 = (await callTool(alice, 'fleet_peers', {})).peers.find((p) => p.host === 'hostH');
     assert.equal(p2.refused, 1);
     assert.match(A.fleetdLog, /presents host 'hostH' with key .* not the key pinned/);
-    assert.equal((await ctlJson(A, ['status'])).counters.room_pulls_refused, 1);
+    assert.equal((await fleetctlJson(A, ['status'])).counters.room_pulls_refused, 1);
     assert.equal((await callTool(alice, 'fleet_room_watch', { room: roomId })).messages.length, 1);
 
     // A response over 4 MiB is cut off, whatever it holds.
@@ -286,11 +280,11 @@ fleetTest('rooms: a room keeps at most rooms.maxMessages, dropping and counting 
   const w = await callTool(alice, 'fleet_room_watch', { room: roomId });
   assert.deepEqual(w.messages.map((m) => m.msgId), ids.slice(2), 'the newest three remain, oldest first');
   assert.deepEqual(w.messages.map((m) => m.payload.i), [2, 3, 4]);
-  const rooms = await ctlJson(A, ['rooms']);
+  const rooms = await fleetctlJson(A, ['rooms']);
   const room = rooms.rooms.find((r) => r.roomId === roomId);
   assert.equal(room.messages, 3);
   assert.equal(room.dropped, 2);
-  assert.equal((await ctlJson(A, ['status'])).counters.room_capped, 2);
+  assert.equal((await fleetctlJson(A, ['status'])).counters.room_capped, 2);
 });
 
 fleetTest('rooms: an https:// peer is pulled over TLS, and a certificate this host does not trust is refused', async (A) => {

@@ -9,14 +9,8 @@
 
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { callTool, fleetTest } from './harness.mjs';
+import { callTool, fleetctlJson, fleetTest } from './harness.mjs';
 import { freshKey } from './trust-helpers.mjs';
-
-async function ctlJson(fleet, args) {
-  const r = await fleet.fleetctl(['--json', ...args]);
-  assert.equal(r.code, 0, `fleetctl ${args.join(' ')}: ${r.stdout}${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
 
 async function startHost(fleet, hostId) {
   fleet.hostId = hostId;
@@ -24,7 +18,7 @@ async function startHost(fleet, hostId) {
     config: { rooms: { listen: '127.0.0.1:0', syncIntervalS: 3600 } },
     args: ['--host-id', hostId],
   });
-  fleet.url = `http://${(await ctlJson(fleet, ['rooms'])).listen}`;
+  fleet.url = `http://${(await fleetctlJson(fleet, ['rooms'])).listen}`;
 }
 
 /** A loopback port nothing listens on (bound, then closed). */
@@ -42,7 +36,7 @@ fleetTest('fleet_room_sync and fleet_peers validate through the SDK client (no n
   try {
     await startHost(A, 'hostA');
     await startHost(B, 'hostB');
-    const keyB = (await ctlJson(B, ['identity'])).publicKey;
+    const keyB = (await fleetctlJson(B, ['identity'])).publicKey;
     const add = async (on, host, key, url) => {
       const r = await on.fleetctl(['peer', 'add', host, key, ...(url === undefined ? [] : [url])]);
       assert.equal(r.code, 0, `peer add ${host}: ${r.stdout}${r.stderr}`);
@@ -91,7 +85,7 @@ fleetTest('fleet_room_sync and fleet_peers validate through the SDK client (no n
     assert.doesNotMatch(list.stdout, /\(null\)/, list.stdout);
     assert.match(list.stdout, /hostD\s+\S+\s+-\s+pinned/, list.stdout);
 
-    const st = await ctlJson(A, ['status']);
+    const st = await fleetctlJson(A, ['status']);
     assert.equal((st.counters || st).results_off_schema, 0, 'fleetd found no result off its schema');
   } finally {
     await B.cleanup();
