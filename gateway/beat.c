@@ -74,6 +74,8 @@ static int fl_beat_of(json_t *o, fl_beat *out) {
   out->gone = strcmp(status, "gone") == 0;
   const char *delivery = json_string_value(json_object_get(o, "delivery"));
   out->inject = delivery && strcmp(delivery, "inject") == 0;
+  const char *inbox = json_string_value(json_object_get(o, "inbox"));
+  out->inbox_degraded = inbox && strcmp(inbox, "degraded") == 0;
   return 0;
 }
 

@@ -2,7 +2,9 @@
  *
  * Two kinds of beat travel on fleet.roster. An entity beat (key
  * roster.<host>.<gid>) is one entity's {name, role, groups, status,
- * delivery}; a gateway sends one when an entity joins, changes or leaves.
+ * delivery, inbox}; a gateway sends one when an entity joins, changes or
+ * leaves ("inbox": "degraded" only while its broker inbox is a queue its
+ * gateway did not declare).
  * A host beat (key roster.<host>._gateway) is the gateway's own entry,
  * {host, version, entities, profiles, agents}, sent every interval: its
  * `agents` array lists up to FL_MAX_BEAT_AGENTS local entities, each an
@@ -28,9 +30,10 @@ typedef struct fl_beat {
   char role[FL_MAX_ROLE + 1]; /* "agent" when absent or not a valid name */
   char groups[FL_MAX_GROUPS][FL_MAX_GROUP_NAME + 1];
   size_t ngroups;
-  int online; /* status was "online" */
-  int gone;   /* status was "gone": it left for good (fleet_stop) */
-  int inject; /* "delivery": "inject": its messages are typed into a terminal */
+  int online;         /* status was "online" */
+  int gone;           /* status was "gone": it left for good (fleet_stop) */
+  int inject;         /* "delivery": "inject": its messages are typed into a terminal */
+  int inbox_degraded; /* "inbox": "degraded": its broker inbox is someone else's queue */
 } fl_beat;
 
 /* One entry of a host beat's `agents`: an entity beat and its gid. */

@@ -379,6 +379,22 @@ int fl_broker_delete_inbox(fl_broker *b, const char *gid) {
   return remove_inbox(b, gid, CMD_DELETE_INBOX);
 }
 
+int fl_broker_requeue_inbox(fl_broker *b, const char *gid, uint64_t tag, const char *why) {
+  if (!b || b->stopped || !fl_name_valid(gid, FL_ID_LEN - 1))
+    return FL_EINVAL;
+  struct item *it = fl_calloc(1, sizeof(*it));
+  if (!it)
+    return FL_ENOMEM;
+  it->type = CMD_REQUEUE_INBOX;
+  it->tag = tag;
+  fl_broker_copy(it->gid, sizeof(it->gid), gid);
+  fl_broker_copy(it->why, sizeof(it->why), why);
+  int rc = send_cmd(b, it);
+  if (rc != 0)
+    fl_broker_item_free(it);
+  return rc;
+}
+
 static int settle(fl_broker *b, uint64_t tag, enum item_type type, int requeue) {
   if (!b || b->stopped)
     return FL_EINVAL;

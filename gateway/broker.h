@@ -117,11 +117,15 @@ typedef struct fl_broker_events {
    * inbox bound to key K"), or the connection was lost before the confirm —
    * the message may or may not have arrived. FL_ECANCELLED: fl_broker_stop. */
   void (*on_publish_done)(void *ctx, void *req, int status, const char *why);
-  /* An inbox's consumer started (status 0) or could not start or was
-   * cancelled (FL_EBROKER, e.g. "ACCESS_REFUSED": another gateway consumes
-   * it). Fires after each add, and again after each reconnect. A failed
-   * inbox stays remembered and is retried every 5 s (reported again only
-   * when the reason changes) and after each reconnect. */
+  /* An inbox's consumer started (status 0) or stopped: FL_ECANCELLED, the
+   * broker cancelled it (its queue was deleted; it is declared again at
+   * once); FL_EREFUSED, its queue exists with arguments this link did not
+   * declare (someone else declared it: it is not consumed); FL_ESTORE, the
+   * loop asked its deliveries back (fl_broker_requeue_inbox); FL_EBROKER,
+   * anything else (e.g. "ACCESS_REFUSED": another gateway consumes it).
+   * Fires after each add, and again after each reconnect. A failed inbox
+   * stays remembered and is retried with a backoff (0.5 s doubling to 5 s;
+   * reported again only when the reason changes) and after each reconnect. */
   void (*on_inbox)(void *ctx, const char *gid, int status, const char *why);
   /* Brackets each burst of events handed to the loop: begin = 1 before the
    * first, 0 after the last. Lets the loop group its work per burst (one
@@ -190,6 +194,15 @@ int fl_broker_remove_inbox(fl_broker *b, const char *gid);
  * entity that left for good. While the link is down the queue is left to
  * its x-expires. Returns as fl_broker_remove_inbox. */
 int fl_broker_delete_inbox(fl_broker *b, const char *gid);
+
+/* Gives back to gid's queue every delivery of the channel that tag (any
+ * delivery tag of it) names and that is not acked yet, in the queue's
+ * order: the channel is closed, so later deliveries cannot overtake them,
+ * and the inbox is consumed again after its backoff. on_inbox reports
+ * FL_ESTORE with why meanwhile. For deliveries the loop took but could not
+ * make durable. A tag of an older incarnation is ignored. Returns as
+ * fl_broker_remove_inbox. */
+int fl_broker_requeue_inbox(fl_broker *b, const char *gid, uint64_t tag, const char *why);
 
 /* Settles a delivery. tag is from fl_broker_delivery; a tag from before a
  * reconnect (or of a removed inbox) is dropped silently: the broker has

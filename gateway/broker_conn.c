@@ -311,8 +311,21 @@ static int link_login(fl_broker *b, amqp_socket_t *sock, char *why, size_t n) {
   }
   char cname[FL_BROKER_SHORTSTR];
   snprintf(cname, sizeof(cname), "fleetd %s", b->host_id);
-  amqp_table_entry_t props_e[] = {fl_broker_entry_str("connection_name", cname)};
-  amqp_table_t props = {1, props_e};
+  /* consumer_cancel_notify: without it a deleted inbox queue takes its
+   * consumer away in silence, and nothing would declare it again. */
+  amqp_table_entry_t caps_e[2];
+  caps_e[0].key = amqp_cstring_bytes("consumer_cancel_notify");
+  caps_e[1].key = amqp_cstring_bytes("connection.blocked");
+  for (int i = 0; i < 2; i++) {
+    caps_e[i].value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    caps_e[i].value.value.boolean = 1;
+  }
+  amqp_table_entry_t props_e[2];
+  props_e[0] = fl_broker_entry_str("connection_name", cname);
+  props_e[1].key = amqp_cstring_bytes("capabilities");
+  props_e[1].value.kind = AMQP_FIELD_KIND_TABLE;
+  props_e[1].value.value.table = (amqp_table_t){2, caps_e};
+  amqp_table_t props = {2, props_e};
   /* channel_max 0: take the broker's (RabbitMQ: 2047). */
   amqp_rpc_reply_t r =
       amqp_login_with_properties(b->conn, b->ci.vhost, 0, FL_BROKER_FRAME_MAX, (int)b->heartbeat_s,
@@ -440,6 +453,10 @@ static void serve_commands(fl_broker *b) {
     case CMD_REMOVE_INBOX:
       if (fl_broker_inbox_remove(b, it) < 0)
         fl_broker_link_lost(b, "the connection failed while closing an inbox channel");
+      break;
+    case CMD_REQUEUE_INBOX:
+      if (fl_broker_inbox_requeue(b, it) < 0)
+        fl_broker_link_lost(b, "the connection failed while requeueing an inbox's deliveries");
       break;
     case CMD_DELETE_INBOX:
       if (fl_broker_inbox_delete(b, it) < 0)
@@ -610,15 +627,10 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
     return 0;
   }
   case AMQP_BASIC_CANCEL_METHOD:
-    /* The broker cancelled a consumer (its queue was deleted). */
+    /* The broker cancelled a consumer (its queue was deleted): we asked for
+     * this with consumer_cancel_notify at login. */
     if (c->inbox) {
-      /* Close the channel; the retry declares the queue again. */
-      struct inbox *ib = c->inbox;
-      fl_error(NULL, "broker: the broker cancelled the consumer of inbox %s", ib->gid);
-      fl_broker_copy(ib->last_why, sizeof(ib->last_why), "the broker cancelled the consumer");
-      fl_broker_emit_inbox(b, ib->gid, FL_EBROKER,
-                           "the broker cancelled the consumer (queue deleted?)");
-      if (fl_broker_inbox_close(b, ib) < 0) {
+      if (fl_broker_inbox_cancelled(b, c->inbox) < 0) {
         fl_broker_link_lost(b, "the connection failed while closing a cancelled inbox");
         return FL_EBROKER;
       }
@@ -762,7 +774,7 @@ static void wait_wake(fl_broker *b, uint64_t ms) {
 void fl_broker_thread_main(void *arg) {
   fl_broker *b = arg;
   unsigned backoff = BACKOFF_FIRST_MS;
-  uint64_t next_try = 0, next_retry = 0;
+  uint64_t next_try = 0;
   char why[FL_BROKER_WHY_LEN];
 
   while (!fl_xqueue_is_shutdown(b->cmds)) {
@@ -770,11 +782,9 @@ void fl_broker_thread_main(void *arg) {
       serve_commands(b);
       if (b->conn)
         pump(b);
-      if (b->conn && now_ms() >= next_retry) {
-        next_retry = now_ms() + FL_BROKER_INBOX_RETRY_MS;
-        if (fl_broker_inbox_retry(b) < 0)
-          fl_broker_link_lost(b, b->err);
-      }
+      /* Each inbox keeps its own backoff (broker_topology.c). */
+      if (b->conn && fl_broker_inbox_retry(b) < 0)
+        fl_broker_link_lost(b, b->err);
       if (!b->conn) {
         next_try = now_ms() + BACKOFF_FIRST_MS;
         backoff = BACKOFF_FIRST_MS * 2;
@@ -787,7 +797,6 @@ void fl_broker_thread_main(void *arg) {
       if (link_connect(b, why, sizeof(why)) == 0) {
         fl_info(NULL, "broker: link up (%s:%d vhost %s)", b->ci.host, b->ci.port, b->ci.vhost);
         backoff = BACKOFF_FIRST_MS;
-        next_retry = now_ms() + FL_BROKER_INBOX_RETRY_MS;
         emit_state(b, 1, "");
         continue;
       }

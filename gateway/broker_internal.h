@@ -36,7 +36,12 @@
 /* RabbitMQ's default channel_max; we never ask for more. */
 #define FL_BROKER_CH_MAX 2047
 /* A failed inbox (refused exclusive consumer: usually a crashed gateway's
- * consumer the broker has not timed out yet) is tried again this often. */
+ * consumer the broker has not timed out yet; a queue someone else declared
+ * with other arguments) is tried again after a backoff: the first retry
+ * soon, doubling up to this, so a refusal that stays costs one RPC every
+ * few seconds. A consumer the broker cancelled (its queue was deleted) is
+ * set up again at once. */
+#define FL_BROKER_INBOX_RETRY_FIRST_MS 500
 #define FL_BROKER_INBOX_RETRY_MS 5000
 /* Frames handled, commands served or events dispatched before looking at
  * the other side, so a flood in one direction cannot starve the other. */
@@ -61,7 +66,9 @@ enum item_type {
   EV_STATE,
   EV_DELIVERY,
   EV_INBOX,
-  CMD_DLQ, /* doubles as its event once done */
+  CMD_DLQ,           /* doubles as its event once done */
+  CMD_REQUEUE_INBOX, /* close one inbox channel incarnation (tag), so the broker requeues
+                        what it holds unacked, and consume it again after the backoff */
 };
 
 /* A command (loop -> thread) or an event (thread -> loop). A publish
@@ -135,6 +142,8 @@ struct inbox {
   struct chan ch;
   int consuming;
   char last_why[FL_BROKER_WHY_LEN]; /* the last failure reported, "" after a success */
+  uint64_t retry_at;                /* monotonic ms: set up again no sooner */
+  unsigned retry_ms;                /* the current backoff; 0 after a success */
 };
 
 /* Publishes on the wire, by sequence number; a settled one leaves a NULL
@@ -305,9 +314,20 @@ int fl_broker_inbox_remove(fl_broker *b, struct item *it);
  * connection was lost. */
 int fl_broker_inbox_delete(fl_broker *b, struct item *it);
 
-/* Sets up again every inbox that is not consumed. Returns 0 or FL_EBROKER
- * (the connection is gone, b->err says why). */
+/* Sets up again every inbox that is not consumed and whose backoff ran
+ * out. Returns 0 or FL_EBROKER (the connection is gone, b->err says why). */
 int fl_broker_inbox_retry(fl_broker *b);
+
+/* The broker cancelled ib's consumer (its queue was deleted): closes its
+ * channel, reports it and sets it up again at once (the next retry pass).
+ * Returns 0 or FL_EBROKER when the connection is gone. */
+int fl_broker_inbox_cancelled(fl_broker *b, struct inbox *ib);
+
+/* CMD_REQUEUE_INBOX: if it->gid's channel is still the incarnation it->tag
+ * names, closes it (the broker puts back, in order, every delivery of it not
+ * acked) and reports the inbox not consumed with it->why; the retry sets it
+ * up again after the backoff. Returns 0 or FL_EBROKER. */
+int fl_broker_inbox_requeue(fl_broker *b, struct item *it);
 
 /* Frees an inbox record. NULL-safe. */
 void fl_broker_inbox_free(struct inbox *ib);

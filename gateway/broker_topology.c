@@ -17,6 +17,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/time.h"
 #include "gateway/broker_internal.h"
 #include "gateway/topology.h"
 
@@ -200,9 +201,18 @@ static int bind_group(fl_broker *b, uint16_t ch, const char *q, const char *grou
   return 0;
 }
 
+/* The next retry of ib after a failure: the backoff doubles up to
+ * FL_BROKER_INBOX_RETRY_MS. */
+static void inbox_backoff(struct inbox *ib) {
+  ib->retry_ms = !ib->retry_ms                                 ? FL_BROKER_INBOX_RETRY_FIRST_MS
+                 : ib->retry_ms * 2 > FL_BROKER_INBOX_RETRY_MS ? FL_BROKER_INBOX_RETRY_MS
+                                                               : ib->retry_ms * 2;
+  ib->retry_at = (uint64_t)fl_mono_ms() + ib->retry_ms;
+}
+
 int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
   char why[FL_BROKER_WHY_LEN], q[FL_BROKER_SHORTSTR];
-  int rc;
+  int rc, declared = 0;
   if (topo_name(fl_topology_inbox_queue(q, sizeof(q), ib->gid), "inbox", ib->gid, why,
                 sizeof(why))) {
     fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
@@ -228,6 +238,7 @@ int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
   amqp_queue_declare(b->conn, id, amqp_cstring_bytes(q), 0, 1, 0, 0, table);
   if ((rc = fl_broker_rpc_result(b, id, "declare inbox", why, sizeof(why))))
     goto fail;
+  declared = 1;
   if ((rc = bind_queue(b, id, q, FL_EX_MSG, ib->gid, why, sizeof(why))) ||
       (rc = bind_group(b, id, q, NULL, 0, why, sizeof(why))))
     goto fail;
@@ -241,6 +252,7 @@ int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
   ib->ch.inbox = ib;
   ib->consuming = 1;
   ib->last_why[0] = '\0';
+  ib->retry_ms = 0;
   fl_info(NULL, "broker: consuming %s", q);
   fl_broker_emit_inbox(b, ib->gid, 0, "");
   return 0;
@@ -252,11 +264,25 @@ fail:
     return FL_EBROKER;
   }
   /* The server closed the channel: this inbox only. */
+  inbox_backoff(ib);
   if (quiet && strcmp(ib->last_why, why) == 0)
     return 0;
   fl_broker_copy(ib->last_why, sizeof(ib->last_why), why);
-  fl_error(NULL, "broker: inbox %s is not consumed (retrying every %d s): %s", ib->gid,
-           FL_BROKER_INBOX_RETRY_MS / 1000, why);
+  if (!declared) {
+    /* Someone else declared agent.<gid>.inbox.v2 with other arguments
+     * (PRECONDITION_FAILED): a queue we did not declare may drop what is
+     * sent to it, so it is never consumed as if it were ours. */
+    fl_error(NULL,
+             "broker: inbox %s: the queue %s exists with arguments this gateway did not declare "
+             "(deleted and declared again by another client?); it is NOT consumed and its "
+             "messages may be dropped: delete the queue on the broker (retrying, backing off "
+             "to every %d s): %s",
+             ib->gid, q, FL_BROKER_INBOX_RETRY_MS / 1000, why);
+    fl_broker_emit_inbox(b, ib->gid, FL_EREFUSED, why);
+    return 0;
+  }
+  fl_error(NULL, "broker: inbox %s is not consumed (retrying, backing off to every %d s): %s",
+           ib->gid, FL_BROKER_INBOX_RETRY_MS / 1000, why);
   fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
   return 0;
 }
@@ -374,11 +400,39 @@ int fl_broker_inbox_delete(fl_broker *b, struct item *it) {
 }
 
 int fl_broker_inbox_retry(fl_broker *b) {
+  uint64_t now = (uint64_t)fl_mono_ms();
   for (size_t i = 0; i < b->ninboxes && b->conn; i++) {
     struct inbox *ib = b->inboxes[i];
     int rc;
-    if (!ib->consuming && !ib->ch.open && (rc = fl_broker_inbox_setup(b, ib, 1)) < 0)
+    if (!ib->consuming && !ib->ch.open && now >= ib->retry_at &&
+        (rc = fl_broker_inbox_setup(b, ib, 1)) < 0)
       return rc;
   }
   return 0;
+}
+
+int fl_broker_inbox_cancelled(fl_broker *b, struct inbox *ib) {
+  const char *why = "the broker cancelled the consumer (the queue was deleted); declaring it again";
+  fl_error(NULL, "broker: inbox %s: %s", ib->gid, why);
+  fl_broker_copy(ib->last_why, sizeof(ib->last_why), why);
+  fl_broker_emit_inbox(b, ib->gid, FL_ECANCELLED, why);
+  /* What it delivered and we did not ack went with the queue. */
+  int rc = fl_broker_inbox_close(b, ib);
+  ib->retry_ms = 0;
+  ib->retry_at = 0; /* at once: the next retry pass declares it again */
+  return rc;
+}
+
+int fl_broker_inbox_requeue(fl_broker *b, struct item *it) {
+  struct inbox *ib = inbox_find(b, it->gid, NULL);
+  /* The loop names the channel incarnation it saw fail: a newer one (the
+   * inbox was set up again meanwhile) keeps consuming. */
+  if (!ib || !ib->ch.open || !b->conn ||
+      (uint32_t)(it->tag >> 32) != ((uint32_t)ib->ch.epoch << 16 | ib->ch.id))
+    return 0;
+  int rc = fl_broker_inbox_close(b, ib);
+  fl_broker_copy(ib->last_why, sizeof(ib->last_why), it->why);
+  inbox_backoff(ib);
+  fl_broker_emit_inbox(b, ib->gid, FL_ESTORE, it->why);
+  return rc;
 }

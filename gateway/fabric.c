@@ -13,11 +13,19 @@
  * the link is down a remote send fails at once: nothing is buffered on the broker's behalf.
  *   - settles deliveries: a delivery held for a local client is acked only
  *     once the client drained it (or the sweeper dropped it); inside a burst
- *     of deliveries acks wait for the burst's one store commit.
+ *     of deliveries acks wait for the burst's one store commit. A burst that
+ *     cannot be committed (the disk is full) gives its deliveries back: the
+ *     inbox channels they came on are closed, so the broker requeues them in
+ *     order, deliveries of those channels still on their way are dropped
+ *     unsettled (they are requeued too), and the inboxes are consumed again
+ *     after a backoff, until the store takes them.
  *   - dispatches what the link reports: inbox deliveries to the receive
  *     checks (inbound.c), beats to presence (presence.c), the link's state
  *     to both. Whether each inbox is consumed is kept here for status: a
- *     link that is up while an inbox is refused reads "degraded".
+ *     link that is up while an inbox is refused reads "degraded", and the
+ *     entity's beat says so, so senders on other hosts refuse to send into
+ *     an inbox nobody consumes (a queue declared by someone else may drop
+ *     what it is sent while the broker confirms it).
  *
  * The core never calls this file by name; it sees only fl_fabric_ops. This
  * file may call the core's internal API, presence and inbound. */
@@ -53,6 +61,20 @@ typedef struct fl_consumer {
   char why[256]; /* as the broker said it */
 } fl_consumer;
 
+/* Channel incarnations (a delivery tag's upper 32 bits) whose deliveries
+ * are being given back: deliveries of theirs still on their way are
+ * dropped unsettled. A ring: an incarnation matters only until its channel
+ * is closed, which is the next command the broker thread serves. */
+#define FL_REQUEUED_RING 256
+
+/* An inbox channel incarnation that delivered in the current burst. */
+typedef struct fl_burst_chan {
+  char gid[FL_ID_LEN];
+  uint64_t tag; /* one of its deliveries */
+  int failed;   /* one of its deliveries could not be stored: give it back */
+  size_t taken; /* its deliveries held or acked in this burst */
+} fl_burst_chan;
+
 /* A broker delivery not yet acked: acked when its message is drained. */
 typedef struct fl_unacked {
   struct fl_unacked *next;
@@ -78,6 +100,12 @@ typedef struct fl_fabric {
    * FL_BROKER_MAX_INBOXES). */
   fl_consumer *consumers;
   size_t nconsumers, consumers_cap;
+  /* The current burst's inbox channels (fl_on_batch). */
+  fl_burst_chan *burst;
+  size_t nburst, burst_cap;
+  unsigned long long accepted_before; /* messages_accepted when the burst began */
+  uint32_t requeued[FL_REQUEUED_RING];
+  size_t nrequeued;
 } fl_fabric;
 
 /* One copy of a publish: its routing key and the host it is sealed to. */
@@ -123,10 +151,72 @@ static int fl_fabric_dlq(void *ctx, int op, const char *msg_id, long long older_
                : FL_EBROKER;
 }
 
+static uint32_t fl_incarnation(uint64_t tag) { return (uint32_t)(tag >> 32); }
+
+static int fl_is_requeued(const fl_fabric *f, uint64_t tag) {
+  size_t n = f->nrequeued < FL_REQUEUED_RING ? f->nrequeued : FL_REQUEUED_RING;
+  for (size_t i = 0; i < n; i++)
+    if (f->requeued[i] == fl_incarnation(tag))
+      return 1;
+  return 0;
+}
+
+/* The burst entry of the inbox channel that delivered tag, added if new;
+ * NULL when out of memory. */
+static fl_burst_chan *fl_burst_of(fl_fabric *f, const char *gid, uint64_t tag) {
+  for (size_t i = 0; i < f->nburst; i++)
+    if (fl_incarnation(f->burst[i].tag) == fl_incarnation(tag))
+      return &f->burst[i];
+  if (f->nburst == f->burst_cap) {
+    size_t cap = f->burst_cap ? 2 * f->burst_cap : 16;
+    fl_burst_chan *n = fl_realloc(f->burst, cap * sizeof *n);
+    if (!n)
+      return NULL;
+    f->burst = n;
+    f->burst_cap = cap;
+  }
+  fl_burst_chan *c = &f->burst[f->nburst++];
+  memset(c, 0, sizeof *c);
+  fl_copy(c->gid, sizeof c->gid, gid);
+  c->tag = tag;
+  return c;
+}
+
+/* Gives back every unacked delivery of the inbox channel that tag names:
+ * its later deliveries still on their way are dropped from now on, held
+ * ones it carried are forgotten (they come again), and the broker thread
+ * closes the channel. */
+static void fl_poison(fl_fabric *f, uint64_t tag) {
+  if (!fl_is_requeued(f, tag))
+    f->requeued[f->nrequeued++ % FL_REQUEUED_RING] = fl_incarnation(tag);
+}
+
+static void fl_requeue_chan(fl_fabric *f, const char *gid, uint64_t tag, const char *why) {
+  fl_poison(f, tag);
+  for (fl_unacked **pp = &f->unacked; *pp;) {
+    fl_unacked *u = *pp;
+    if (fl_incarnation(u->tag) == fl_incarnation(tag)) {
+      *pp = u->next;
+      fl_free(u);
+      f->nunacked--;
+    } else {
+      pp = &u->next;
+    }
+  }
+  int rc = fl_broker_requeue_inbox(f->broker, gid, tag, why);
+  if (rc)
+    fl_error(NULL,
+             "cannot give the deliveries of inbox %s back: %s; they come again after a "
+             "reconnect",
+             gid, fl_strerror(rc));
+}
+
 static void fl_on_batch(void *ctx, int begin) {
   fl_fabric *f = ctx;
   fl_gw *gw = f->gw;
   if (begin) {
+    f->nburst = 0;
+    f->accepted_before = gw->counters[FL_C_MSGS_ACCEPTED];
     f->in_batch = fl_store_batch_begin(gw->store) == 0;
     if (f->in_batch)
       fl_wait_defer_begin(gw);
@@ -135,22 +225,52 @@ static void fl_on_batch(void *ctx, int begin) {
   if (!f->in_batch)
     return;
   f->in_batch = 0;
-  int failed = fl_store_batch_end(gw->store) != 0;
+  int rc = fl_store_batch_end(gw->store);
   /* Only now may the calls completed in the burst have their answers. */
   fl_wait_defer_end(gw);
-  if (failed) {
-    /* Nothing of the burst is durable: ack none of it. */
+  char why[FL_MAX_ERRMSG];
+  if (rc) {
+    /* Nothing of the burst is durable: its inbox deliveries go back to
+     * their queues, in order, and come again once the store takes them. */
+    size_t taken = 0;
+    for (size_t i = 0; i < f->nburst; i++)
+      taken += f->burst[i].taken;
     fl_gw_count(gw, FL_C_STORE_ERRORS);
+    fl_gw_count(gw, FL_C_STORE_BATCH_FAILURES);
+    if (rc == FL_EDISKFULL)
+      fl_gw_count(gw, FL_C_STORE_DISK_FULL);
+    gw->counters[FL_C_DELIVERIES_REQUEUED] += taken;
+    /* What the burst admitted is not accepted after all. */
+    gw->counters[FL_C_MSGS_ACCEPTED] = f->accepted_before;
+    fl_errf(why, sizeof why, "%zu deliveries requeued: %s", taken,
+            rc == FL_EDISKFULL ? "disk full" : "the store could not commit them");
     fl_error(NULL,
-             "store: a burst of %zu broker deliveries could not be committed; they stay "
-             "unacked and come again after a reconnect",
-             f->nacks_later);
+             "store: a burst of %zu broker deliveries (from %zu inboxes) could not be committed "
+             "(%s); %s, in order; they come again once the store takes them",
+             taken, f->nburst, fl_strerror(rc), why);
+    for (size_t i = 0; i < f->nburst; i++)
+      fl_requeue_chan(f, f->burst[i].gid, f->burst[i].tag, why);
+    /* Acks of anything else (presence, control, claims: acted on already)
+     * still go. */
+    for (size_t i = 0; i < f->nacks_later; i++)
+      if (!fl_is_requeued(f, f->acks_later[i]))
+        fl_broker_ack(f->broker, f->acks_later[i]);
     f->nacks_later = 0;
+    f->nburst = 0;
     return;
   }
   for (size_t i = 0; i < f->nacks_later; i++)
     fl_broker_ack(f->broker, f->acks_later[i]);
   f->nacks_later = 0;
+  /* Committed, but one delivery could not be stored: what came after it on
+   * its channel was dropped, and the acks above went first. */
+  for (size_t i = 0; i < f->nburst; i++) {
+    if (!f->burst[i].failed)
+      continue;
+    fl_errf(why, sizeof why, "deliveries requeued: the store could not take one");
+    fl_requeue_chan(f, f->burst[i].gid, f->burst[i].tag, why);
+  }
+  f->nburst = 0;
 }
 
 static void fl_unacked_add(fl_fabric *f, const char *to_gid, const char *msg_id, uint64_t tag) {
@@ -217,10 +337,40 @@ static void fl_fabric_sweep(void *ctx) {
 }
 
 /* The receive checks settle through these. */
-static void fl_in_ack(void *ctx, uint64_t tag) { fl_ack(ctx, tag); }
+
+/* Counts a delivery of the current burst as taken (held or acked). */
+static void fl_burst_took(fl_fabric *f, uint64_t tag) {
+  for (size_t i = 0; f->in_batch && i < f->nburst; i++)
+    if (fl_incarnation(f->burst[i].tag) == fl_incarnation(tag))
+      f->burst[i].taken++;
+}
+
+static void fl_in_ack(void *ctx, uint64_t tag) {
+  fl_burst_took(ctx, tag);
+  fl_ack(ctx, tag);
+}
 
 static void fl_in_hold(void *ctx, const char *to_gid, const char *msg_id, uint64_t tag) {
+  fl_burst_took(ctx, tag);
   fl_unacked_add(ctx, to_gid, msg_id, tag);
+}
+
+static void fl_in_requeue(void *ctx, const fl_broker_delivery *d, const char *why) {
+  fl_fabric *f = ctx;
+  fl_gw_count(f->gw, FL_C_DELIVERIES_REQUEUED);
+  fl_error(d->env->trace_id,
+           "%s %s for gid %s could not be stored (%s); it and what followed it on its inbox go "
+           "back to the broker, in order",
+           d->env->kind, d->env->msg_id, d->gid, why);
+  fl_burst_chan *c = f->in_batch ? fl_burst_of(f, d->gid, d->tag) : NULL;
+  if (c) {
+    /* After the burst's commit (fl_on_batch); until then the rest of this
+     * channel's deliveries are dropped, so none overtakes it. */
+    c->failed = 1;
+    fl_poison(f, d->tag);
+    return;
+  }
+  fl_requeue_chan(f, d->gid, d->tag, "deliveries requeued: the store could not take one");
 }
 
 static void fl_in_reject(void *ctx, uint64_t tag, int requeue) {
@@ -233,8 +383,11 @@ static int fl_in_park(void *ctx, const fl_broker_delivery *d) {
   return fl_presence_park(f->presence, d);
 }
 
-static const fl_inbound_ops fl_inbound_settle = {
-    .ack = fl_in_ack, .hold = fl_in_hold, .reject = fl_in_reject, .park = fl_in_park};
+static const fl_inbound_ops fl_inbound_settle = {.ack = fl_in_ack,
+                                                 .hold = fl_in_hold,
+                                                 .reject = fl_in_reject,
+                                                 .park = fl_in_park,
+                                                 .requeue = fl_in_requeue};
 
 /* ---- what the link reports ---------------------------------------------------- */
 
@@ -246,6 +399,17 @@ static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
   }
   switch (d->source) {
   case FL_BROKER_INBOX:
+    if (fl_is_requeued(f, d->tag)) {
+      /* Its channel is being closed to give back a delivery before it:
+       * the broker requeues this one too, behind that one. */
+      fl_debug(d->env->trace_id, "delivery for %s dropped unsettled: its inbox is being requeued",
+               d->gid);
+      return;
+    }
+    if (f->in_batch && !fl_burst_of(f, d->gid, d->tag)) {
+      fl_broker_reject(f->broker, d->tag, 1); /* out of memory: it comes again */
+      return;
+    }
     fl_inbound_receive(f->inbound, d); /* settles d itself */
     return;
   case FL_BROKER_ROSTER:
@@ -324,10 +488,22 @@ static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why)
     c->failing = status != 0;
     fl_copy(c->why, sizeof c->why, status ? why : "");
   }
+  if (status == FL_ECANCELLED)
+    fl_gw_count(f->gw, FL_C_INBOX_CANCELLED);
+  else if (status == FL_EREFUSED)
+    fl_gw_count(f->gw, FL_C_INBOX_FOREIGN);
   if (status)
     fl_error(NULL, "inbox of '%s' (gid %s) is not consumed: %s", e ? e->name : "?", gid, why);
   else
     fl_debug(NULL, "inbox of '%s' is consumed", e ? e->name : gid);
+  /* A queue someone else declared may drop what the broker confirms:
+   * other hosts hear it at once, and their sends to it fail meanwhile. (Our
+   * own queue keeps what it is sent while it is not consumed.) */
+  int foreign = status == FL_EREFUSED;
+  if (e && !e->remote && e->inbox_degraded != foreign) {
+    e->inbox_degraded = foreign;
+    fl_presence_entity(f->presence, e);
+  }
 }
 
 /* ---- publishing ------------------------------------------------------------------ */
@@ -516,6 +692,21 @@ static int fl_publish(fl_fabric *f, fl_client *c, const fl_target *t, size_t nt,
 static int fl_fabric_publish(void *ctx, fl_client *c, fl_entity *dst, const fl_msg *m,
                              double then_wait_s, json_t *on_confirm, fl_gw_cb cb, void *cb_ctx,
                              fl_wait **wait, char *err, size_t errlen) {
+  fl_fabric *f = ctx;
+  if (dst->inbox_degraded) {
+    /* Its queue may be one its gateway did not declare, which can drop
+     * what the broker confirms: never answer "sent" for that. */
+    fl_gw_count(f->gw, FL_C_REMOTE_REFUSED_DEGRADED);
+    fl_warn(m->trace_id, "%s %s to '%s' not sent: its inbox on host '%s' is not consumed", m->kind,
+            m->msg_id, dst->name, dst->host);
+    fl_errf(err, errlen,
+            "'%s' cannot take messages now: its inbox on host '%s' is not consumed (degraded: "
+            "its queue on the broker was declared by someone else; see fleetctl status "
+            "there); not sent, send again later",
+            dst->name, dst->host);
+    json_decref(on_confirm);
+    return FL_EREFUSED;
+  }
   fl_target t = {.host = dst->host};
   fl_copy(t.key, sizeof t.key, dst->gid);
   return fl_publish(ctx, c, &t, 1, 1, m, dst->gid, then_wait_s, on_confirm, cb, cb_ctx, wait, err,
@@ -733,6 +924,7 @@ static void fl_fabric_free(void *ctx) {
     return;
   fl_free(f->acks_later);
   fl_free(f->consumers);
+  fl_free(f->burst);
   fl_unacked_clear(f);
   fl_control_free(&f->control);
   fl_presence_free(&f->presence);

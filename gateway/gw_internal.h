@@ -37,7 +37,12 @@
   X(NUDGE_FAILURES, "nudge_failures")                                                              \
   X(NUDGES_DEFERRED, "nudges_deferred")                                                            \
   X(STORE_ERRORS, "store_errors")                                                                  \
-  X(STORE_DISK_FULL, "store_disk_full") /* store writes that found the disk full */                \
+  X(STORE_DISK_FULL, "store_disk_full")           /* store writes that found the disk full */      \
+  X(STORE_BATCH_FAILURES, "store_batch_failures") /* bursts of deliveries not committed */         \
+  X(DELIVERIES_REQUEUED, "deliveries_requeued")   /* given back to the broker, not durable */      \
+  X(INBOX_CANCELLED, "inbox_cancelled")           /* the broker cancelled an inbox consumer */     \
+  X(INBOX_FOREIGN, "inbox_foreign")               /* an inbox queue declared by someone else */    \
+  X(REMOTE_REFUSED_DEGRADED, "remote_refused_degraded") /* sends to an inbox not consumed */       \
   X(REMOTE_PUBLISHED, "remote_published")                                                          \
   X(REMOTE_PUBLISH_FAILED, "remote_publish_failed")                                                \
   X(REMOTE_RECEIVED, "remote_received")                                                            \

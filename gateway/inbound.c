@@ -190,7 +190,7 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
     else if (frc == FL_EDUP)
       fl_inbound_dead_letter(in, d, FL_C_VERIFY_DUPLICATE, "already seen (duplicate brief msgId)");
     else
-      in->ops->reject(in->ctx, d->tag, 1); /* not recorded: let the broker keep it */
+      in->ops->requeue(in->ctx, d, err); /* not recorded: let the broker keep it, in order */
     fl_free(content);
     return;
   }
@@ -216,6 +216,9 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
       fl_inbound_dead_letter(in, d, FL_C_VERIFY_DUPLICATE, "already seen (duplicate msgId)");
       break;
     }
+  } else if (rc == FL_EDISKFULL || rc == FL_ESTORE) {
+    /* Not durable, and not the message's fault: it comes again, in order. */
+    in->ops->requeue(in->ctx, d, err);
   } else {
     fl_inbound_dead_letter(in, d, FL_C_COUNT, err); /* fl_router_accept counted why */
   }

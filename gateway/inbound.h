@@ -32,6 +32,9 @@ typedef struct fl_inbound_ops {
   /* d's sender has no presence yet: keep d (copied) until it comes. 0 when
    * kept; a negative code when it cannot be (then it is dead-lettered). */
   int (*park)(void *ctx, const fl_broker_delivery *d);
+  /* d could not be made durable (why: the store failed, e.g. the disk is
+   * full): give it back to its queue, in order with what followed it. */
+  void (*requeue)(void *ctx, const fl_broker_delivery *d, const char *why);
 } fl_inbound_ops;
 
 /* New receive path for gw; ops is borrowed for its life, ctx is passed to

@@ -67,6 +67,10 @@ static void fl_list_entity(fl_gw *gw, fl_client *c, const fl_entity *e, long lon
     fl_jw_key(w, "lastSeen");
     fl_jw_str(w, ts);
   }
+  if (e->inbox_degraded) {
+    fl_jw_key(w, "inbox");
+    fl_jw_str(w, "degraded");
+  }
   char coord_id[FL_MAX_COORD_ID + 1];
   if (fl_coord_list_id(gw, e, coord_id)) {
     fl_jw_key(w, "coordId");

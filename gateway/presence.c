@@ -201,8 +201,13 @@ static void fl_presence_send(fl_presence *p, const char *key, const char *from, 
 
 /* The body of local entity e's beat (beat.h). */
 static json_t *fl_entity_beat(fl_gw *gw, const fl_entity *e) {
-  return fl_beat_json(e->name, e->role, (const char(*)[FL_MAX_GROUP_NAME + 1]) e->groups,
-                      e->ngroups, e->client ? "online" : "offline", fl_forward_delivery(gw, e));
+  json_t *body =
+      fl_beat_json(e->name, e->role, (const char(*)[FL_MAX_GROUP_NAME + 1]) e->groups, e->ngroups,
+                   e->client ? "online" : "offline", fl_forward_delivery(gw, e));
+  /* Senders on other hosts refuse to send into an inbox not consumed. */
+  if (body && e->inbox_degraded)
+    json_object_set_new(body, "inbox", json_string("degraded"));
+  return body;
 }
 
 void fl_presence_entity(fl_presence *p, fl_entity *e) {
@@ -487,6 +492,7 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
     fl_copy(e->groups[e->ngroups++], FL_MAX_GROUP_NAME + 1, b->groups[i]);
   e->presence.online = b->online;
   e->delivery_inject = b->inject;
+  e->inbox_degraded = b->inbox_degraded;
   e->presence.ts_ms = beat_ts_ms;
   e->presence.expires_ms = now + p->ttl_ms;
   e->last_seen_ms = now;

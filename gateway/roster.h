@@ -56,6 +56,12 @@ struct fl_entity {
   /* A remote entity's messages are typed into its terminal (its beat said
    * "delivery": "inject"), so a brief to it waits for INJECTED. */
   int delivery_inject;
+  /* Its inbox queue on the broker was declared by someone else, with
+   * other arguments (fabric.c): it is not consumed and may drop what the
+   * broker confirms, so sends to it fail. A local entity's is what the link
+   * reports; a remote one's what its host's last beat said ("inbox":
+   * "degraded"). */
+  int inbox_degraded;
   struct {
     int online;           /* as its last beat said */
     long long expires_ms; /* the beat's TTL runs out then */
