@@ -597,6 +597,58 @@ static void test_reject_to_dlq(void **state) {
   assert_true(dlq_has(msg_id));
 }
 
+/* Deliveries taken but not made durable go back in order: the loop names
+ * the channel by a tag, the link closes it (the broker requeues what is
+ * unacked, in its places), reports the inbox with FL_ESTORE, and consumes
+ * it again after the backoff. An ack sent before the requeue holds. */
+static void test_requeue_in_order(void **state) {
+  struct live *l = *state;
+  NEED_BROKER(l);
+  struct fx *f = l->f;
+  fl_envelope env[3];
+  for (int i = 0; i < 3; i++) {
+    make_env(&env[i], l->gid);
+    int done0 = f->done;
+    assert_int_equal(
+        fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env[i], "m", 1, f), 0);
+    run_until(f, &f->done, done0 + 1);
+    assert_int_equal(f->last_status, 0);
+  }
+  run_until_got(f, 3);
+  for (int i = 0; i < 3; i++)
+    assert_string_equal(f->got[i].env.msg_id, env[i].msg_id);
+  assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
+  int ev0 = f->inbox_events;
+  assert_int_equal(
+      fl_broker_requeue_inbox(f->b, l->gid, f->got[1].tag, "2 deliveries requeued: test"), 0);
+  run_until(f, &f->inbox_events, ev0 + 1);
+  assert_int_equal(f->inbox_status, FL_ESTORE);
+  assert_string_equal(f->inbox_why, "2 deliveries requeued: test");
+  clear_got(f);
+  run_until(f, &f->inbox_events, ev0 + 2);
+  assert_int_equal(f->inbox_status, 0);
+  run_until_got(f, 2);
+  assert_string_equal(f->got[0].env.msg_id, env[1].msg_id);
+  assert_string_equal(f->got[1].env.msg_id, env[2].msg_id);
+  /* A requeue naming the old channel is ignored: the new one consumes on. */
+  ev0 = f->inbox_events;
+  assert_int_equal(fl_broker_requeue_inbox(f->b, l->gid, f->got[0].tag ^ (1ull << 48), "stale"), 0);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(fl_broker_ack(f->b, f->got[i].tag), 0);
+  clear_got(f);
+  fl_envelope last;
+  make_env(&last, l->gid);
+  int done0 = f->done;
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &last, "n", 1, f), 0);
+  run_until(f, &f->done, done0 + 1);
+  run_until_got(f, 1);
+  assert_string_equal(f->got[0].env.msg_id, last.msg_id);
+  assert_int_equal(f->inbox_events, ev0);
+  assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
+  clear_got(f);
+}
+
 /* A removed inbox keeps receiving into its queue; added again, the waiting
  * message is delivered. An ack with a stale tag is ignored. */
 static void test_remove_and_readd(void **state) {
@@ -697,8 +749,8 @@ int main(void) {
   const struct CMUnitTest live[] = {
       cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_unroutable),
       cmocka_unit_test(test_pipelined),        cmocka_unit_test(test_reject_to_dlq),
-      cmocka_unit_test(test_remove_and_readd), cmocka_unit_test(test_reconnect),
-      cmocka_unit_test(test_exclusive),
+      cmocka_unit_test(test_requeue_in_order), cmocka_unit_test(test_remove_and_readd),
+      cmocka_unit_test(test_reconnect),        cmocka_unit_test(test_exclusive),
   };
   return rc | cmocka_run_group_tests_name("broker_live", live, live_setup, live_teardown);
 }
