@@ -63,9 +63,15 @@ typedef struct fl_consumer {
 
 /* Channel incarnations (a delivery tag's upper 32 bits) whose deliveries
  * are being given back: deliveries of theirs still on their way are
- * dropped unsettled. A ring: an incarnation matters only until its channel
- * is closed, which is the next command the broker thread serves. */
+ * dropped unsettled. An entry matters only until the link reports its
+ * inbox closed (FL_ESTORE or FL_ECANCELLED: no delivery of it follows), and
+ * is then cleared; a ring bounds the ones never cleared. */
 #define FL_REQUEUED_RING 256
+
+typedef struct fl_requeued {
+  uint32_t inc; /* 0: free (channel 0 never carries an inbox) */
+  char gid[FL_ID_LEN];
+} fl_requeued;
 
 /* An inbox channel incarnation that delivered in the current burst. */
 typedef struct fl_burst_chan {
@@ -104,7 +110,7 @@ typedef struct fl_fabric {
   fl_burst_chan *burst;
   size_t nburst, burst_cap;
   unsigned long long accepted_before; /* messages_accepted when the burst began */
-  uint32_t requeued[FL_REQUEUED_RING];
+  fl_requeued requeued[FL_REQUEUED_RING];
   size_t nrequeued;
 } fl_fabric;
 
@@ -154,9 +160,8 @@ static int fl_fabric_dlq(void *ctx, int op, const char *msg_id, long long older_
 static uint32_t fl_incarnation(uint64_t tag) { return (uint32_t)(tag >> 32); }
 
 static int fl_is_requeued(const fl_fabric *f, uint64_t tag) {
-  size_t n = f->nrequeued < FL_REQUEUED_RING ? f->nrequeued : FL_REQUEUED_RING;
-  for (size_t i = 0; i < n; i++)
-    if (f->requeued[i] == fl_incarnation(tag))
+  for (size_t i = 0; i < FL_REQUEUED_RING; i++)
+    if (f->requeued[i].inc && f->requeued[i].inc == fl_incarnation(tag))
       return 1;
   return 0;
 }
@@ -182,17 +187,21 @@ static fl_burst_chan *fl_burst_of(fl_fabric *f, const char *gid, uint64_t tag) {
   return c;
 }
 
+/* From now on deliveries of gid's channel that tag names are dropped. */
+static void fl_poison(fl_fabric *f, const char *gid, uint64_t tag) {
+  if (fl_is_requeued(f, tag))
+    return;
+  fl_requeued *r = &f->requeued[f->nrequeued++ % FL_REQUEUED_RING];
+  r->inc = fl_incarnation(tag);
+  fl_copy(r->gid, sizeof r->gid, gid);
+}
+
 /* Gives back every unacked delivery of the inbox channel that tag names:
  * its later deliveries still on their way are dropped from now on, held
  * ones it carried are forgotten (they come again), and the broker thread
  * closes the channel. */
-static void fl_poison(fl_fabric *f, uint64_t tag) {
-  if (!fl_is_requeued(f, tag))
-    f->requeued[f->nrequeued++ % FL_REQUEUED_RING] = fl_incarnation(tag);
-}
-
 static void fl_requeue_chan(fl_fabric *f, const char *gid, uint64_t tag, const char *why) {
-  fl_poison(f, tag);
+  fl_poison(f, gid, tag);
   for (fl_unacked **pp = &f->unacked; *pp;) {
     fl_unacked *u = *pp;
     if (fl_incarnation(u->tag) == fl_incarnation(tag)) {
@@ -367,7 +376,7 @@ static void fl_in_requeue(void *ctx, const fl_broker_delivery *d, const char *wh
     /* After the burst's commit (fl_on_batch); until then the rest of this
      * channel's deliveries are dropped, so none overtakes it. */
     c->failed = 1;
-    fl_poison(f, d->tag);
+    fl_poison(f, d->gid, d->tag);
     return;
   }
   fl_requeue_chan(f, d->gid, d->tag, "deliveries requeued: the store could not take one");
@@ -487,6 +496,12 @@ static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why)
   if (c) {
     c->failing = status != 0;
     fl_copy(c->why, sizeof c->why, status ? why : "");
+  }
+  if (status == FL_ECANCELLED || status == FL_ESTORE) {
+    /* Its channel is closed: nothing of it follows this event. */
+    for (size_t i = 0; i < FL_REQUEUED_RING; i++)
+      if (f->requeued[i].inc && strcmp(f->requeued[i].gid, gid) == 0)
+        f->requeued[i].inc = 0;
   }
   if (status == FL_ECANCELLED)
     fl_gw_count(f->gw, FL_C_INBOX_CANCELLED);
