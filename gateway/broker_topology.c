@@ -268,7 +268,7 @@ fail:
   if (quiet && strcmp(ib->last_why, why) == 0)
     return 0;
   fl_broker_copy(ib->last_why, sizeof(ib->last_why), why);
-  if (!declared) {
+  if (!declared && strstr(why, "PRECONDITION_FAILED")) {
     /* Someone else declared agent.<gid>.inbox.v2 with other arguments
      * (PRECONDITION_FAILED): a queue we did not declare may drop what is
      * sent to it, so it is never consumed as if it were ours. */
