@@ -72,6 +72,7 @@ static int cmd_identity(ctl *c);
 static int cmd_peer_add(ctl *c);
 static int cmd_peer_list(ctl *c);
 static int cmd_peer_remove(ctl *c);
+static int cmd_gid_release(ctl *c);
 static int cmd_trace(ctl *c);
 static int cmd_spawn(ctl *c);
 static int cmd_stop(ctl *c);
@@ -126,6 +127,10 @@ static const ctl_cmd fl_ctl_cmds[] = {
     {"claims", 0, 1, cmd_claims, "claims [RESOURCE]",
      "the resources held now: owner, since, expiry,\nwhether settled", 0},
     {"peer remove", 1, 1, cmd_peer_remove, "peer remove HOST", "drop HOST's pin", 0},
+    {"gid release", 1, 1, cmd_gid_release, "gid release GID",
+     "forget which host owns GID, so the next host to\nannounce it owns it (a gid otherwise "
+     "stays with\nthe host that first announced it)",
+     0},
     {"dlq list", 0, 0, cmd_dlq_list, "dlq list",
      "what fleet.dlq holds (read without removing anything): msgId, kind, sender's host,\n"
      "the reason fleet gave and RabbitMQ's x-death",
@@ -298,6 +303,11 @@ static int cmd_claims(ctl *c) {
 static int cmd_peer_remove(ctl *c) {
   static const ctl_call call = {"fleet/peer.remove", NULL, print_kv_result};
   return ctl_run(c, &call, NULL, json_pack("{s:s}", "host", c->args[0]));
+}
+
+static int cmd_gid_release(ctl *c) {
+  static const ctl_call call = {"fleet/gid.release", NULL, print_kv_result};
+  return ctl_run(c, &call, NULL, json_pack("{s:s}", "gid", c->args[0]));
 }
 
 static int cmd_trace(ctl *c) {

@@ -105,6 +105,11 @@
 #define FL_MAX_ROLE 32
 #define FL_MAX_GROUPS 16
 #define FL_MAX_GROUP_NAME 63
+/* Entries of one authority list (authority.stop, authority.spawn): a few
+ * hosts, names and roles; 32 is far past any fleet's lead count. Each entry
+ * is "name@host" at most (or "role:<role>", shorter). */
+#define FL_MAX_AUTHORITY 32
+#define FL_MAX_AUTHORITY_ENTRY (2 * FL_MAX_NAME + 2)
 
 /* A textual UUID plus NUL. */
 #define FL_ID_LEN 37

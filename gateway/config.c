@@ -35,9 +35,9 @@ static const char fl_usage[] =
 
 /* The keys each object of the file may hold, for the unknown-key check and
  * its message. */
-static const char *const fl_top_keys[] = {"hostId",   "stateDir", "socket", "broker", "nudge",
-                                          "logLevel", "profiles", "store",  "inject", "coordinator",
-                                          "rooms",    "claims",   "http",   NULL};
+static const char *const fl_top_keys[] = {
+    "hostId", "stateDir",    "socket", "broker", "nudge", "logLevel",  "profiles", "store",
+    "inject", "coordinator", "rooms",  "claims", "http",  "authority", NULL};
 static const char *const fl_coord_keys[] = {"uri", "fleet", NULL};
 static const char *const fl_broker_keys[] = {
     "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
@@ -403,6 +403,9 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
     return FL_ECONFIG;
   json_t *http = json_object_get(root, "http");
   if (http && fl_config_apply_http(cfg, http, file, err, errlen))
+    return FL_ECONFIG;
+  json_t *authority = json_object_get(root, "authority");
+  if (authority && fl_config_apply_authority(cfg, authority, file, err, errlen))
     return FL_ECONFIG;
   return 0;
 }

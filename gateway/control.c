@@ -468,7 +468,7 @@ static void fl_serve_stop(fl_control *c, const fl_broker_delivery *d) {
   if (!e || e->remote || e->removed) {
     fl_errf(err, sizeof err, "host '%s' has no agent with gid %s (stopped already?)",
             gw->cfg.host_id, env->spawn_id);
-  } else if (fl_spawn_stop(gw, who, e, &result, err, sizeof err) == 0) {
+  } else if (fl_spawn_stop(gw, who, 0, e, &result, err, sizeof err) == 0) {
     fl_gw_count(gw, FL_C_STOPS_FOR_HOSTS);
   }
   if (!result)

@@ -29,6 +29,7 @@
 #include "gateway/remote.h"
 #include "gateway/room.h"
 #include "gateway/spawn.h"
+#include "gateway/store_gids.h"
 
 /* How often held messages past their expiry are swept. */
 #define FL_SWEEP_MS 30000
@@ -212,6 +213,39 @@ int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen) {
     fl_info(NULL, "removed the pin of host '%s'; %zu of its entities left the roster", host, n);
   }
   return rc;
+}
+
+int fl_gw_gid_release(fl_gw *gw, const char *gid, char *owner, size_t ownerlen, char *err,
+                      size_t errlen) {
+  if (!gid || !fl_is_uuid(gid)) {
+    fl_errf(err, errlen, "'%.40s' is not a gid (a UUID; fleetctl roster --json shows them)",
+            gid ? gid : "");
+    return FL_EINVAL;
+  }
+  int rc = fl_store_gid_owner(gw->store, gid, owner, ownerlen);
+  if (rc == 0)
+    rc = fl_store_gid_release(gw->store, gid);
+  if (rc == FL_ENOTFOUND) {
+    fl_errf(err, errlen, "no host owns gid %s here: any host may announce it", gid);
+    return rc;
+  }
+  if (rc) {
+    fl_errf(err, errlen, "could not release gid %s: %s", gid, fl_strerror(rc));
+    return rc;
+  }
+  if (!owner[0])
+    fl_copy(owner, ownerlen, gw->cfg.host_id);
+  /* A remote entity under it is no longer believed, so the next host to
+   * announce the gid owns it (its old host, if that one beats first). */
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  if (e && e->remote) {
+    fl_entity_set_dropped(e, 1);
+    if (fl_store_remote_delete(gw->store, gid) != 0)
+      fl_gw_count(gw, FL_C_STORE_ERRORS);
+  }
+  fl_warn(NULL, "operator released gid %s from host '%s': the next host to announce it owns it",
+          gid, owner);
+  return 0;
 }
 
 void fl_gw_shutdown(fl_gw *gw) {

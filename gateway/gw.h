@@ -72,6 +72,14 @@ typedef struct fl_inject_config {
   int on_draft_fail;  /* 1: a brief meeting a draft in the input line fails; 0: it waits */
 } fl_inject_config;
 
+/* One authority list: entries "<host>", "<name>@<host>" or "role:<role>";
+ * set 0 when the key is absent (the defaults alone apply). */
+typedef struct fl_authority {
+  char v[FL_MAX_AUTHORITY][FL_MAX_AUTHORITY_ENTRY + 1];
+  size_t n;
+  int set;
+} fl_authority;
+
 typedef struct fl_gw_config {
   char host_id[128];
   char state_dir[1024];
@@ -106,6 +114,9 @@ typedef struct fl_gw_config {
   int http_on;
   char http_listen[128];
   int http_require_token;
+  /* Who may act on this host beyond the defaults (config "authority"; see
+   * spawn.h for how an entry matches). */
+  fl_authority auth_stop, auth_spawn;
 } fl_gw_config;
 
 /* Who a session says it is (from fleet-mcp's environment). All strings are
@@ -122,6 +133,10 @@ typedef struct fl_ident {
   int groups_given;     /* 0: keep the entity's groups (role NULL: keep its role) */
   const char *coord_id; /* a lead's coordId (FLEET_COORD_ID), or NULL: <name>@<fleet> */
   long pid;
+  /* This host's operator: a session that introduced itself as fleetctl on
+   * the socket (which admits only the owning uid). It may stop any local
+   * agent and spawn; see spawn.h. */
+  int operator_session;
 } fl_ident;
 
 /* A held message, borrowed for one callback: every string NUL-terminated,
@@ -280,6 +295,12 @@ int fl_gw_peer_add(fl_gw *gw, const char *host, const char *pk, const char *url,
  * memory of them) until it is pinned again and beats. FL_ENOTFOUND when
  * host is not pinned. */
 int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen);
+/* The operator's release of gid (`fleetctl gid release`): forgets which
+ * host owns it (store_gids.h), so the next host to announce it owns it, and
+ * sets owner to the host that did. FL_ENOTFOUND when no host owns it,
+ * FL_EINVAL for a gid that is not a UUID; err says which. */
+int fl_gw_gid_release(fl_gw *gw, const char *gid, char *owner, size_t ownerlen, char *err,
+                      size_t errlen);
 
 /* Rooms (room.h). With rooms off each answers {degraded: true}. room is a
  * roomId or a label. Results as the room tools in schema/tools.json. */

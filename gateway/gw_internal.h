@@ -49,6 +49,7 @@
   X(REMOTE_DEAD_LETTERED, "remote_dead_lettered")                                                  \
   X(PRESENCE_RECEIVED, "presence_received")                                                        \
   X(PRESENCE_REFUSED, "presence_refused")                                                          \
+  X(PRESENCE_GID_REFUSED, "presence_gid_refused")                                                  \
   X(ROSTER_FORGOTTEN, "roster_forgotten") /* remote entities dropped to make room */               \
   X(BROKER_DISCONNECTS, "broker_disconnects")                                                      \
   X(VERIFY_BAD_SIGNATURE, "verify_bad_signature")                                                  \
@@ -66,6 +67,8 @@
   X(SPAWNS, "spawns")                                                                              \
   X(SPAWN_FAILURES, "spawn_failures")                                                              \
   X(STOPS, "stops")                                                                                \
+  X(STOPS_REFUSED, "stops_refused")                                                                \
+  X(SPAWNS_REFUSED, "spawns_refused")                                                              \
   X(ROOM_PUBLISHED, "room_published")                                                              \
   X(ROOM_MERGED, "room_merged")                                                                    \
   X(ROOM_DROPPED, "room_dropped")                                                                  \
@@ -104,6 +107,7 @@ struct fl_client {
   void *ctx;
   fl_wait *waits; /* oldest first */
   size_t nwaits;
+  int operator_session; /* fl_ident's: this host's operator (fleetctl) */
 };
 
 struct fl_gw {

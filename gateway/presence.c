@@ -39,6 +39,7 @@
 #include "gateway/gw_internal.h"
 #include "gateway/refusals.h"
 #include "gateway/sign.h"
+#include "gateway/store_gids.h"
 #include "gateway/topology.h"
 #include "gateway/wire.h"
 
@@ -445,20 +446,49 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
 
 static void fl_unpark(fl_presence *p, const char *gid);
 
+/* A gid belongs for good to the host that first announced it (store_gids.h):
+ * 1 (counted and logged) when host's claim on gid must be refused. The store
+ * is asked only when the roster does not already place gid on host, which
+ * is every beat but a host's first of each entity. Should the store fail,
+ * the roster alone judges: a gid that lives here, or on another host whose
+ * presence is live, is refused. */
+static int fl_presence_gid_refused(fl_presence *p, const char *host, const char *gid,
+                                   const fl_entity *e) {
+  fl_gw *gw = p->gw;
+  if (e && e->remote && !e->dropped && strcmp(e->host, host) == 0)
+    return 0;
+  char owner[FL_MAX_NAME + 1] = "";
+  int rc = fl_store_gid_owner(gw->store, gid, owner, sizeof owner);
+  int refused;
+  if (rc == 0) {
+    refused = strcmp(owner, host) != 0;
+  } else {
+    if (rc != FL_ENOTFOUND)
+      fl_gw_count(gw, FL_C_STORE_ERRORS);
+    /* Released (or unreadable): another host's live claim still stands. */
+    refused = e && (!e->remote || (strcmp(e->host, host) != 0 && !e->dropped &&
+                                   e->presence.expires_ms > fl_now_ms()));
+    if (refused)
+      fl_copy(owner, sizeof owner, e->remote ? e->host : "");
+  }
+  if (!refused)
+    return 0;
+  fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
+  fl_gw_count(gw, FL_C_PRESENCE_GID_REFUSED);
+  fl_warn(NULL,
+          "host '%s' claims gid %s, which belongs to host '%s': refused (a gid stays with the "
+          "host that first announced it; `fleetctl gid release %s` on this host lets it move)",
+          host, gid, owner[0] ? owner : gw->cfg.host_id, gid);
+  return 1;
+}
+
 int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl_beat *b,
                      long long beat_ts_ms) {
   fl_gw *gw = p->gw;
   long long now = fl_now_ms();
   fl_entity *e = fl_entity_by_gid(gw, gid);
-  if (e &&
-      (!e->remote || (strcmp(e->host, host) != 0 && !e->dropped && e->presence.expires_ms > now))) {
-    /* A gid lives on one host: a second claim while the first is live (and
-     * believed: its host still pinned) is refused. */
-    fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
-    fl_warn(NULL, "host '%s' claims gid %s, which lives on host '%s': ignored", host, gid,
-            e->remote ? e->host : gw->cfg.host_id);
+  if (fl_presence_gid_refused(p, host, gid, e))
     return FL_EINVAL;
-  }
   if (!e && gw->nentities >= FL_MAX_ENTITIES &&
       fl_roster_reclaim(gw, FL_ROSTER_RECLAIM_BATCH) == 0) {
     fl_gw_count(gw, FL_C_PRESENCE_REFUSED);

@@ -19,6 +19,7 @@
 #include "gateway/nudge.h"
 #include "gateway/remote.h"
 #include "gateway/spawn.h"
+#include "gateway/store_gids.h"
 
 int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *ctx,
                  fl_client **out, char *err, size_t errlen) {
@@ -35,6 +36,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   c->gw = gw;
   c->ops = ops;
   c->ctx = ctx;
+  c->operator_session = id && id->operator_session;
   if (!id || !id->name) {
     gw->nclients++;
     *out = c;
@@ -93,6 +95,16 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   }
   if (!e && id->gid && *id->gid && fl_entity_by_gid(gw, id->gid)) {
     fl_errf(err, errlen, "the gid %s already belongs to another name", id->gid);
+    goto fail;
+  }
+  char owner[FL_MAX_NAME + 1];
+  if (!e && id->gid && *id->gid &&
+      fl_store_gid_owner(gw->store, id->gid, owner, sizeof owner) == 0 && owner[0]) {
+    /* A gid stays with the host that first announced it (store_gids.h). */
+    fl_errf(err, errlen,
+            "the gid %s belongs to host '%s'; `fleetctl gid release %s` on this host lets it "
+            "move here",
+            id->gid, owner, id->gid);
     goto fail;
   }
   if (!e && gw->nentities >= FL_MAX_ENTITIES &&

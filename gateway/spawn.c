@@ -115,6 +115,10 @@ static void fl_spawn_record(fl_spawn *s, const char *state, const char *why) {
   fl_copy(r.name, sizeof r.name, s->name);
   fl_copy(r.state, sizeof r.state, state);
   fl_copy(r.why, sizeof r.why, why);
+  if (s->opened) {
+    fl_copy(r.pane, sizeof r.pane, s->pane);
+    fl_copy(r.socket, sizeof r.socket, s->socket);
+  }
   r.ts_ms = fl_now_ms();
   if (fl_store_spawn_put(s->gw->store, &r) != 0)
     fl_gw_count(s->gw, FL_C_STORE_ERRORS);
@@ -454,6 +458,15 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
   }
   if (host && *host && strcmp(host, gw->cfg.host_id) != 0)
     return fl_remote_spawn(gw, c, host, profile, name, brief, wait_s, cb, ctx, wait, err, errlen);
+  if (!fl_spawn_may_spawn(gw, c->entity->name, gw->cfg.host_id, c->entity->role,
+                          c->operator_session)) {
+    fl_gw_count(gw, FL_C_SPAWNS_REFUSED);
+    fl_errf(err, errlen,
+            "host '%s' lets only its operator (fleetctl) and whom its authority.spawn config "
+            "names spawn; '%s' is not named there",
+            gw->cfg.host_id, c->entity->name);
+    return FL_EINVAL;
+  }
   const fl_profile *p = fl_profile_find(gw, profile);
   unsigned ready_s = p && p->ready_timeout_s ? p->ready_timeout_s : FL_MAX_WAIT_S;
   if (wait_s < 0 || wait_s != wait_s)
@@ -491,6 +504,13 @@ int fl_spawn_for_host(fl_gw *gw, const fl_spawn_origin *o, const char *spawn_id,
                       size_t errlen) {
   if (!fl_is_uuid(spawn_id)) {
     fl_errf(err, errlen, "the spawnId '%.40s' is not a UUID", spawn_id ? spawn_id : "");
+    return FL_EINVAL;
+  }
+  if (!fl_spawn_may_spawn(gw, o->by_name, o->host, NULL, 0)) {
+    fl_errf(err, errlen,
+            "host '%s' lets only its operator and whom its authority.spawn config names spawn; "
+            "'%s@%s' is not named there",
+            gw->cfg.host_id, o->by_name, o->host);
     return FL_EINVAL;
   }
   if (fl_entity_by_gid(gw, spawn_id)) {
@@ -586,7 +606,8 @@ void fl_spawn_attached(fl_gw *gw, fl_entity *e) {
   fl_copy(e->spawn.by, sizeof e->spawn.by, s->by);
   fl_copy(e->spawn.profile, sizeof e->spawn.profile, s->profile->name);
   e->spawn.backend = s->backend;
-  fl_copy(e->spawn.pane, sizeof e->spawn.pane, s->opened ? s->pane : e->pane);
+  /* Only a terminal fleetd opened is ever closed by a stop. */
+  fl_copy(e->spawn.pane, sizeof e->spawn.pane, s->opened ? s->pane : "");
   fl_copy(e->spawn.socket, sizeof e->spawn.socket, s->socket);
   fl_gw_count(gw, FL_C_SPAWNS);
   fl_spawn_record(s, "ready", "");
@@ -615,37 +636,94 @@ void fl_spawn_shutdown(fl_gw *gw) {
 
 /* ---- stop ---------------------------------------------------------------------- */
 
-int fl_spawn_may_stop(fl_gw *gw, const fl_entity *who, const fl_entity *e) {
+int fl_authority_grants(const fl_gw *gw, const fl_authority *a, const char *name, const char *host,
+                        const char *role) {
+  for (size_t i = 0; a && i < a->n; i++) {
+    const char *v = a->v[i];
+    const char *at = strchr(v, '@');
+    if (strncmp(v, "role:", 5) == 0) {
+      if (role && strcmp(host, gw->cfg.host_id) == 0 && strcmp(role, v + 5) == 0)
+        return 1;
+    } else if (at) {
+      if (strcmp(at + 1, host) == 0 && strlen(name) == (size_t)(at - v) &&
+          strncmp(v, name, (size_t)(at - v)) == 0)
+        return 1;
+    } else if (strcmp(v, host) == 0) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int fl_spawn_may_stop(fl_gw *gw, const fl_entity *who, int operator_session, const fl_entity *e) {
   const char *by = e->spawn.by;
   fl_spawn_rec r;
   if (!by[0] && fl_store_spawn_get(gw->store, e->gid, &r) == 0)
     by = r.by;
-  return (by[0] && strcasecmp(by, who->gid) == 0) || strcmp(who->role, "lead") == 0 ||
-         strcmp(who->role, "orchestrator") == 0;
+  if (by[0] && strcasecmp(by, who->gid) == 0)
+    return 1;
+  if (operator_session && !who->remote)
+    return 1;
+  /* A remote session's role is its host's say-so: only its host or its
+   * name@host can be named for it. */
+  return fl_authority_grants(gw, &gw->cfg.auth_stop, who->name, fl_entity_host(who),
+                             who->remote ? NULL : who->role);
 }
 
-int fl_spawn_stop(fl_gw *gw, const fl_entity *who, fl_entity *e, json_t **result, char *err,
-                  size_t errlen) {
+int fl_spawn_may_spawn(fl_gw *gw, const char *name, const char *host, const char *role,
+                       int operator_session) {
+  if (!gw->cfg.auth_spawn.set)
+    return 1;
+  if (operator_session && strcmp(host, gw->cfg.host_id) == 0)
+    return 1;
+  return fl_authority_grants(gw, &gw->cfg.auth_spawn, name, host, role);
+}
+
+/* The terminal fleetd opened for e (at its spawn, or as the store recorded
+ * it before a restart) into t; 0 when fleetd opened none, which is never
+ * closed: a pane an agent registered may be a person's own. */
+static const fl_inject_type *fl_spawn_opened_pane(fl_gw *gw, const fl_entity *e,
+                                                  fl_inject_target *t, fl_spawn_rec *r) {
+  if (e->spawn.pane[0]) {
+    t->pane = e->spawn.pane;
+    t->socket = e->spawn.socket;
+    return e->spawn.backend;
+  }
+  if (fl_store_spawn_get(gw->store, e->gid, r) != 0 || !r->pane[0])
+    return NULL;
+  t->pane = r->pane;
+  t->socket = r->socket;
+  const fl_profile *p = fl_profile_find(gw, r->profile);
+  return fl_inject_lookup(p && p->backend[0] ? p->backend : "tmux");
+}
+
+int fl_spawn_stop(fl_gw *gw, const fl_entity *who, int operator_session, fl_entity *e,
+                  json_t **result, char *err, size_t errlen) {
   *result = NULL;
   if (e == who) {
     fl_errf(err, errlen, "you cannot stop yourself; ask your lead or just exit");
     return FL_EINVAL;
   }
-  if (!fl_spawn_may_stop(gw, who, e)) {
+  if (!fl_spawn_may_stop(gw, who, operator_session, e)) {
+    fl_gw_count(gw, FL_C_STOPS_REFUSED);
+    fl_warn(NULL, "'%s'%s%s (role %s) may not stop '%s' (gid %s): refused", who->name,
+            who->remote ? "@" : "", who->remote ? who->host : "", who->role, e->name, e->gid);
     fl_errf(err, errlen,
-            "only the agent that spawned '%s', or a lead or orchestrator, may stop it; ask one "
-            "of them",
-            e->name);
+            "only the agent that spawned '%s', this host's operator (fleetctl), or whom host "
+            "'%s' names in its authority.stop config may stop it; a role grants nothing",
+            e->name, gw->cfg.host_id);
     return FL_EINVAL; /* not permitted: err says who may */
   }
-  const fl_inject_type *backend = e->spawn.backend ? e->spawn.backend : e->inject;
-  fl_inject_target t = {.pane = e->spawn.pane[0] ? e->spawn.pane : e->pane,
-                        .socket = e->spawn.pane[0] ? e->spawn.socket : e->tmux_socket,
-                        .label = e->name};
-  int rc;
-  if (backend && backend->close && t.pane[0] &&
-      (rc = backend->close(gw->loop, &t, NULL, NULL)) != 0)
-    fl_warn(NULL, "could not close the terminal of '%s': %s", e->name, fl_strerror(rc));
+  fl_inject_target t = {.pane = "", .socket = "", .label = e->name};
+  fl_spawn_rec pr;
+  const fl_inject_type *backend = fl_spawn_opened_pane(gw, e, &t, &pr);
+  int rc, closed = 0;
+  if (backend && backend->close && t.pane[0]) {
+    if ((rc = backend->close(gw->loop, &t, NULL, NULL)) != 0)
+      fl_warn(NULL, "could not close the terminal of '%s': %s", e->name, fl_strerror(rc));
+    else
+      closed = 1;
+  }
   fl_nudge_stop(e);
   fl_entity_set_removed(e);
   if (fl_store_entity_delete(gw->store, e->gid) != 0)
@@ -659,10 +737,12 @@ int fl_spawn_stop(fl_gw *gw, const fl_entity *who, fl_entity *e, json_t **result
   }
   fl_remote_remove_inbox(gw, e->gid);
   fl_gw_count(gw, FL_C_STOPS);
-  fl_info(NULL, "'%s' (gid %s) was stopped by '%s'%s%s and left the roster", e->name, e->gid,
-          who->name, who->remote ? "@" : "", who->remote ? who->host : "");
-  *result = json_pack("{s:s, s:s, s:s, s:s}", "gid", e->gid, "name", e->name, "host",
-                      gw->cfg.host_id, "status", "stopped");
+  fl_info(NULL, "'%s' (gid %s) was stopped by '%s'%s%s and left the roster%s", e->name, e->gid,
+          who->name, who->remote ? "@" : "", who->remote ? who->host : "",
+          closed ? "; its terminal is closed"
+                 : "; fleetd opened no terminal for it, so none is closed");
+  *result = json_pack("{s:s, s:s, s:s, s:s, s:b}", "gid", e->gid, "name", e->name, "host",
+                      gw->cfg.host_id, "status", "stopped", "terminalClosed", closed);
   return *result ? 0 : FL_ENOMEM;
 }
 
@@ -680,5 +760,5 @@ int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, fl_gw_cb cb, void *ctx, 
     return rc;
   if (e->remote)
     return fl_remote_stop_agent(gw, c, e, cb, ctx, wait, err, errlen);
-  return fl_spawn_stop(gw, c->entity, e, result, err, errlen);
+  return fl_spawn_stop(gw, c->entity, c->operator_session, e, result, err, errlen);
 }

@@ -49,16 +49,36 @@ int fl_spawn_for_host(fl_gw *gw, const fl_spawn_origin *o, const char *spawn_id,
  * record, so it holds across a restart. */
 int fl_spawn_known(fl_gw *gw, const char *gid, json_t **result, char *err, size_t errlen);
 
-/* May who (an entity of this or another host) stop local entity e? Its
- * spawner (remembered in the store) or a lead or orchestrator may. */
-int fl_spawn_may_stop(fl_gw *gw, const fl_entity *who, const fl_entity *e);
+/* Authority comes from this host's config, never from what a session
+ * says of itself. An entry of an authority list a (fl_gw_config) matches a
+ * session name on host with role: "<host>" any session of host, "<name>@<host>"
+ * that one, "role:<role>" a session of this host that declares role (pass
+ * role NULL for a session of another host: its role is only its host's
+ * say-so, so it never matches). 1 if some entry matches. */
+int fl_authority_grants(const fl_gw *gw, const fl_authority *a, const char *name, const char *host,
+                        const char *role);
 
-/* Stops local entity e on who's behalf: closes its terminal, takes it out
- * of the roster and the store, deletes its inbox and tells other hosts it is
- * gone (through remote.h). Result {gid, name, host, status: stopped}; a
- * caller who may not stop it gets FL_EINVAL with err saying who may. */
-int fl_spawn_stop(fl_gw *gw, const fl_entity *who, fl_entity *e, json_t **result, char *err,
-                  size_t errlen);
+/* May who (an entity of this or another host) stop local entity e? Its
+ * spawner (remembered in the store), this host's operator (a local
+ * fleetctl session: operator_session) and whom authority.stop names may;
+ * nobody else, whatever role it declares. */
+int fl_spawn_may_stop(fl_gw *gw, const fl_entity *who, int operator_session, const fl_entity *e);
+
+/* May the session name on host (role as for fl_authority_grants) spawn
+ * here? With authority.spawn unset, every local session and every pinned
+ * host may (the setting before authority existed); with it set, this host's
+ * operator and whom it names. */
+int fl_spawn_may_spawn(fl_gw *gw, const char *name, const char *host, const char *role,
+                       int operator_session);
+
+/* Stops local entity e on who's behalf: closes the terminal fleetd opened
+ * for it (none when it registered a pane of its own: that pane stays), takes
+ * it out of the roster and the store, deletes its inbox and tells other
+ * hosts it is gone (through remote.h). Result {gid, name, host, status:
+ * stopped, terminalClosed}; a caller who may not stop it gets FL_EINVAL
+ * with err saying who may (counted: stops_refused). */
+int fl_spawn_stop(fl_gw *gw, const fl_entity *who, int operator_session, fl_entity *e,
+                  json_t **result, char *err, size_t errlen);
 
 /* e has just attached (online, persisted): if a spawn waits for its gid,
  * the spawn completes (the caller hears `ready`; the brief goes to e as a

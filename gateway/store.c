@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -112,11 +113,13 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
     [FL_ST_ENTITY_DELETE] = "DELETE FROM entities WHERE gid = ?1",
     [FL_ST_REMOTE_DELETE] = "DELETE FROM remote_entities WHERE gid = ?1",
     [FL_ST_SPAWN_PUT] =
-        "INSERT INTO spawns (gid, by_gid, by_host, profile, name, state, why, ts_ms) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (gid) DO UPDATE SET "
-        "state = excluded.state, why = excluded.why, ts_ms = excluded.ts_ms",
-    [FL_ST_SPAWN_GET] = "SELECT gid, by_gid, by_host, profile, name, state, why, ts_ms FROM spawns "
-                        "WHERE gid = ?1 COLLATE NOCASE",
+        "INSERT INTO spawns (gid, by_gid, by_host, profile, name, state, why, ts_ms, pane, socket) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (gid) DO UPDATE SET "
+        "state = excluded.state, why = excluded.why, ts_ms = excluded.ts_ms, "
+        "pane = CASE WHEN excluded.pane != '' THEN excluded.pane ELSE pane END, "
+        "socket = CASE WHEN excluded.pane != '' THEN excluded.socket ELSE socket END",
+    [FL_ST_SPAWN_GET] = "SELECT gid, by_gid, by_host, profile, name, state, why, ts_ms, pane, "
+                        "socket FROM spawns WHERE gid = ?1 COLLATE NOCASE",
     [FL_ST_SPAWN_TRIM] = "DELETE FROM spawns WHERE ts_ms < ?1",
 };
 
@@ -146,7 +149,8 @@ static const char fl_schema[] =
     "CREATE TABLE IF NOT EXISTS spawns ("
     "  gid TEXT PRIMARY KEY NOT NULL, by_gid TEXT NOT NULL, by_host TEXT NOT NULL,"
     "  profile TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,"
-    "  why TEXT NOT NULL DEFAULT '', ts_ms INTEGER NOT NULL);"
+    "  why TEXT NOT NULL DEFAULT '', ts_ms INTEGER NOT NULL,"
+    "  pane TEXT NOT NULL DEFAULT '', socket TEXT NOT NULL DEFAULT '');"
     "CREATE TABLE IF NOT EXISTS held ("
     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
     " msg_id TEXT NOT NULL,"
@@ -354,6 +358,22 @@ out:
   return rc;
 }
 
+/* Adds column col (declared decl) to table when a store made by an older
+ * fleetd lacks it. 0 or FL_ESTORE. */
+static int fl_add_column(fl_store *s, const char *table, const char *col, const char *decl) {
+  char sql[256];
+  snprintf(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", col, table);
+  sqlite3_stmt *st = NULL;
+  int have = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK;
+  sqlite3_finalize(st);
+  if (have)
+    return 0;
+  snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s %s", table, col, decl);
+  return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK
+             ? 0
+             : fl_store_db_fail(s, NULL, "adding a column to an older store");
+}
+
 /* Turns on WAL and creates (or checks) the schema. The pragmas run outside
  * any transaction because journal_mode cannot change inside one. */
 static int fl_setup_db(fl_store *s) {
@@ -380,7 +400,10 @@ static int fl_setup_db(fl_store *s) {
     goto fail;
   }
   if (sqlite3_exec(s->db, fl_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      fl_add_column(s, "spawns", "pane", "TEXT NOT NULL DEFAULT ''") != 0 ||
+      fl_add_column(s, "spawns", "socket", "TEXT NOT NULL DEFAULT ''") != 0 ||
       sqlite3_exec(s->db, fl_store_fwd_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, fl_store_gids_schema, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "PRAGMA user_version=" FL_STORE_STR(FL_STORE_SCHEMA_VERSION), NULL, NULL,
                    NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {

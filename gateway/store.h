@@ -149,6 +149,9 @@ typedef struct fl_spawn_rec {
   char state[16];
   char why[FL_MAX_ERRMSG]; /* a failure's reason, else "" */
   int64_t ts_ms;           /* last change */
+  /* The terminal fleetd opened for it ("" = none: it is never closed). */
+  char pane[FL_MAX_PANE + 1];
+  char socket[FL_MAX_PATH + 1];
 } fl_spawn_rec;
 
 /* Records r (inserted, or for a known gid its state, why and ts updated);

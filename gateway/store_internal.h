@@ -65,6 +65,9 @@ void fl_store_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n);
 int fl_store_field_ok(const char *f, size_t n, int nonempty);
 /* The forward path's table (store_forward.c), created with the rest. */
 extern const char fl_store_fwd_schema[];
+/* The gid owners' table and triggers (store_gids.c), created after the
+ * entity tables. */
+extern const char fl_store_gids_schema[];
 #define FL_FIELD_OK(f, nonempty) fl_store_field_ok((f), sizeof(f), (nonempty))
 
 #endif

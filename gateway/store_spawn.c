@@ -12,7 +12,8 @@
 int fl_store_spawn_put(fl_store *s, const fl_spawn_rec *r) {
   if (!s || !r || !FL_FIELD_OK(r->gid, 1) || !FL_FIELD_OK(r->by, 0) ||
       !FL_FIELD_OK(r->by_host, 0) || !FL_FIELD_OK(r->profile, 0) || !FL_FIELD_OK(r->name, 0) ||
-      !FL_FIELD_OK(r->state, 1) || !FL_FIELD_OK(r->why, 0))
+      !FL_FIELD_OK(r->state, 1) || !FL_FIELD_OK(r->why, 0) || !FL_FIELD_OK(r->pane, 0) ||
+      !FL_FIELD_OK(r->socket, 0))
     return FL_EINVAL;
   sqlite3_stmt *trim = s->st[FL_ST_SPAWN_TRIM];
   int rc = 0;
@@ -30,7 +31,9 @@ int fl_store_spawn_put(fl_store *s, const fl_spawn_rec *r) {
       fl_store_bind_text(st, 5, r->name) != SQLITE_OK ||
       fl_store_bind_text(st, 6, r->state) != SQLITE_OK ||
       fl_store_bind_text(st, 7, r->why) != SQLITE_OK ||
-      sqlite3_bind_int64(st, 8, r->ts_ms) != SQLITE_OK)
+      sqlite3_bind_int64(st, 8, r->ts_ms) != SQLITE_OK ||
+      fl_store_bind_text(st, 9, r->pane) != SQLITE_OK ||
+      fl_store_bind_text(st, 10, r->socket) != SQLITE_OK)
     rc = fl_store_db_fail(s, NULL, "binding the spawn record");
   else if (sqlite3_step(st) != SQLITE_DONE)
     rc = fl_store_db_fail(s, NULL, "recording a spawn");
@@ -55,6 +58,8 @@ int fl_store_spawn_get(fl_store *s, const char *gid, fl_spawn_rec *out) {
     fl_store_col_copy(st, 5, out->state, sizeof out->state);
     fl_store_col_copy(st, 6, out->why, sizeof out->why);
     out->ts_ms = sqlite3_column_int64(st, 7);
+    fl_store_col_copy(st, 8, out->pane, sizeof out->pane);
+    fl_store_col_copy(st, 9, out->socket, sizeof out->socket);
     rc = 0;
   } else if (rc == 0) {
     rc = FL_ENOTFOUND;

@@ -104,6 +104,21 @@ void fl_admin_peer_remove(fl_session *s, json_t *id, json_t *params) {
   fl_admin_pin_reply(s, id, rc, err, host, "removed");
 }
 
+void fl_admin_gid_release(fl_session *s, json_t *id, json_t *params) {
+  const char *gid = json_string_value(json_object_get(params, "gid"));
+  if (!gid) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
+                           "fleet/gid.release needs params.gid (a string)");
+    return;
+  }
+  char err[512] = "", owner[128] = "";
+  int rc = fl_gw_gid_release(fl_session_gw(s), gid, owner, sizeof owner, err, sizeof err);
+  if (rc)
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
+  else
+    fl_session_reply(s, id, json_pack("{s:s, s:s, s:b}", "gid", gid, "host", owner, "released", 1));
+}
+
 static void fl_admin_trace_line(void *ctx, const char *line) {
   json_array_append_new(ctx, json_string(line));
 }

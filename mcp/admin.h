@@ -26,6 +26,9 @@ void fl_admin_dlq(fl_session *s, json_t *id, json_t *params);
 void fl_admin_peer_add(fl_session *s, json_t *id, json_t *params);
 /* {host}: drops host's pin. */
 void fl_admin_peer_remove(fl_session *s, json_t *id, json_t *params);
+/* fleet/gid.release {gid}: the owning host forgets gid (fl_gw_gid_release);
+ * answers {gid, host (the one that owned it), released: true}. */
+void fl_admin_gid_release(fl_session *s, json_t *id, json_t *params);
 /* {traceId}: the lines this fleetd logged for a flow, as {traceId, lines}.
  * traceId may also be a msgId (any id a remembered line mentions): the
  * answer is then the flow of the newest line naming it, with its trace id. */

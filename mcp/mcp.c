@@ -166,6 +166,7 @@ static void fl_initialize(fl_session *s, json_t *id, json_t *params) {
     id_c.tmux_socket = fl_meta_str(ident, "tmuxSocket");
     id_c.coord_id = fl_meta_str(ident, "coordId");
     id_c.pid = (long)json_integer_value(json_object_get(ident, "pid"));
+    id_c.operator_session = s->iface == FL_IFACE_FLEETCTL;
     json_t *groups = json_object_get(ident, "groups"), *g;
     id_c.groups_given = json_is_array(groups);
     size_t i;
@@ -278,7 +279,7 @@ static const fl_method fl_methods[] = {
     {"fleet/identity", fl_admin_identity, 1}, {"fleet/peers", fl_admin_peers, 1},
     {"fleet/peer.add", fl_admin_peer_add, 1}, {"fleet/peer.remove", fl_admin_peer_remove, 1},
     {"fleet/trace", fl_admin_trace, 1},       {"fleet/rooms", fl_admin_rooms, 1},
-    {"fleet/dlq", fl_admin_dlq, 1},
+    {"fleet/dlq", fl_admin_dlq, 1},           {"fleet/gid.release", fl_admin_gid_release, 1},
 };
 
 /* Notifications that do something; notifications/initialized and any other

@@ -2,7 +2,8 @@
  * before it launches anything (no session name, another host, an unknown
  * profile — the error names the ones there are —, a backend that cannot
  * spawn yet, a bad or taken name), and fl_gw_stop's rules: only the
- * spawner, a lead or an orchestrator may stop an agent, and a stopped
+ * spawner, the operator and whom authority.stop names may stop an agent (a
+ * declared role grants nothing unless the config names it), and a stopped
  * agent is gone from resolve, fleet_list and the store (a restart does not
  * bring it back); the spawner and a spawnId are remembered across a
  * restart (the store's spawn record). The launch itself (a tmux window) is covered by
@@ -139,11 +140,28 @@ static void test_stop_rules(void **state) {
   assert_int_equal(stop(f, peer, "peer", err, sizeof err), FL_EINVAL);
   assert_int_equal(stop(f, peer, "nobody", err, sizeof err), FL_ENOTFOUND);
 
-  /* The spawner may; an orchestrator may stop what it did not spawn. */
+  /* The spawner may. A declared orchestrator may not stop what it did not
+   * spawn, until this host's config names the role. */
   assert_int_equal(stop(f, boss, "w1", err, sizeof err), 0);
+  assert_int_equal(stop(f, orch, "w2", err, sizeof err), FL_EINVAL);
+  assert_non_null(strstr(err, "a role grants nothing"));
+  assert_int_equal(f->g.gw->counters[FL_C_STOPS_REFUSED], 2);
+  fl_authority *a = &f->g.gw->cfg.auth_stop;
+  snprintf(a->v[0], sizeof a->v[0], "role:orchestrator");
+  a->n = 1;
+  a->set = 1;
   assert_int_equal(stop(f, orch, "w2", err, sizeof err), 0);
   assert_int_equal(stop(f, orch, "peer", err, sizeof err), 0);
   assert_int_equal(f->g.gw->counters[FL_C_STOPS], 3);
+  /* An entry for a remote role would be only that host's say-so: a
+   * session of another host never matches role:, only its host or
+   * name@host. */
+  assert_false(fl_authority_grants(f->g.gw, a, "orch", "hostB", NULL));
+  snprintf(a->v[1], sizeof a->v[1], "lead@hostB");
+  a->n = 2;
+  assert_true(fl_authority_grants(f->g.gw, a, "lead", "hostB", NULL));
+  assert_false(fl_authority_grants(f->g.gw, a, "lead", "hostC", NULL));
+  memset(a, 0, sizeof *a);
 
   /* Gone: from resolve (also by gid), the list and the store. */
   fl_entity *e = NULL;
@@ -207,8 +225,10 @@ static void test_spawner_survives_restart(void **state) {
   fl_entity *e = fl_entity_local_by_name(f->g.gw, "w1");
   assert_non_null(e);
   assert_string_equal(e->spawn.by, ""); /* not attached since the restart */
-  assert_false(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "peer"), e));
-  assert_true(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "boss"), e));
+  assert_false(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "peer"), 0, e));
+  assert_true(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "boss"), 0, e));
+  /* This host's operator may stop any local agent. */
+  assert_true(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "peer"), 1, e));
   assert_int_equal(stop(f, peer, "w1", err, sizeof err), FL_EINVAL);
   assert_int_equal(stop(f, boss, "w1", err, sizeof err), 0);
   /* Stopped: the record says so, and a repeat is refused with that. */
