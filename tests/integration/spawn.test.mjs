@@ -7,7 +7,7 @@
 // into its pane (and recorded once). A profile whose command never registers
 // fails after its readyTimeoutS and its window is closed; fleet_stop closes
 // the agent's pane and takes it out of fleet_list, and only its spawner (or
-// a lead or orchestrator) may stop it.
+// the operator, or whom authority.stop names) may stop it.
 
 import assert from 'node:assert/strict';
 import path from 'node:path';

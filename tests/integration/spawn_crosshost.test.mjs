@@ -7,7 +7,8 @@
 // captured off fleet.control and published again (the same signed message,
 // same spawnId) must start nothing new, also after host B's fleetd
 // restarted; fleet_stop must take the agent out of both rosters and delete
-// its inbox queue on the broker; only its spawner or a lead may stop it.
+// its inbox queue on the broker; only its spawner, the operator or whom
+// host B's authority.stop names may stop it.
 // Control messages that are unsigned, signed by the wrong key, from an
 // unpinned host, malformed or expired are refused with a counter, and the
 // gateway goes on serving.
@@ -24,6 +25,9 @@ const brokerRef = useBroker();
 /** Host B's profiles; the agents it spawns record what is typed into them in
  * B's dir. */
 const profilesOf = (hostB) => ({
+  // A declared lead of host B may stop what it did not spawn only because
+  // B's config says so (a role alone grants nothing).
+  authority: { stop: ['role:lead'] },
   profiles: {
     agent: promptAgentProfile(hostB.dir, BIN_DIR, { groups: ['spawned'] }),
     mute: { backend: 'tmux', command: ['sleep', '600'], role: 'worker', readyTimeoutS: 2 },
@@ -105,7 +109,7 @@ hostsTest('fleet_spawn onto another host: ready, listed on both, a repeated SPAW
     assert.equal((await counters(hostB)).spawns_for_hosts, 1, 'one launch for another host');
     assert.equal((await panes(hostB, sock)).length, before.length + 1, 'no second pane');
 
-    // Only its spawner or a lead or orchestrator may stop it.
+    // Only its spawner (or whom B's config names) may stop it.
     const refused = await callToolRaw(bystander, 'fleet_stop', { to: res.gid });
     assert.equal(refused.isError, true);
     assert.match(resultText(refused), /only the agent that spawned 'w1'/);
