@@ -103,9 +103,8 @@ static const ctl_cmd fl_ctl_cmds[] = {
      "to S\nseconds for it to register",
      CTL_TAKES_WAIT | CTL_TAKES_SPAWN | CTL_AS_OPERATOR},
     {"stop", 1, 1, cmd_stop, "stop NAME|GID",
-     "stop an agent you spawned (a lead or orchestrator\nmay stop any), on this host or another: "
-     "its "
-     "pane\ncloses and it leaves every roster",
+     "stop an agent (fleetctl, the operator, may stop\nany of this host; on another host, one "
+     "you spawned):\nthe pane fleetd opened closes and it leaves every\nroster",
      CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode|codex",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},

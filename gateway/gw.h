@@ -272,8 +272,9 @@ int fl_gw_spawn(fl_gw *gw, fl_client *c, const char *profile, const char *host, 
 /* Stops agent `to`: closes its terminal, takes it out of the roster and the
  * store, deletes its inbox on the broker and tells other hosts it is gone.
  * An agent of another host is stopped by its gateway (a STOP through the
- * control plane; then *wait is set and cb answers). Only its spawner or a
- * lead or orchestrator may. Result {gid, name, host, status: stopped}. */
+ * control plane; then *wait is set and cb answers). Only its spawner, the
+ * operator or whom the agent's host's authority.stop names may (spawn.h).
+ * Result {gid, name, host, status: stopped, terminalClosed}. */
 int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, fl_gw_cb cb, void *ctx, json_t **result,
                fl_wait **wait, char *err, size_t errlen);
 /* Node identity and pinned peers (fleetctl identity / peer). */

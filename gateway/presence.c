@@ -93,6 +93,11 @@ struct fl_presence {
   fl_refusals refusals; /* hosts whose beats are refused, for the log */
   fl_host_seen *hosts;  /* other hosts' _gateway beats, at most FL_MAX_HOSTS */
   size_t nhosts;
+  /* Refused gid claims are logged once a window (a rogue host repeats them
+   * every beat, for every gid it lists): when the last line went out, and
+   * how many were refused since. */
+  long long gid_log_ms;
+  unsigned long gid_unlogged;
 };
 
 /* ---- life cycle ------------------------------------------------------------- */
@@ -475,10 +480,18 @@ static int fl_presence_gid_refused(fl_presence *p, const char *host, const char 
     return 0;
   fl_gw_count(gw, FL_C_PRESENCE_REFUSED);
   fl_gw_count(gw, FL_C_PRESENCE_GID_REFUSED);
+  long long now = fl_mono_ms();
+  if (p->gid_log_ms && now - p->gid_log_ms < FL_REFUSAL_LOG_WINDOW_MS) {
+    p->gid_unlogged++;
+    return 1;
+  }
   fl_warn(NULL,
           "host '%s' claims gid %s, which belongs to host '%s': refused (a gid stays with the "
-          "host that first announced it; `fleetctl gid release %s` on this host lets it move)",
-          host, gid, owner[0] ? owner : gw->cfg.host_id, gid);
+          "host that first announced it; `fleetctl gid release %s` on this host lets it move); "
+          "%lu more refused since the last such line, further ones logged once a minute",
+          host, gid, owner[0] ? owner : gw->cfg.host_id, gid, p->gid_unlogged);
+  p->gid_log_ms = now;
+  p->gid_unlogged = 0;
   return 1;
 }
 
