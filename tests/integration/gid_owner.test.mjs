@@ -34,11 +34,16 @@ hostsTest('a pinned host cannot take over the gid of another host', brokerRef, a
   };
   // Claims until host has refused at least min (a beat sent before a
   // restarted host bound its roster queue is lost, so one may not be heard).
-  const claimRefused = async (host, gid, min) => {
+  // With a watcher (a client of host), also stops as soon as the claim was
+  // taken, and says so.
+  const claimRefused = async (host, gid, min, watcher) => {
+    let moved;
     await waitFor(async () => {
       await claim(gid, 'alice');
+      if (watcher && (moved = (await byGid(watcher, gid))?.host) === 'hostR') return true;
       return ((await counters(host)).presence_gid_refused ?? 0) >= min;
     }, { timeout: 15000, interval: 500, what: `[${host.hostId}] presence_gid_refused >= ${min}` });
+    assert.notEqual(moved, 'hostR', `[${host.hostId}] took the rogue's claim on ${gid}`);
   };
   try {
     const alice = await hostA.mcpClient('alice');
@@ -50,7 +55,7 @@ hostsTest('a pinned host cannot take over the gid of another host', brokerRef, a
     await hostA.stopFleetd();
     await waitStatus(bob, 'alice', 'hostA', 'offline', { timeout: FAST_PRESENCE_TTL_MS + 15000 });
     await sleep(FAST_PRESENCE_TTL_MS);
-    await claimRefused(hostB, aliceGid, 1);
+    await claimRefused(hostB, aliceGid, 1, bob);
     assert.equal((await byGid(bob, aliceGid))?.host, 'hostA', 'the gid stays on hostA after a quiet spell');
 
     // 2. The observing host restarts (remote entities load expired); the
@@ -59,7 +64,7 @@ hostsTest('a pinned host cannot take over the gid of another host', brokerRef, a
     await hostB.stopFleetd();
     await hostB.startFleetd();
     bob = await hostB.mcpClient('bob');
-    await claimRefused(hostB, aliceGid, 1);
+    await claimRefused(hostB, aliceGid, 1, bob);
     assert.equal((await byGid(bob, aliceGid))?.host, 'hostA', 'the gid stays on hostA after a restart');
 
     // 3. The victim restarts; its agent comes back under the same gid, and

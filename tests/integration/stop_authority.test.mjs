@@ -66,7 +66,7 @@ fleetTest('an authority entry that is not a host, name@host or role:<role> is an
   assert.match(f.fleetdLog, /config\.json/);
   f.fleetd = null;
   await assert.rejects(f.startFleetd({ config: { authority: { kill: [] } } }));
-  assert.match(f.fleetdLog, /unknown key "kill"/);
+  assert.match(f.fleetdLog, /unknown key "authority\.kill"/);
   f.fleetd = null;
 });
 

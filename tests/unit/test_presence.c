@@ -366,6 +366,17 @@ static void test_take_refuses_claims(void **state) {
   assert_string_equal(e->host, "hostC");
   assert_int_equal(fl_gw_gid_release(f->g.gw, "nope", owner, sizeof owner, err, sizeof err),
                    FL_EINVAL);
+  /* Gone from hostB and forgotten across a restart, the gid is still
+   * hostC's: a local session cannot register under it either. */
+  fl_presence_forget(f->p, "hostC", GID_B, fl_now_ms());
+  gw_close(f);
+  assert_int_equal(gw_open(f, 50), 0);
+  assert_null(fl_entity_by_gid(f->g.gw, GID_B));
+  fl_ident id = {.name = "thief", .role = "worker", .gid = GID_B};
+  fl_client *c = NULL;
+  assert_int_equal(fl_gw_attach(f->g.gw, &id, NULL, NULL, &c, err, sizeof err), FL_EINVAL);
+  assert_non_null(strstr(err, "belongs to host 'hostC'"));
+  assert_int_equal(fl_presence_take(f->p, "hostB", GID_B, &b, fl_now_ms()), FL_EINVAL);
 }
 
 static void test_take_roster_cap(void **state) {
