@@ -27,6 +27,7 @@
 #include "gateway/gw_internal.h"
 #include "gateway/inbound.h"
 #include "gateway/sign.h"
+#include "gateway/store_gids.h"
 #include "gateway/topology.h"
 
 /* A control request outlives its waiting call by at most this much on the
@@ -547,6 +548,12 @@ static int fl_control_check(fl_control *c, const fl_broker_delivery *d) {
       kind != FL_KIND_STOPPED)
     return fl_ctl_refuse(c, d, FL_C_VERIFY_MISATTRIBUTED,
                          "its sender lives on another host than the one that signed it");
+  char owner[FL_MAX_NAME + 1];
+  if (!from && kind != FL_KIND_SPAWNED && kind != FL_KIND_STOPPED &&
+      fl_store_gid_owner(gw->store, env->from, owner, sizeof owner) == 0 &&
+      strcmp(owner, env->host) != 0)
+    return fl_ctl_refuse(c, d, FL_C_VERIFY_MISATTRIBUTED,
+                         "its sender's gid belongs to another host than the one that signed it");
   switch (kind) {
   case FL_KIND_SPAWN:
     fl_serve_spawn(c, d);

@@ -656,11 +656,14 @@ int fl_authority_grants(const fl_gw *gw, const fl_authority *a, const char *name
 }
 
 int fl_spawn_may_stop(fl_gw *gw, const fl_entity *who, int operator_session, const fl_entity *e) {
-  const char *by = e->spawn.by;
   fl_spawn_rec r;
-  if (!by[0] && fl_store_spawn_get(gw->store, e->gid, &r) == 0)
-    by = r.by;
-  if (by[0] && strcasecmp(by, who->gid) == 0)
+  int have = fl_store_spawn_get(gw->store, e->gid, &r) == 0;
+  const char *by = e->spawn.by[0] ? e->spawn.by : have ? r.by : "";
+  const char *by_host = have ? r.by_host : ""; /* "" = this host */
+  /* The spawner, on the host it asked from: a STOP another host signs in
+   * the spawner's name does not pass for it. */
+  if (by[0] && strcasecmp(by, who->gid) == 0 &&
+      (who->remote ? strcmp(who->host, by_host) == 0 : !by_host[0]))
     return 1;
   if (operator_session && !who->remote)
     return 1;

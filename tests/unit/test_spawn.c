@@ -229,6 +229,16 @@ static void test_spawner_survives_restart(void **state) {
   assert_true(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "boss"), 0, e));
   /* This host's operator may stop any local agent. */
   assert_true(fl_spawn_may_stop(f->g.gw, fl_entity_local_by_name(f->g.gw, "peer"), 1, e));
+  /* Another host that signs a STOP in the spawner's gid is not the spawner
+   * (the record says it asked from here), nor is an operator there. */
+  fl_entity forged;
+  memset(&forged, 0, sizeof forged);
+  snprintf(forged.gid, sizeof forged.gid, "%s", boss_gid);
+  snprintf(forged.name, sizeof forged.name, "boss");
+  snprintf(forged.role, sizeof forged.role, "lead");
+  snprintf(forged.host, sizeof forged.host, "hostX");
+  forged.remote = 1;
+  assert_false(fl_spawn_may_stop(f->g.gw, &forged, 1, e));
   assert_int_equal(stop(f, peer, "w1", err, sizeof err), FL_EINVAL);
   assert_int_equal(stop(f, boss, "w1", err, sizeof err), 0);
   /* Stopped: the record says so, and a repeat is refused with that. */
