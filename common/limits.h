@@ -186,6 +186,12 @@
 /* Entities in one gateway's roster, local and remote together. A peer
  * announcing more is refused rather than growing our memory. */
 #define FL_MAX_ENTITIES 10000
+/* Gid owners remembered per host (store_gids.c): as many as one roster
+ * holds, so a pinned host that announces gid after fresh gid grows the
+ * store by this much at most; past it, that host's oldest rows go, which
+ * frees only gids it announced itself. Written as a literal: it is pasted
+ * into SQL. */
+#define FL_MAX_GIDS_PER_HOST 10000
 /* When it is full, the roster forgets this many of the remote entities that
  * left or have been offline longest at once (gateway/roster.h), so a long
  * run of agents that come and go never locks new ones out. */
