@@ -5,6 +5,8 @@
 #include <string.h>
 
 int fl_claim_agent_is(const fl_claim_agent *a, const fl_claim_agent *b) {
+  if (a->host[0] && b->host[0] && strcmp(a->host, b->host) != 0)
+    return 0; /* a host speaks for its own agents only */
   if (a->gid[0] && b->gid[0])
     return strcmp(a->gid, b->gid) == 0;
   return a->name[0] && strcmp(a->name, b->name) == 0 && strcmp(a->host, b->host) == 0;
@@ -65,4 +67,25 @@ void fl_claim_compute(fl_claim_event *events, size_t n, const char *resource, lo
   }
   if (out->owned && out->expires_ms <= now_ms)
     memset(out, 0, sizeof *out);
+}
+
+fl_claim_admit_rc fl_claim_admit(fl_claim_event *events, size_t n, const fl_claim_event *e,
+                                 long long now_ms, long long settle_ms) {
+  if (e->ts_ms > now_ms + settle_ms)
+    return FL_CLAIM_FUTURE;
+  /* Within the window it sorts after any owner settled here (since <=
+   * now - settle < ts), so it cannot unseat one. */
+  if (e->ts_ms > now_ms - settle_ms)
+    return FL_CLAIM_ADMITTED;
+  fl_claim_state before, after;
+  fl_claim_compute(events, n, e->resource, now_ms, &before);
+  if (!before.owned || now_ms < before.since_ms + settle_ms ||
+      fl_claim_agent_is(&before.owner, &e->from))
+    return FL_CLAIM_ADMITTED; /* nothing settled here, or the owner's own word */
+  events[n] = *e;
+  fl_claim_compute(events, n + 1, e->resource, now_ms, &after);
+  if (after.owned && fl_claim_agent_is(&after.owner, &before.owner) &&
+      after.since_ms == before.since_ms)
+    return FL_CLAIM_ADMITTED;
+  return FL_CLAIM_LATE;
 }

@@ -2,6 +2,7 @@
 #include "gateway/claims.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -72,8 +73,17 @@ void fl_claims_receive(fl_gw *gw, const char *host, const char *body, size_t len
 typedef struct fl_events {
   fl_claim_event *v;
   size_t n, cap;
+  long long seq; /* the last row read */
   int failed;
 } fl_events;
+
+/* The #claims events admitted so far, kept between admissions so that a
+ * pulled page does not re-read the whole room for each item: the rows after
+ * seq are read on each use, and the whole room again once it holds more
+ * than the cap (the store dropped the oldest). */
+struct fl_claims_log {
+  fl_events ev;
+};
 
 static void fl_agent_from_json(fl_claim_agent *a, json_t *o) {
   fl_copy(a->gid, sizeof a->gid, json_string_value(json_object_get(o, "gid")));
@@ -81,71 +91,136 @@ static void fl_agent_from_json(fl_claim_agent *a, json_t *o) {
   fl_copy(a->host, sizeof a->host, json_string_value(json_object_get(o, "host")));
 }
 
+/* The claim event m carries, into *e: 1, or 0 when it carries none. */
+static int fl_event_from_msg(const fl_room_msg *m, fl_claim_event *e) {
+  memset(e, 0, sizeof *e);
+  const char *res = json_string_value(json_object_get(m->payload, "resource"));
+  int ok = res && strlen(res) <= FL_CLAIM_MAX_RESOURCE && m->env.from[0] &&
+           fl_rfc3339_parse(m->env.ts, &e->ts_ms) == 0;
+  if (ok && strcmp(m->msg_type, FL_MSG_ISSUED) == 0) {
+    e->op = FL_CLAIM_ISSUE;
+    json_t *ttl = json_object_get(m->payload, "ttl_s");
+    ok = json_is_number(ttl) && json_number_value(ttl) > 0 &&
+         json_number_value(ttl) <= FL_CLAIM_MAX_TTL_S;
+    if (ok)
+      e->ttl_ms = (long long)(json_number_value(ttl) * 1000);
+  } else if (ok && strcmp(m->msg_type, FL_MSG_RELEASED) == 0) {
+    e->op = FL_CLAIM_RELEASE;
+  } else if (ok && strcmp(m->msg_type, FL_MSG_HANDOFF) == 0) {
+    e->op = FL_CLAIM_HANDOFF;
+    fl_agent_from_json(&e->to, json_object_get(m->payload, "to"));
+  } else {
+    ok = 0;
+  }
+  if (!ok)
+    return 0;
+  fl_copy(e->msg_id, sizeof e->msg_id, m->env.msg_id);
+  fl_copy(e->resource, sizeof e->resource, res);
+  fl_copy(e->from.gid, sizeof e->from.gid, m->env.from);
+  fl_copy(e->from.name, sizeof e->from.name, m->env.from_name);
+  fl_copy(e->from.host, sizeof e->from.host, m->env.host);
+  return 1;
+}
+
+/* Room for one more event in ev; 0 or FL_ENOMEM. */
+static int fl_events_grow(fl_events *ev) {
+  if (ev->n < ev->cap)
+    return 0;
+  size_t cap = ev->cap ? ev->cap * 2 : 64;
+  fl_claim_event *nv = fl_realloc(ev->v, cap * sizeof *nv);
+  if (!nv)
+    return FL_ENOMEM;
+  ev->v = nv;
+  ev->cap = cap;
+  return 0;
+}
+
 static void fl_event_row(void *ctx, long long seq, const char *item, int hops) {
-  (void)seq;
   (void)hops;
   fl_events *ev = ctx;
+  ev->seq = seq;
   fl_room_msg m;
   json_t *o = fl_room_item_load(item, &m);
   if (!o)
     return;
   fl_claim_event e;
-  memset(&e, 0, sizeof e);
-  const char *res = json_string_value(json_object_get(m.payload, "resource"));
-  int ok = res && strlen(res) <= FL_CLAIM_MAX_RESOURCE && m.env.from[0] &&
-           fl_rfc3339_parse(m.env.ts, &e.ts_ms) == 0;
-  if (ok && strcmp(m.msg_type, FL_MSG_ISSUED) == 0) {
-    e.op = FL_CLAIM_ISSUE;
-    json_t *ttl = json_object_get(m.payload, "ttl_s");
-    ok = json_is_number(ttl) && json_number_value(ttl) > 0 &&
-         json_number_value(ttl) <= FL_CLAIM_MAX_TTL_S;
-    if (ok)
-      e.ttl_ms = (long long)(json_number_value(ttl) * 1000);
-  } else if (ok && strcmp(m.msg_type, FL_MSG_RELEASED) == 0) {
-    e.op = FL_CLAIM_RELEASE;
-  } else if (ok && strcmp(m.msg_type, FL_MSG_HANDOFF) == 0) {
-    e.op = FL_CLAIM_HANDOFF;
-    fl_agent_from_json(&e.to, json_object_get(m.payload, "to"));
-  } else {
-    ok = 0;
-  }
-  if (ok) {
-    fl_copy(e.msg_id, sizeof e.msg_id, m.env.msg_id);
-    fl_copy(e.resource, sizeof e.resource, res);
-    fl_copy(e.from.gid, sizeof e.from.gid, m.env.from);
-    fl_copy(e.from.name, sizeof e.from.name, m.env.from_name);
-    fl_copy(e.from.host, sizeof e.from.host, m.env.host);
-    if (ev->n == ev->cap) {
-      size_t cap = ev->cap ? ev->cap * 2 : 64;
-      fl_claim_event *nv = fl_realloc(ev->v, cap * sizeof *nv);
-      if (!nv)
-        ev->failed = 1;
-      else {
-        ev->v = nv;
-        ev->cap = cap;
-      }
-    }
-    if (ev->n < ev->cap)
+  if (fl_event_from_msg(&m, &e)) {
+    if (fl_events_grow(ev))
+      ev->failed = 1;
+    else
       ev->v[ev->n++] = e;
   }
   fl_room_msg_clear(&m);
   json_decref(o);
 }
 
-/* Every claim event of the #claims room into *ev (fl_free ev->v). */
-static int fl_events_load(fl_gw *gw, fl_events *ev) {
-  memset(ev, 0, sizeof *ev);
+/* The #claims events after ev->seq appended to *ev; 0 or FL_ESTORE. */
+static int fl_events_read(fl_gw *gw, fl_events *ev) {
   const fl_room *room = fl_rooms_find(gw->rooms, FL_CLAIMS_ROOM);
   if (!room)
     return FL_ENOTFOUND;
-  if (fl_store_room_after(gw->store, room->id, 0, gw->cfg.rooms_max_messages, fl_event_row, ev) <
-          0 ||
-      ev->failed) {
+  if (fl_store_room_after(gw->store, room->id, ev->seq, gw->cfg.rooms_max_messages, fl_event_row,
+                          ev) < 0 ||
+      ev->failed)
+    return FL_ESTORE;
+  return 0;
+}
+
+/* Every claim event of the #claims room into *ev (fl_free ev->v). */
+static int fl_events_load(fl_gw *gw, fl_events *ev) {
+  memset(ev, 0, sizeof *ev);
+  int rc = fl_events_read(gw, ev);
+  if (rc) {
     fl_free(ev->v);
     ev->v = NULL;
-    return FL_ESTORE;
   }
-  return 0;
+  return rc;
+}
+
+void fl_claims_log_free(fl_gw *gw) {
+  fl_rooms *r = gw->rooms;
+  if (r && r->claims_log) {
+    fl_free(r->claims_log->ev.v);
+    fl_free(r->claims_log);
+    r->claims_log = NULL;
+  }
+}
+
+int fl_claims_admit(fl_gw *gw, const char *room_id, const fl_room_msg *m, fl_room_drop *why) {
+  const fl_room *room = fl_rooms_find(gw->rooms, FL_CLAIMS_ROOM);
+  fl_claim_event e;
+  if (!room || strcmp(room->id, room_id) != 0 || !fl_event_from_msg(m, &e))
+    return 0; /* not a claim: the rules ignore it */
+  long long now = fl_now_ms(), settle = fl_settle_ms(gw);
+  if (e.ts_ms > now - settle && e.ts_ms <= now + settle)
+    return 0; /* dated in the window: it cannot unseat a settled owner */
+  fl_rooms *r = gw->rooms;
+  if (r->claims_log && r->claims_log->ev.n > (size_t)gw->cfg.rooms_max_messages + FL_ROOM_MAX_PAGE)
+    fl_claims_log_free(gw);
+  if (!r->claims_log && !(r->claims_log = fl_calloc(1, sizeof *r->claims_log)))
+    return FL_ENOMEM;
+  fl_events *ev = &r->claims_log->ev;
+  int rc = fl_events_read(gw, ev);
+  if (!rc)
+    rc = fl_events_grow(ev); /* the spare slot fl_claim_admit uses */
+  if (rc) {
+    fl_claims_log_free(gw);
+    fl_warn(NULL, "claims: cannot read the #claims room to check a claim from '%s' (%s)",
+            m->env.host, fl_strerror(rc));
+    return rc;
+  }
+  fl_claim_admit_rc a = fl_claim_admit(ev->v, ev->n, &e, now, settle);
+  if (a == FL_CLAIM_ADMITTED)
+    return 0;
+  *why = a == FL_CLAIM_FUTURE ? FL_ROOM_DROP_CLAIM_FUTURE : FL_ROOM_DROP_CLAIM_LATE;
+  fl_warn(NULL,
+          "claims: refused a claim on '%s' from %s@%s dated %s, %lld ms %s this host's clock "
+          "(the settle window is %lld ms): %s",
+          e.resource, e.from.name, e.from.host, m->env.ts, llabs(e.ts_ms - now),
+          e.ts_ms > now ? "ahead of" : "behind", settle,
+          a == FL_CLAIM_FUTURE ? "dated in the future"
+                               : "it would take the resource from an owner settled here");
+  return -1;
 }
 
 static json_t *fl_agent_json(const fl_claim_agent *a) {

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "gateway/gw.h"
+#include "gateway/room_envelope.h"
 
 #define FL_CLAIMS_ROOM "#claims"
 
@@ -27,5 +28,13 @@ int fl_claims_start(fl_gw *gw, char *err, size_t errlen);
  * body: the room item, len bytes): checked like a pulled room message and
  * added to #claims, deduped by msgId. Never fails: a bad one is counted. */
 void fl_claims_receive(fl_gw *gw, const char *host, const char *body, size_t len);
+
+/* The claim check of a message m for room_id before it joins the log
+ * (fl_claim_admit): 0 to admit (anything that is not a claim of #claims),
+ * -1 with *why (claim_future, claim_late) to refuse, or a negative code
+ * when the room cannot be read. */
+int fl_claims_admit(fl_gw *gw, const char *room_id, const fl_room_msg *m, fl_room_drop *why);
+/* Frees the events fl_claims_admit keeps. */
+void fl_claims_log_free(fl_gw *gw);
 
 #endif

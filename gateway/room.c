@@ -9,6 +9,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/claims.h"
 #include "gateway/room_internal.h"
 
 /* A watch waiting for a room's next message. */
@@ -340,6 +341,7 @@ void fl_rooms_free(fl_gw *gw) {
     return;
   fl_http_pull_free(&r->puller);
   fl_http_server_free(&r->server);
+  fl_claims_log_free(gw);
   while (r->peers) {
     fl_room_peer *p = r->peers;
     r->peers = p->next;

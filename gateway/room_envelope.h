@@ -31,7 +31,9 @@
   X(HOP_LIMIT, "hop_limit")                                                                        \
   X(DUPLICATE, "duplicate")                                                                        \
   X(MALFORMED, "malformed")                                                                        \
-  X(BAD_TS, "bad_ts")
+  X(BAD_TS, "bad_ts")                                                                              \
+  X(CLAIM_FUTURE, "claim_future")                                                                  \
+  X(CLAIM_LATE, "claim_late")
 
 #define FL_ROOM_DROP_ENUM_(name, text) FL_ROOM_DROP_##name,
 typedef enum fl_room_drop { FL_ROOM_DROPS(FL_ROOM_DROP_ENUM_) FL_ROOM_DROP_COUNT } fl_room_drop;

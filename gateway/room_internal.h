@@ -41,7 +41,8 @@ struct fl_rooms {
   fl_room_watch *watches;
   fl_room_pull *pulls; /* in flight */
   int stopping;
-  int claims_only; /* no "rooms" config: only #claims, fed by the broker */
+  int claims_only;                  /* no "rooms" config: only #claims, fed by the broker */
+  struct fl_claims_log *claims_log; /* claims.c: the events its checks read */
   unsigned long long syncs;
 };
 

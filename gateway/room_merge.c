@@ -9,6 +9,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/claims.h"
 #include "gateway/room_internal.h"
 
 /* Which host's key signed m, when it is not its origin's: a pinned host (or
@@ -30,7 +31,9 @@ static int fl_signed_by_other(fl_gw *gw, const fl_room_msg *m, char *host, size_
   return 0;
 }
 
-/* Checks one item; 0 when it may be appended, else -1 and *why. */
+/* Checks one item; 0 when it may be appended, else -1 and *why, or a
+ * negative code when the store could not be read (counted; the item is
+ * neither taken nor dropped). */
 static int fl_check_item(fl_gw *gw, const char *room_id, json_t *item, fl_room_msg *m,
                          fl_room_drop *why) {
   size_t size = json_dumpb(item, NULL, 0, JSON_COMPACT);
@@ -53,8 +56,15 @@ static int fl_check_item(fl_gw *gw, const char *room_id, json_t *item, fl_room_m
   int pinned = mine || fl_peers_lookup(gw->peers, m->env.host, pk) == 0;
   if (mine)
     memcpy(pk, gw->id.pk, sizeof pk);
-  if (pinned && fl_verify_envelope(&m->env, m->body, m->body_len, pk) == 0)
-    return 0;
+  if (pinned && fl_verify_envelope(&m->env, m->body, m->body_len, pk) == 0) {
+    int rc = fl_claims_admit(gw, room_id, m, why);
+    if (rc != 0) {
+      if (rc != -1)
+        fl_gw_count(gw, FL_C_STORE_ERRORS);
+      fl_room_msg_clear(m);
+    }
+    return rc;
+  }
   char other[FL_HOST_ID_SIZE];
   if (fl_signed_by_other(gw, m, other, sizeof other))
     *why = FL_ROOM_DROP_MISATTRIBUTED;
@@ -67,9 +77,10 @@ drop:
 
 int fl_rooms_merge_item(fl_gw *gw, const char *room_id, json_t *item, fl_room_drop *why) {
   fl_room_msg m;
-  if (fl_check_item(gw, room_id, item, &m, why) != 0)
-    return -1;
-  int rc = fl_rooms_append(gw->rooms, &m, m.hops + 1);
+  int rc = fl_check_item(gw, room_id, item, &m, why);
+  if (rc != 0)
+    return rc;
+  rc = fl_rooms_append(gw->rooms, &m, m.hops + 1);
   fl_room_msg_clear(&m);
   if (rc == 0)
     return 0;
@@ -143,6 +154,11 @@ int fl_rooms_merge(fl_gw *gw, const char *peer, const char *room_id, const char 
     fl_room_msg m;
     fl_room_drop why;
     int rc = fl_check_item(gw, room_id, item, &m, &why);
+    if (rc != 0 && rc != -1) {
+      res->cursor = -1; /* the store failed (counted): the cursor stays */
+      res->more = 0;
+      break;
+    }
     if (rc == 0) {
       rc = fl_rooms_append(r, &m, m.hops + 1);
       fl_room_msg_clear(&m);

@@ -7,7 +7,14 @@
  * nothing; the owner's release frees it and a later claim then wins; a
  * release or a handoff from a non-owner changes nothing; a handoff from the
  * owner moves it; a TTL that ran out frees it (by the next event, and by
- * now); the owner's own claim renews it. Then: the same label gives the same
+ * now); the owner's own claim renews it; a release or handoff naming the
+ * owner's gid from another host changes nothing. Admission (fl_claim_admit,
+ * as a pinned peer would attack): a claim backdated past the settle window
+ * cannot unseat an owner settled here, neither directly nor by a backdated
+ * release that frees a resource for a claim queued behind it; one dated in
+ * the window, a late one while nothing has settled, the owner's own late
+ * word and a late claim on a free resource are admitted; one dated past the
+ * window ahead is refused. Then: the same label gives the same
  * roomId, which is BLAKE2b-256 of "fleet-room:" + label in hex. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,6 +144,83 @@ static void test_ttl_expiry_frees(void **state) {
   check_all_orders(g, 3, 2600, 1, GID_A);
 }
 
+static void test_other_host_cannot_speak_for_owner(void **state) {
+  (void)state;
+  fl_claim_event rel = ev(FL_CLAIM_RELEASE, GID_A, 1500, 0, NULL);
+  fl_claim_event hand = ev(FL_CLAIM_HANDOFF, GID_A, 1600, 0, GID_B);
+  snprintf(rel.from.host, sizeof rel.from.host, "hostB");
+  snprintf(hand.from.host, sizeof hand.from.host, "hostB");
+  fl_claim_event e[] = {ev(FL_CLAIM_ISSUE, GID_A, 1000, 60000, NULL), rel, hand};
+  check_all_orders(e, 3, 3000, 1, GID_A);
+}
+
+#define SETTLE 2000
+
+/* fl_claim_admit of e against log (n events, copied with a spare slot). */
+static fl_claim_admit_rc admit(const fl_claim_event *log, size_t n, fl_claim_event e,
+                               long long now) {
+  fl_claim_event v[8];
+  if (n)
+    memcpy(v, log, n * sizeof *log);
+  return fl_claim_admit(v, n, &e, now, SETTLE);
+}
+
+static void test_backdated_claim_cannot_unseat_settled_owner(void **state) {
+  (void)state;
+  fl_claim_event log[] = {ev(FL_CLAIM_ISSUE, GID_A, 10000, 600000, NULL)};
+  long long now = 10000 + SETTLE + 1000; /* A settled here */
+  /* B dates its claim before A's: without the check it would win. */
+  fl_claim_event steal = ev(FL_CLAIM_ISSUE, GID_B, 5000, 600000, NULL);
+  fl_claim_event both[] = {log[0], steal};
+  check_all_orders(both, 2, now, 1, GID_B);
+  assert_int_equal(admit(log, 1, steal, now), FL_CLAIM_LATE);
+  /* The moment A settles, a claim dated just before A's is refused. */
+  assert_int_equal(admit(log, 1, ev(FL_CLAIM_ISSUE, GID_B, 9999, 600000, NULL), 10000 + SETTLE),
+                   FL_CLAIM_LATE);
+  /* A short backdated claim that would leave the resource free. */
+  assert_int_equal(admit(log, 1, ev(FL_CLAIM_ISSUE, GID_B, 9000, 5000, NULL), now), FL_CLAIM_LATE);
+  /* Within the window it sorts after A and changes nothing: admitted. */
+  assert_int_equal(admit(log, 1, ev(FL_CLAIM_ISSUE, GID_B, now - SETTLE + 1, 600000, NULL), now),
+                   FL_CLAIM_ADMITTED);
+  /* Dated ahead of this clock by more than the window: refused. */
+  assert_int_equal(admit(log, 1, ev(FL_CLAIM_ISSUE, GID_B, now + SETTLE + 1, 600000, NULL), now),
+                   FL_CLAIM_FUTURE);
+  /* The owner's own late renewal or release: admitted. */
+  assert_int_equal(admit(log, 1, ev(FL_CLAIM_ISSUE, GID_A, 11000, 600000, NULL), now),
+                   FL_CLAIM_ADMITTED);
+  assert_int_equal(admit(log, 1, ev(FL_CLAIM_RELEASE, GID_A, 11000, 0, NULL), now),
+                   FL_CLAIM_ADMITTED);
+}
+
+static void test_backdated_release_cannot_unseat_settled_owner(void **state) {
+  (void)state;
+  /* B held it, A's claim was refused by the rules, B released, A claimed. */
+  fl_claim_event log[] = {
+      ev(FL_CLAIM_ISSUE, GID_B, 1000, 600000, NULL), ev(FL_CLAIM_ISSUE, GID_B, 1500, 600000, NULL),
+      ev(FL_CLAIM_RELEASE, GID_B, 3000, 0, NULL), ev(FL_CLAIM_ISSUE, GID_A, 4000, 600000, NULL)};
+  snprintf(log[1].from.gid, sizeof log[1].from.gid, "00000000-0000-4000-8000-0000000000bb");
+  long long now = 4000 + SETTLE + 10;
+  fl_claim_state st;
+  fl_claim_event v[5];
+  memcpy(v, log, sizeof log);
+  fl_claim_compute(v, 4, "deploy-api", now, &st);
+  assert_string_equal(st.owner.gid, GID_A);
+  /* B backdates its release to before its second agent's claim. */
+  assert_int_equal(admit(log, 4, ev(FL_CLAIM_RELEASE, GID_B, 1200, 0, NULL), now), FL_CLAIM_LATE);
+}
+
+static void test_late_claim_admitted_when_nothing_settled(void **state) {
+  (void)state;
+  fl_claim_event log[] = {ev(FL_CLAIM_ISSUE, GID_A, 10000, 600000, NULL)};
+  /* A is still tentative here: an earlier claim may still arrive. */
+  long long now = 10000 + SETTLE - 1;
+  assert_int_equal(admit(log, 1, ev(FL_CLAIM_ISSUE, GID_B, 7000, 600000, NULL), now),
+                   FL_CLAIM_ADMITTED);
+  /* A free resource: a late claim takes nothing from anyone. */
+  assert_int_equal(admit(NULL, 0, ev(FL_CLAIM_ISSUE, GID_B, 7000, 600000, NULL), 20000),
+                   FL_CLAIM_ADMITTED);
+}
+
 static void test_room_id(void **state) {
   (void)state;
   char a[FL_ROOM_ID_SIZE], b[FL_ROOM_ID_SIZE], c[FL_ROOM_ID_SIZE];
@@ -167,6 +251,10 @@ int main(void) {
       cmocka_unit_test(test_non_owner_release_and_handoff_change_nothing),
       cmocka_unit_test(test_handoff_from_owner_moves_it),
       cmocka_unit_test(test_ttl_expiry_frees),
+      cmocka_unit_test(test_other_host_cannot_speak_for_owner),
+      cmocka_unit_test(test_backdated_claim_cannot_unseat_settled_owner),
+      cmocka_unit_test(test_backdated_release_cannot_unseat_settled_owner),
+      cmocka_unit_test(test_late_claim_admitted_when_nothing_settled),
       cmocka_unit_test(test_room_id),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
