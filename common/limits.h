@@ -131,8 +131,19 @@
 /* Waiting tool calls (send with wait_s, poll with wait_s) per client. */
 #define FL_MAX_WAITERS_PER_CLIENT 64
 
-/* msgIds remembered for dedup after their message was drained. */
+/* The seen-set: the msgIds remembered for dedup after their message was
+ * drained. Each is kept until its envelope can no longer be taken: its
+ * expiresAt, and at most FL_ENVELOPE_MAX_LIFE_MS after its ts (what the
+ * sender set, or a week when it set nothing; the longest a broker inbox
+ * keeps a message). Bounded by count as well (store.maxSeen, default
+ * FL_MAX_SEEN; ~250 bytes a key on disk): when a flood fills it, the keys
+ * that expire first go, and the horizon (the latest expiry dropped) moves
+ * up; an envelope that expires at or before the horizon is refused, so
+ * dropping a key never lets its message in twice. */
 #define FL_MAX_SEEN 100000
+#define FL_MIN_SEEN 100
+#define FL_MAX_MAX_SEEN 10000000
+#define FL_ENVELOPE_MAX_LIFE_MS (7LL * 24 * 3600 * 1000)
 
 /* ---- broker link (gateway/broker.c) ---- */
 

@@ -256,7 +256,7 @@ static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, cha
   return 0;
 }
 
-static const char *const fl_store_keys[] = {"synchronous", NULL};
+static const char *const fl_store_keys[] = {"synchronous", "maxSeen", NULL};
 
 static int fl_apply_store(fl_config *cfg, json_t *store, const char *file, char *err,
                           size_t errlen) {
@@ -278,6 +278,14 @@ static int fl_apply_store(fl_config *cfg, json_t *store, const char *file, char 
     return FL_ECONFIG;
   }
   cfg->gw.store_sync_full = strcmp(sync, "full") == 0;
+  if (fl_config_file_ms(store, "store", "maxSeen", &cfg->gw.store_max_seen, FL_MAX_MAX_SEEN, file,
+                        err, errlen))
+    return FL_ECONFIG;
+  if (json_object_get(store, "maxSeen") && cfg->gw.store_max_seen < FL_MIN_SEEN) {
+    fl_errf(err, errlen, "%s: key \"store.maxSeen\" must be %d to %d", file, FL_MIN_SEEN,
+            FL_MAX_MAX_SEEN);
+    return FL_ECONFIG;
+  }
   return 0;
 }
 

@@ -115,6 +115,8 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
     fl_errf(err, errlen, "cannot open the hold store %s: %s", path, fl_strerror(rc));
     goto fail;
   }
+  if (cfg->store_max_seen)
+    fl_store_set_max_seen(gw->store, cfg->store_max_seen);
   if ((rc = fl_roster_load(gw, err, errlen)))
     goto fail;
   uv_timer_init(loop, &gw->sweep);

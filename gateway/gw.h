@@ -92,6 +92,7 @@ typedef struct fl_gw_config {
   unsigned presence_interval_ms; /* presence beat period */
   unsigned presence_ttl_ms;      /* a remote entry unheard this long reads offline */
   int store_sync_full;           /* store.synchronous: 1 "full", 0 "normal" (default) */
+  unsigned store_max_seen;       /* store.maxSeen: the seen-set's count bound; 0 = FL_MAX_SEEN */
   int broker_no_seal;            /* broker.seal: false — bodies cross the broker in clear */
   int broker_accept_unsealed;    /* broker.acceptUnsealed: take a peer's body in clear */
   fl_nudge_config nudge;

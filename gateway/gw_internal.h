@@ -57,6 +57,7 @@
   X(VERIFY_MISATTRIBUTED, "verify_misattributed")                                                  \
   X(VERIFY_WRONG_RECIPIENT, "verify_wrong_recipient")                                              \
   X(VERIFY_EXPIRED, "verify_expired")                                                              \
+  X(VERIFY_TOO_OLD, "verify_too_old") /* older than the seen-set remembers */                      \
   X(VERIFY_DUPLICATE, "verify_duplicate")                                                          \
   X(REDELIVERIES_ACKED, "redeliveries_acked")                                                      \
   X(VERIFY_NEWER_MAJOR, "verify_newer_major")                                                      \

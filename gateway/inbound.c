@@ -31,6 +31,7 @@
 #include "gateway/forward.h"
 #include "gateway/gw_internal.h"
 #include "gateway/sign.h"
+#include "gateway/store.h"
 #include "gateway/topology.h"
 #include "gateway/wire.h"
 
@@ -325,8 +326,18 @@ static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
   long long expires = env->expires_at[0] ? fl_ts_ms(env->expires_at) : 0;
   /* A turn's expiry is the turn's business (ask.c): a late answer is told
    * too_late rather than dropped unseen. */
-  if (!turn && env->expires_at[0] && (expires == 0 || expires <= now)) {
+  /* Past its expiresAt, or a week (FL_ENVELOPE_MAX_LIFE_MS) past its ts. */
+  long long until = fl_store_seen_until(fl_ts_ms(env->ts), expires);
+  if (!turn && ((env->expires_at[0] && expires == 0) || until <= now)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_EXPIRED, "expired");
+    return;
+  }
+  /* The seen-set forgot keys up to its horizon (store.h): a copy of one of
+   * them could not be told from a first delivery. */
+  if (!turn && until <= fl_store_seen_horizon(gw->store)) {
+    fl_inbound_dead_letter(in, d, FL_C_VERIFY_TOO_OLD,
+                           "older than the oldest msgId this host still remembers (the "
+                           "seen-set's horizon, store.maxSeen): a replay could not be told apart");
     return;
   }
   if (broadcast && strcmp(env->host, gw->cfg.host_id) == 0) {

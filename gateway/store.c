@@ -9,9 +9,14 @@
  *                                       store order (AUTOINCREMENT never
  *                                       reuses a seq, so order survives
  *                                       deletes and restarts);
- *   seen(msg_id, to_gid, at_ms)         every key ever put, so a redelivered
- *                                       msgId is refused after it was drained;
- *                                       trimmed by fl_store_expire;
+ *   seen(msg_id, to_gid, at_ms, exp_ms) every key put and not yet expired,
+ *                                       so a redelivered msgId is refused
+ *                                       after it was drained; exp_ms is when
+ *                                       its envelope can no longer be taken
+ *                                       (fl_store_seen_until); trimmed by
+ *                                       time and count (fl_store_trim_seen);
+ *   seen_horizon(k, exp_ms)             the latest exp_ms the count bound
+ *                                       dropped;
  *   held_count(to_gid, n)               held rows per recipient, kept by
  *                                       triggers, for the cap check.
  * Every statement is prepared once at open and cached in fl_store; each use
@@ -78,7 +83,8 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
     [FL_ST_INSERT_HELD] = "INSERT INTO held (msg_id, to_gid, trace_id, kind, from_gid, "
                           "from_name, in_reply_to, ts_ms, expires_ms, content) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    [FL_ST_INSERT_SEEN] = "INSERT INTO seen (msg_id, to_gid, at_ms) VALUES (?1, ?2, ?3)",
+    [FL_ST_INSERT_SEEN] =
+        "INSERT INTO seen (msg_id, to_gid, at_ms, exp_ms) VALUES (?1, ?2, ?3, ?4)",
     [FL_ST_TAKE_SELECT] = "SELECT " FL_MSG_COLS " FROM held WHERE to_gid = ?1 "
                           "AND (?2 = '' OR from_gid = ?2) "
                           "AND (expires_ms = 0 OR expires_ms > ?3) ORDER BY seq LIMIT ?4",
@@ -88,15 +94,16 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
                     "AND (expires_ms = 0 OR expires_ms > ?2)",
     [FL_ST_TOTAL] = "SELECT coalesce(sum(n), 0) FROM held_count",
     [FL_ST_EXPIRE] = "DELETE FROM held WHERE expires_ms != 0 AND expires_ms <= ?1",
-    /* rowid order is insertion order (a new row gets the largest rowid plus
-     * one, and the trim never removes the newest), so it says "newest"
-     * without trusting the wall clock. Keys still held are kept so the
-     * seen-set always covers held. */
+    /* Keys still held are kept so the seen-set always covers held. */
     [FL_ST_IS_HELD] = "SELECT count(*) FROM held WHERE to_gid = ?1 AND msg_id = ?2",
-    [FL_ST_TRIM_SEEN] = "DELETE FROM seen WHERE rowid <= "
-                        "(SELECT rowid FROM seen ORDER BY rowid DESC LIMIT 1 OFFSET ?1) "
+    [FL_ST_TRIM_SEEN] = "DELETE FROM seen WHERE exp_ms <= ?1 "
                         "AND NOT EXISTS (SELECT 1 FROM held "
                         "WHERE held.msg_id = seen.msg_id AND held.to_gid = seen.to_gid)",
+    /* The expiry below which the count bound drops keys: the newest ?1
+     * expiries stay. */
+    [FL_ST_SEEN_CUT] = "SELECT exp_ms FROM seen ORDER BY exp_ms DESC LIMIT 1 OFFSET ?1",
+    [FL_ST_HORIZON_PUT] = "INSERT INTO seen_horizon (k, exp_ms) VALUES (0, ?1) "
+                          "ON CONFLICT (k) DO UPDATE SET exp_ms = max(exp_ms, excluded.exp_ms)",
     [FL_ST_ENTITY_PUT] = "INSERT INTO entities (gid, name, role, \"groups\") "
                          "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (gid) DO UPDATE SET "
                          "name = excluded.name, role = excluded.role, "
@@ -170,6 +177,7 @@ static const char fl_schema[] =
     " msg_id TEXT NOT NULL,"
     " to_gid TEXT NOT NULL,"
     " at_ms INTEGER NOT NULL,"
+    " exp_ms INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY (msg_id, to_gid));"
     "CREATE TABLE IF NOT EXISTS held_count ("
     " to_gid TEXT PRIMARY KEY NOT NULL,"
@@ -182,6 +190,15 @@ static const char fl_schema[] =
     " UPDATE held_count SET n = n - 1 WHERE to_gid = old.to_gid;"
     " DELETE FROM held_count WHERE to_gid = old.to_gid AND n <= 0;"
     " END;";
+
+/* After fl_schema and exp_ms added to a seen table from before it: the
+ * index, the horizon, and a full envelope life from when it was seen for
+ * each key that had no expiry (only such keys have exp_ms 0). */
+static const char fl_seen_schema[] =
+    "CREATE INDEX IF NOT EXISTS seen_exp ON seen (exp_ms);"
+    "CREATE TABLE IF NOT EXISTS seen_horizon ("
+    " k INTEGER PRIMARY KEY CHECK (k = 0), exp_ms INTEGER NOT NULL);";
+static const char fl_seen_migrate[] = "UPDATE seen SET exp_ms = at_ms + %lld WHERE exp_ms = 0;";
 
 /* Logs a database failure with SQLite's own words and returns FL_ESTORE,
  * or FL_EDISKFULL when the failure was a write that found no space: that
@@ -259,6 +276,14 @@ int fl_store_batch_begin(fl_store *s) {
   return rc;
 }
 
+/* A flood must not wait for the sweeper: past a tenth of the bound in new
+ * keys, trim now, outside any batch (a failure is logged; the sweeper tries
+ * again). */
+static void fl_seen_trim_due(fl_store *s) {
+  if (!s->batch && s->seen_added > s->max_seen / 10)
+    fl_store_trim_seen(s, fl_now_ms());
+}
+
 int fl_store_batch_end(fl_store *s) {
   if (!s || !s->batch)
     return FL_EINVAL;
@@ -266,6 +291,7 @@ int fl_store_batch_end(fl_store *s) {
   int rc = fl_exec(s, FL_ST_COMMIT, NULL, "commit batch");
   if (rc && !sqlite3_get_autocommit(s->db))
     fl_exec(s, FL_ST_ROLLBACK, NULL, "rollback batch");
+  fl_seen_trim_due(s);
   return rc;
 }
 
@@ -399,9 +425,14 @@ static int fl_setup_db(fl_store *s) {
     rc = FL_ESTORE;
     goto fail;
   }
+  char sql[sizeof fl_seen_migrate + 32];
+  snprintf(sql, sizeof sql, fl_seen_migrate, (long long)FL_ENVELOPE_MAX_LIFE_MS);
   if (sqlite3_exec(s->db, fl_schema, NULL, NULL, NULL) != SQLITE_OK ||
       fl_add_column(s, "spawns", "pane", "TEXT NOT NULL DEFAULT ''") != 0 ||
       fl_add_column(s, "spawns", "socket", "TEXT NOT NULL DEFAULT ''") != 0 ||
+      fl_add_column(s, "seen", "exp_ms", "INTEGER NOT NULL DEFAULT 0") != 0 ||
+      sqlite3_exec(s->db, fl_seen_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, fl_store_fwd_schema, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, fl_store_gids_schema, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "PRAGMA user_version=" FL_STORE_STR(FL_STORE_SCHEMA_VERSION), NULL, NULL,
@@ -452,6 +483,12 @@ int fl_store_open(const char *path, fl_store **out) {
   sqlite3_busy_timeout(s->db, FL_STORE_BUSY_MS);
   if ((rc = fl_setup_db(s)))
     goto fail;
+  s->max_seen = FL_MAX_SEEN;
+  char horizon[32] = "0";
+  if ((rc = fl_pragma(s, "SELECT coalesce((SELECT exp_ms FROM seen_horizon WHERE k = 0), 0)",
+                      horizon, sizeof horizon)))
+    goto fail;
+  s->seen_horizon = atoll(horizon);
   for (int i = 0; i < FL_ST_COUNT_OF; i++) {
     if (sqlite3_prepare_v3(s->db, fl_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) !=
         SQLITE_OK) {
@@ -570,7 +607,8 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
   if (how != FL_ADMIT_SEEN_ALREADY) {
     if (fl_store_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
         fl_store_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
-        sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK) {
+        sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK ||
+        sqlite3_bind_int64(seen, 4, fl_store_seen_until(m->ts_ms, m->expires_ms)) != SQLITE_OK) {
       rc = fl_store_db_fail(s, trace, "binding the seen entry");
       goto out;
     }
@@ -586,6 +624,10 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
     return rc;
   m->seq = seq;
   m->handed = handed;
+  if (how != FL_ADMIT_SEEN_ALREADY) {
+    s->seen_added++;
+    fl_seen_trim_due(s);
+  }
   return 0;
 
 out:
@@ -792,7 +834,6 @@ int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped) {
   if (!s)
     return FL_EINVAL;
   sqlite3_stmt *exp = s->st[FL_ST_EXPIRE];
-  sqlite3_stmt *trim = s->st[FL_ST_TRIM_SEEN];
   size_t gone = 0;
   int rc = fl_begin(s, NULL);
   if (rc)
@@ -805,22 +846,88 @@ int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped) {
     goto fail;
   gone = (size_t)sqlite3_changes(s->db);
   fl_store_stmt_done(exp);
-  if (sqlite3_bind_int64(trim, 1, FL_MAX_SEEN) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, NULL, "binding the seen trim");
-    goto fail;
-  }
-  if ((rc = fl_store_step(s, trim, NULL, "trimming the seen-set")) < 0)
-    goto fail;
-  fl_store_stmt_done(trim);
   if ((rc = fl_commit(s, NULL)))
     return rc;
   if (dropped)
     *dropped = gone;
-  return 0;
+  return fl_store_trim_seen(s, now_ms);
 
 fail:
   fl_store_stmt_done(exp);
+  fl_rollback(s, NULL);
+  return rc;
+}
+
+long long fl_store_seen_until(long long ts_ms, long long expires_ms) {
+  long long until = ts_ms + FL_ENVELOPE_MAX_LIFE_MS;
+  return expires_ms > 0 && expires_ms < until ? expires_ms : until;
+}
+
+long long fl_store_seen_horizon(const fl_store *s) { return s ? s->seen_horizon : 0; }
+
+void fl_store_set_max_seen(fl_store *s, size_t n) {
+  if (s)
+    s->max_seen = n < FL_MIN_SEEN ? FL_MIN_SEEN : n > FL_MAX_MAX_SEEN ? FL_MAX_MAX_SEEN : n;
+}
+
+/* Deletes the keys (not held) whose expiry is at or before cut. */
+static int fl_seen_drop(fl_store *s, long long cut, const char *what) {
+  sqlite3_stmt *trim = s->st[FL_ST_TRIM_SEEN];
+  int rc = sqlite3_bind_int64(trim, 1, cut) == SQLITE_OK ? fl_store_step(s, trim, NULL, what)
+                                                         : fl_store_db_fail(s, NULL, what);
   fl_store_stmt_done(trim);
+  return rc < 0 ? rc : 0;
+}
+
+int fl_store_trim_seen(fl_store *s, long long now_ms) {
+  if (!s)
+    return FL_EINVAL;
+  s->seen_added = 0;
+  sqlite3_stmt *cut = s->st[FL_ST_SEEN_CUT];
+  sqlite3_stmt *hor = s->st[FL_ST_HORIZON_PUT];
+  int rc = fl_begin(s, NULL);
+  if (rc)
+    return rc;
+  /* By time: a key whose envelope has expired guards nothing. */
+  if ((rc = fl_seen_drop(s, now_ms, "trimming expired keys from the seen-set")))
+    goto fail;
+  /* By count: the keys that expire first go, and the horizon moves up to
+   * the last of them. */
+  if (sqlite3_bind_int64(cut, 1, (sqlite3_int64)s->max_seen) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, NULL, "binding the seen-set's bound");
+    goto fail;
+  }
+  if ((rc = fl_store_step(s, cut, NULL, "finding the seen-set's cut")) < 0)
+    goto fail;
+  long long horizon = rc == 1 ? sqlite3_column_int64(cut, 0) : 0;
+  fl_store_stmt_done(cut);
+  rc = 0;
+  if (horizon > s->seen_horizon) {
+    if ((rc = fl_seen_drop(s, horizon, "trimming the seen-set to its bound")))
+      goto fail;
+    if (sqlite3_bind_int64(hor, 1, horizon) != SQLITE_OK ||
+        fl_store_step(s, hor, NULL, "storing the seen-set's horizon") < 0) {
+      rc = fl_store_db_fail(s, NULL, "storing the seen-set's horizon");
+      goto fail;
+    }
+    fl_store_stmt_done(hor);
+  }
+  if ((rc = fl_commit(s, NULL)))
+    return rc;
+  if (horizon > s->seen_horizon) {
+    char at[FL_TS_LEN];
+    fl_rfc3339(horizon, at);
+    fl_warn(NULL,
+            "store: the seen-set reached its bound of %zu msgIds (store.maxSeen); it now refuses "
+            "envelopes that expire at or before %s (the oldest it still remembers)",
+            s->max_seen, at);
+    s->seen_horizon = horizon;
+  }
+  return 0;
+
+fail:
+  fl_store_stmt_done(cut);
+  fl_store_stmt_done(hor);
   fl_rollback(s, NULL);
   return rc;
 }

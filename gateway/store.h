@@ -113,9 +113,23 @@ int fl_store_is_held(fl_store *s, const char *to_gid, const char *msg_id, int *h
 int fl_store_total(fl_store *s, size_t *n);
 
 /* Deletes held messages whose expires_ms has passed; *dropped (may be NULL)
- * says how many. Also trims the seen-set to its newest FL_MAX_SEEN ids
- * (keys still held are kept, so it may stay a little over). */
+ * says how many. Then fl_store_trim_seen. */
 int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped);
+
+/* The seen-set (limits.h, FL_MAX_SEEN). Each key is kept until
+ * fl_store_seen_until of its message: expires_ms (0 = none), and at most
+ * FL_ENVELOPE_MAX_LIFE_MS after ts_ms. */
+long long fl_store_seen_until(long long ts_ms, long long expires_ms);
+/* Drops the keys whose time has passed, then, over the count bound, the
+ * ones that expire first, moving the horizon up to the last expiry dropped
+ * (stored: it survives a restart). Keys still held are kept. Runs on its
+ * own after a tenth of the bound in new keys, and with each sweep. */
+int fl_store_trim_seen(fl_store *s, long long now_ms);
+/* An envelope whose fl_store_seen_until is at or before this may have been
+ * seen and forgotten: refuse it. 0 until the bound was first reached. */
+long long fl_store_seen_horizon(const fl_store *s);
+/* The count bound (store.maxSeen), clamped to FL_MIN_SEEN..FL_MAX_MAX_SEEN. */
+void fl_store_set_max_seen(fl_store *s, size_t n);
 
 /* Inserts or updates an entity by gid. FL_ENAMETAKEN if another gid already
  * has e->name (nothing changes). */

@@ -29,6 +29,8 @@ enum fl_stmt_id {
   FL_ST_TOTAL,
   FL_ST_EXPIRE,
   FL_ST_TRIM_SEEN,
+  FL_ST_SEEN_CUT,
+  FL_ST_HORIZON_PUT,
   FL_ST_ENTITY_PUT,
   FL_ST_ENTITY_BY_NAME,
   FL_ST_ENTITY_EACH,
@@ -47,7 +49,10 @@ enum fl_stmt_id {
 struct fl_store {
   sqlite3 *db;
   sqlite3_stmt *st[FL_ST_COUNT_OF];
-  int batch; /* inside fl_store_batch_begin / _end */
+  int batch;              /* inside fl_store_batch_begin / _end */
+  size_t max_seen;        /* the seen-set's count bound */
+  size_t seen_added;      /* keys added since the last trim */
+  long long seen_horizon; /* envelopes expiring at or before it are refused */
 };
 
 /* Logs a database failure with SQLite's own words and returns FL_ESTORE. */

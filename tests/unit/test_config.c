@@ -473,10 +473,17 @@ static void test_store_synchronous(void **state) {
   assert_err_has(f, f->file);
   fx_write(f, "{\"store\": {\"sync\": \"full\"}}");
   assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
-  assert_err_has(f, "unknown key \"store.sync\" (known: synchronous)");
+  assert_err_has(f, "unknown key \"store.sync\" (known: synchronous, maxSeen)");
   fx_write(f, "{\"store\": true}");
   assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
   assert_err_has(f, "key \"store\" must be an object");
+  /* The seen-set's bound. */
+  fx_write(f, "{\"store\": {\"maxSeen\": 500}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
+  assert_int_equal(f->cfg.gw.store_max_seen, 500);
+  fx_write(f, "{\"store\": {\"maxSeen\": 5}}");
+  assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
+  assert_err_has(f, "key \"store.maxSeen\" must be 100 to 10000000");
 }
 
 static void test_broker_uri_list(void **state) {

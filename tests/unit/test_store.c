@@ -326,8 +326,8 @@ static void test_dedup(void **state) {
   fl_free(got.content);
   assert_int_equal(put(f->s, "dup", "B", "X", "again", 0), FL_EDUP);
 
-  /* A sweep does not forget it either. */
-  assert_int_equal(fl_store_expire(f->s, 1 << 30, NULL), 0);
+  /* A sweep within its envelope's life does not forget it either. */
+  assert_int_equal(fl_store_expire(f->s, 1000 + FL_ENVELOPE_MAX_LIFE_MS - 1, NULL), 0);
   assert_int_equal(put(f->s, "dup", "A", "X", "again", 0), FL_EDUP);
   assert_int_equal(total(f->s), 0);
 }
@@ -410,44 +410,76 @@ static void test_expiry(void **state) {
   assert_counts_agree(f);
   assert_int_equal(side_count(f, "SELECT count(*) FROM held_count"), 0);
 
-  /* An expired msgId stays seen. */
-  assert_int_equal(put(f->s, "e1", "A", "X", "soon", 0), FL_EDUP);
+  /* An expired msgId is forgotten (the receive checks refuse its
+   * envelope as expired); one with no expiry stays seen for its life. */
+  assert_int_equal(put(f->s, "e1", "A", "X", "soon", 0), 0);
+  assert_int_equal(put(f->s, "e2", "A", "X", "never", 0), FL_EDUP);
 }
 
 static void test_seen_trim(void **state) {
   fixture *f = *state;
-  /* "kept" is the oldest seen key but still held, so the trim spares it;
-   * "gone" is drained and old, so the trim forgets it. */
-  assert_int_equal(put(f->s, "kept", "A", "X", "held", 0), 0);
-  assert_int_equal(put(f->s, "gone", "A", "X", "drained", 0), 0);
   fl_msg got;
+  /* By time: "gone", drained, is kept until its envelope expires. */
+  assert_int_equal(put(f->s, "gone", "A", "X", "drained", 1000), 0);
   assert_int_equal(fl_store_take_id(f->s, "A", "gone", &got), 0);
   fl_free(got.content);
+  assert_int_equal(fl_store_expire(f->s, 999, NULL), 0);
+  assert_int_equal(put(f->s, "gone", "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(fl_store_expire(f->s, 1000, NULL), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), 0);
+  assert_int_equal(fl_store_seen_horizon(f->s), 0);
 
+  /* By count: "kept" expires first but is held, so the trim spares it; of
+   * the bulk keys (expiring at 1..N) the newest FL_MIN_SEEN stay, and the
+   * horizon moves to the last expiry dropped. */
+  fl_store_set_max_seen(f->s, FL_MIN_SEEN);
+  assert_int_equal(put(f->s, "kept", "A", "X", "held", 1), 0);
   char sql[512];
   snprintf(sql, sizeof sql,
            "BEGIN;"
            "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < %d) "
-           "INSERT INTO seen (msg_id, to_gid, at_ms) SELECT 'bulk-' || i, 'A', i FROM c;"
+           "INSERT INTO seen (msg_id, to_gid, at_ms, exp_ms) SELECT 'bulk-' || i, 'A', 0, i "
+           "FROM c;"
            "COMMIT;",
-           FL_MAX_SEEN);
+           FL_MIN_SEEN + 50);
   side_exec(f, sql);
-  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), FL_MAX_SEEN + 2);
-
-  assert_int_equal(fl_store_expire(f->s, 0, NULL), 0);
-  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), FL_MAX_SEEN + 1);
+  assert_int_equal(fl_store_trim_seen(f->s, 0), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), FL_MIN_SEEN + 1);
+  assert_int_equal(fl_store_seen_horizon(f->s), 50);
   assert_int_equal(put(f->s, "kept", "A", "X", "again", 0), FL_EDUP);
-  char newest[32];
-  snprintf(newest, sizeof newest, "bulk-%d", FL_MAX_SEEN);
-  assert_int_equal(put(f->s, newest, "A", "X", "again", 0), FL_EDUP);
-  assert_int_equal(put(f->s, "gone", "A", "X", "forgotten, so accepted", 0), 0);
+  assert_int_equal(put(f->s, "bulk-51", "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(put(f->s, "bulk-50", "A", "X", "forgotten: the horizon refuses it", 0), 0);
 
-  /* Once "kept" is drained a later trim may drop it too. */
-  assert_int_equal(fl_store_take_id(f->s, "A", "kept", &got), 0);
-  fl_free(got.content);
-  assert_int_equal(fl_store_expire(f->s, 0, NULL), 0);
-  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), FL_MAX_SEEN);
-  assert_int_equal(put(f->s, "kept", "A", "X", "accepted", 0), 0);
+  /* The horizon survives a restart and never moves back. */
+  fl_store_close(&f->s);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  assert_int_equal(fl_store_seen_horizon(f->s), 50);
+  assert_int_equal(fl_store_trim_seen(f->s, 0), 0);
+  assert_int_equal(fl_store_seen_horizon(f->s), 50);
+
+  /* A key's life: its expiresAt, at most FL_ENVELOPE_MAX_LIFE_MS after ts. */
+  assert_int_equal(fl_store_seen_until(1000, 0), 1000 + FL_ENVELOPE_MAX_LIFE_MS);
+  assert_int_equal(fl_store_seen_until(1000, 5000), 5000);
+  assert_int_equal(fl_store_seen_until(1000, 1000 + 2 * FL_ENVELOPE_MAX_LIFE_MS),
+                   1000 + FL_ENVELOPE_MAX_LIFE_MS);
+}
+
+/* A store written before the seen-set kept expiries: each key gets a full
+ * envelope life from when it was seen. */
+static void test_seen_migrates(void **state) {
+  fixture *f = *state;
+  fl_store_close(&f->s);
+  assert_int_equal(unlink(f->path), 0);
+  side_exec(f, "CREATE TABLE seen (msg_id TEXT NOT NULL, to_gid TEXT NOT NULL,"
+               " at_ms INTEGER NOT NULL, PRIMARY KEY (msg_id, to_gid));"
+               "INSERT INTO seen VALUES ('old', 'A', 5000);"
+               "PRAGMA user_version=1;");
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  assert_int_equal(put(f->s, "old", "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(fl_store_expire(f->s, 5000 + FL_ENVELOPE_MAX_LIFE_MS - 1, NULL), 0);
+  assert_int_equal(put(f->s, "old", "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(side_count(f, "SELECT exp_ms FROM seen WHERE msg_id = 'old'"),
+                   5000 + FL_ENVELOPE_MAX_LIFE_MS);
 }
 
 /* ---- counts -------------------------------------------------------------- */
@@ -889,6 +921,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_full, setup, teardown),
       cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_trim, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_migrates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_count_total, setup, teardown),
       cmocka_unit_test_setup_teardown(test_entities, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
