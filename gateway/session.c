@@ -138,7 +138,14 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   fl_copy(e->tmux_socket, sizeof e->tmux_socket, id->tmux_socket);
   /* A pane means tmux: the one terminal backend a session can name today. */
   e->inject = e->pane[0] ? fl_inject_lookup("tmux") : NULL;
-  if ((rc = fl_entity_persist(gw, e))) {
+  /* Written only when the store does not hold it so already: an agent that
+   * comes back unchanged reconnects even on a full disk. */
+  fl_entity_rec now, stored;
+  fl_entity_rec_of(e, &now);
+  int same = fl_store_entity_by_name(gw->store, e->name, &stored) == 0 &&
+             strcmp(stored.gid, now.gid) == 0 && strcmp(stored.role, now.role) == 0 &&
+             strcmp(stored.groups, now.groups) == 0;
+  if (!same && (rc = fl_entity_persist(gw, e))) {
     fl_errf(err, errlen, "could not record the entity (%s)", fl_strerror(rc));
     goto fail;
   }

@@ -22,7 +22,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, openSync, writeSync, closeSync, rmSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { fleetTest, sleep, waitFor, bin } from '../integration/harness.mjs';
+import { fleetTest, sleep, waitFor, bin, PROTOCOL_VERSION } from '../integration/harness.mjs';
 
 const NOFILE = 64;
 const CI = process.env.CI === 'true' || process.env.CI === '1';
@@ -249,4 +249,33 @@ diskTest('starting on a full disk fails with a clear message, not a crash', asyn
   assert.equal(r.signal, null, `fleetd was killed by ${r.signal}:\n${r.stderr}`);
   assert.equal(r.code, 1, `exit status 1:\n${r.stderr}`);
   assert.match(r.stderr, /disk (is )?full|No space left/i, `the message says the disk is full:\n${r.stderr}`);
+});
+
+diskTest('on a full disk an agent that was connected before reconnects (initialize writes nothing unchanged)', async (f, t, mnt) => {
+  f.stateDir = path.join(mnt, 'state');
+  await f.startFleetd();
+  const identity = { name: 'steady', role: 'worker', groups: ['ops'] };
+  const first = await f.rawConn();
+  await first.initialize({ identity });
+  first.destroy();
+  fill(path.join(mnt, 'filler'));
+  await sleep(200); // fleetd sees the first session end
+  const again = await f.rawConn();
+  await again.initialize({ identity });
+  const l = await again.request('tools/call', { name: 'fleet_list', arguments: {} });
+  assert.ok(l.result && !l.result.isError, `the reconnected agent works: ${JSON.stringify(l).slice(0, 300)}`);
+  // A changed identity must be written, and the full disk says so.
+  again.destroy();
+  await sleep(200);
+  const changed = await f.rawConn();
+  const r = await changed.request('initialize', {
+    protocolVersion: PROTOCOL_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'raw-test', version: '0.0.0' },
+    _meta: { 'fleet/identity': { ...identity, groups: ['ops', 'new'] } },
+  });
+  t.diagnostic(`a changed identity on the full disk: ${JSON.stringify(r).slice(0, 200)}`);
+  assert.ok(r.error, `a change that cannot be recorded is refused: ${JSON.stringify(r).slice(0, 300)}`);
+  assert.match(r.error.message, /disk (is )?full|no space|could not record/i);
+  assert.ok(f.fleetdAlive(), 'fleetd keeps running');
 });
