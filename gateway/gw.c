@@ -84,7 +84,7 @@ json_t *fl_gw_status(fl_gw *gw) {
 static void fl_sweep_cb(uv_timer_t *t) {
   fl_gw *gw = t->data;
   size_t dropped = 0;
-  if (fl_store_expire(gw->store, fl_now_ms(), &dropped) != 0)
+  if (fl_store_check_file(gw->store) != 0 || fl_store_expire(gw->store, fl_now_ms(), &dropped) != 0)
     fl_gw_count(gw, FL_C_STORE_ERRORS);
   else if (dropped)
     fl_remote_sweep(gw);

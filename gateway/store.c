@@ -260,7 +260,31 @@ static void fl_rollback(fl_store *s, const char *trace) {
   }
 }
 
+int fl_store_check_file(fl_store *s) {
+  if (!s || !s->path)
+    return FL_EINVAL;
+  struct stat st;
+  int missing = stat(s->path, &st) != 0;
+  if (!missing && (unsigned long long)st.st_dev == s->dev &&
+      (unsigned long long)st.st_ino == s->ino)
+    return 0;
+  if (!s->file_gone)
+    fl_error(NULL,
+             "store: %s was %s while fleetd had it open: nothing written now would survive a "
+             "restart, so every write is refused from here on (sends fail, nothing is answered "
+             "`sent`). Messages held only in the old file are lost at the next restart; drain "
+             "them now, then restart fleetd (see docs/operations.md, \"holds.db\")",
+             s->path, missing ? "deleted" : "replaced by another file");
+  s->file_gone = 1;
+  return FL_ESTORE;
+}
+
 static int fl_commit(fl_store *s, const char *trace) {
+  /* A commit into a file that is no longer the database's is lost. */
+  if (fl_store_check_file(s) != 0) {
+    fl_rollback(s, trace);
+    return FL_ESTORE;
+  }
   int rc = fl_exec(s, s->batch ? FL_ST_RELEASE : FL_ST_COMMIT, trace, "commit");
   if (rc)
     fl_rollback(s, trace);
@@ -288,7 +312,9 @@ int fl_store_batch_end(fl_store *s) {
   if (!s || !s->batch)
     return FL_EINVAL;
   s->batch = 0;
-  int rc = fl_exec(s, FL_ST_COMMIT, NULL, "commit batch");
+  int rc = fl_store_check_file(s);
+  if (rc == 0)
+    rc = fl_exec(s, FL_ST_COMMIT, NULL, "commit batch");
   if (rc && !sqlite3_get_autocommit(s->db))
     fl_exec(s, FL_ST_ROLLBACK, NULL, "rollback batch");
   fl_seen_trim_due(s);
@@ -483,6 +509,14 @@ int fl_store_open(const char *path, fl_store **out) {
   sqlite3_busy_timeout(s->db, FL_STORE_BUSY_MS);
   if ((rc = fl_setup_db(s)))
     goto fail;
+  struct stat st;
+  if (!(s->path = fl_strdup(path)) || stat(path, &st) != 0) {
+    rc = s->path ? FL_ESTORE : FL_ENOMEM;
+    fl_error(NULL, "store: cannot stat %s after opening it", path);
+    goto fail;
+  }
+  s->dev = (unsigned long long)st.st_dev;
+  s->ino = (unsigned long long)st.st_ino;
   s->max_seen = FL_MAX_SEEN;
   char horizon[32] = "0";
   if ((rc = fl_pragma(s, "SELECT coalesce((SELECT exp_ms FROM seen_horizon WHERE k = 0), 0)",
@@ -513,6 +547,7 @@ void fl_store_close(fl_store **sp) {
   /* Closing the last connection checkpoints the WAL into the database. */
   if (s->db && sqlite3_close(s->db) != SQLITE_OK)
     fl_store_db_fail(s, NULL, "close");
+  fl_free(s->path);
   fl_free(s);
   *sp = NULL;
 }

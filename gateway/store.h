@@ -56,6 +56,12 @@ int fl_store_open(const char *path, fl_store **out);
  * FULL (each commit is fsynced: survives a power loss too, and costs a sync
  * per commit). 0 or FL_ESTORE. */
 int fl_store_set_sync(fl_store *s, int full);
+/* 0 while the database's path still names the file opened (same device
+ * and inode); FL_ESTORE, logged loudly once, when it was deleted or
+ * replaced: from then on every commit is refused, since nothing written
+ * to the unlinked file would survive a restart. Checked before each commit
+ * and by the sweeper. */
+int fl_store_check_file(fl_store *s);
 /* Closes and sets *s to NULL. NULL-safe. */
 void fl_store_close(fl_store **s);
 

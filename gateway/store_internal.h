@@ -53,6 +53,9 @@ struct fl_store {
   size_t max_seen;        /* the seen-set's count bound */
   size_t seen_added;      /* keys added since the last trim */
   long long seen_horizon; /* envelopes expiring at or before it are refused */
+  char *path;             /* the database file, and the file it was at open: */
+  unsigned long long dev, ino;
+  int file_gone; /* set once path no longer names that file */
 };
 
 /* Logs a database failure with SQLite's own words and returns FL_ESTORE. */

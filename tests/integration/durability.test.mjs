@@ -4,7 +4,9 @@
 // checked to be the one fleetctl status reports.
 
 import assert from 'node:assert/strict';
-import { fleetTest, callTool, entity, selfGid, waitFor } from './harness.mjs';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { fleetTest, callTool, callToolRaw, entity, resultText, selfGid, waitFor } from './harness.mjs';
 
 async function survivesKill9(f, sync) {
   const start = () => f.startFleetd(sync ? { config: { store: { synchronous: sync } } } : {});
@@ -71,3 +73,24 @@ async function survivesKill9(f, sync) {
 
 fleetTest('held messages survive kill -9 and are drained exactly once', (f) => survivesKill9(f));
 fleetTest('with store.synchronous full, too', (f) => survivesKill9(f, 'full'));
+
+// holds.db deleted under a running fleetd (an operator's rm, a cleanup
+// script): nothing written after that would survive a restart, so fleetd
+// says so loudly and refuses every write; a send fails instead of being
+// answered `sent`, and what was held before can still be drained.
+fleetTest('holds.db deleted under a running fleetd: noticed, logged, and no send is answered sent', async (f) => {
+  await f.startFleetd();
+  const alice = await f.mcpClient('alice');
+  const bob = await f.mcpClient('bob');
+  const before = await callTool(alice, 'fleet_send', { to: 'bob', content: 'held before the rm' });
+  assert.equal(before.status, 'sent', JSON.stringify(before));
+  rmSync(path.join(f.stateDir, 'holds.db'));
+  const r = await callToolRaw(alice, 'fleet_send', { to: 'bob', content: 'after the rm' });
+  assert.equal(r.isError, true, `a send after the rm is refused: ${JSON.stringify(r)}`);
+  assert.doesNotMatch(resultText(r), /"status":\s*"sent"/);
+  await waitFor(async () => /holds\.db was deleted while fleetd had it open/.test(f.fleetdLog), { what: 'the log to say holds.db was deleted' });
+  const p = await callToolRaw(bob, 'fleet_poll', { max: 10 });
+  const got = p.isError ? [] : p.structuredContent.messages.map((m) => m.content);
+  assert.ok(!got.includes('after the rm'), JSON.stringify(got));
+  assert.ok(f.fleetdAlive(), 'fleetd keeps running');
+});

@@ -464,6 +464,24 @@ static void test_seen_trim(void **state) {
                    1000 + FL_ENVELOPE_MAX_LIFE_MS);
 }
 
+/* holds.db deleted or replaced under an open store: every commit is
+ * refused, since the unlinked file would be gone after a restart. */
+static void test_file_deleted(void **state) {
+  fixture *f = *state;
+  assert_int_equal(fl_store_check_file(f->s), 0);
+  assert_int_equal(put(f->s, "before", "A", "X", "kept", 0), 0);
+  assert_int_equal(unlink(f->path), 0);
+  assert_int_equal(fl_store_check_file(f->s), FL_ESTORE);
+  assert_int_equal(put(f->s, "after", "A", "X", "refused", 0), FL_ESTORE);
+  assert_int_equal(count(f->s, "A", 0), 1); /* nothing half-written */
+  /* Another file at the same path is not the database either. */
+  FILE *o = fopen(f->path, "w");
+  assert_non_null(o);
+  fclose(o);
+  assert_int_equal(fl_store_check_file(f->s), FL_ESTORE);
+  assert_int_equal(put(f->s, "after", "A", "X", "refused", 0), FL_ESTORE);
+}
+
 /* A store written before the seen-set kept expiries: each key gets a full
  * envelope life from when it was seen. */
 static void test_seen_migrates(void **state) {
@@ -922,6 +940,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_trim, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_migrates, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_file_deleted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_count_total, setup, teardown),
       cmocka_unit_test_setup_teardown(test_entities, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
