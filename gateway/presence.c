@@ -72,7 +72,7 @@ typedef struct fl_host_seen {
   struct fl_host_seen *next;
   char host[FL_MAX_NAME + 1];
   long long ts_ms;         /* the beat's own stamp, against replays */
-  long long expires_ms;    /* when it reads unknown, on our clock */
+  long long expires_ms;    /* when it reads unknown, on our monotonic clock */
   fl_profile_ad *profiles; /* owned; nprofiles of them, as its last beat said */
   size_t nprofiles;
   int lists_agents; /* its host beat lists its entities (beat.h) */
@@ -263,7 +263,7 @@ int fl_presence_host_reads_packed(const fl_presence *p, const char *host) {
 }
 
 int fl_presence_peers_need_entity_beats(const fl_presence *p) {
-  long long now = fl_now_ms();
+  long long now = fl_mono_ms();
   for (const fl_host_seen *h = p->hosts; h; h = h->next)
     if (!h->lists_agents && now <= h->expires_ms && fl_roster_host_trusted(p->gw, h->host))
       return 1;
@@ -316,7 +316,7 @@ void fl_presence_link(fl_presence *p, int up) {
 const char *fl_presence_status(const fl_presence *p, const fl_entity *e) {
   if (!p->up)
     return "unknown";
-  if (e->dropped || fl_now_ms() > e->presence.expires_ms)
+  if (e->dropped || fl_mono_ms() > e->presence.expires_ms)
     return "offline";
   return e->presence.online ? "online" : "offline";
 }
@@ -342,7 +342,7 @@ static void fl_ad_write(fl_jw *w, const fl_profile_ad *ad) {
 /* Written, not built as trees: a fleet_list of 200 hosts built them all
  * on every call. */
 void fl_presence_hosts_write(fl_presence *p, fl_jw *w) {
-  long long now = fl_now_ms();
+  long long now = fl_mono_ms();
   for (fl_host_seen *h = p->hosts; h; h = h->next) {
     if (!fl_roster_host_trusted(p->gw, h->host))
       continue; /* unpinned since: not believed */
@@ -432,7 +432,7 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
   h->reads_packed = fl_envelope_major(env) == FL_ENVELOPE_MAJOR &&
                     fl_envelope_minor(env) >= FL_ENVELOPE_PACKED_MINOR;
   h->ts_ms = ts;
-  h->expires_ms = fl_now_ms() + p->ttl_ms;
+  h->expires_ms = fl_mono_ms() + p->ttl_ms;
   for (size_t i = 0; i < b->nagents; i++)
     fl_presence_take_listed(p, env->host, &b->agents[i], ts);
   if (b->agents_dropped) {
@@ -472,7 +472,7 @@ static int fl_presence_gid_refused(fl_presence *p, const char *host, const char 
       fl_gw_count(gw, FL_C_STORE_ERRORS);
     /* Released (or unreadable): another host's live claim still stands. */
     refused = e && (!e->remote || (strcmp(e->host, host) != 0 && !e->dropped &&
-                                   e->presence.expires_ms > fl_now_ms()));
+                                   e->presence.expires_ms > fl_mono_ms()));
     if (refused)
       fl_copy(owner, sizeof owner, e->remote ? e->host : "");
   }
@@ -537,7 +537,7 @@ int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl
   e->delivery_inject = b->inject;
   e->inbox_degraded = b->inbox_degraded;
   e->presence.ts_ms = beat_ts_ms;
-  e->presence.expires_ms = now + p->ttl_ms;
+  e->presence.expires_ms = fl_mono_ms() + p->ttl_ms;
   e->last_seen_ms = now;
   /* Remember who lives where (only when it changed, not every beat). */
   fl_entity_rec after;
@@ -711,7 +711,7 @@ int fl_presence_park(fl_presence *p, const fl_broker_delivery *d) {
   pk->env = *d->env;
   fl_copy(pk->gid, sizeof pk->gid, d->gid);
   fl_copy(pk->key, sizeof pk->key, d->routing_key);
-  pk->until_ms = fl_now_ms() + p->interval_ms + FL_PARK_GRACE_MS;
+  pk->until_ms = fl_mono_ms() + p->interval_ms + FL_PARK_GRACE_MS;
   pk->next = p->parked;
   p->parked = pk;
   p->nparked++;
@@ -725,7 +725,7 @@ int fl_presence_park(fl_presence *p, const fl_broker_delivery *d) {
 /* Takes out the parked deliveries that match (from gid, or every one whose
  * time is up when gid is NULL) and runs them through the receive path. */
 static void fl_unpark(fl_presence *p, const char *gid) {
-  long long now = fl_now_ms();
+  long long now = fl_mono_ms();
   fl_parked *ready = NULL;
   for (fl_parked **pp = &p->parked; *pp;) {
     fl_parked *pk = *pp;

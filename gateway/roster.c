@@ -338,7 +338,7 @@ static int fl_stale_cmp(const void *a, const void *b) {
 }
 
 size_t fl_roster_reclaim(fl_gw *gw, size_t want) {
-  long long now = fl_now_ms();
+  long long now = fl_mono_ms(); /* presence.expires_ms is monotonic */
   size_t n = 0;
   for (fl_entity *e = gw->entities; e; e = e->next)
     n += e->remote && !e->client && (e->dropped || now > e->presence.expires_ms);

@@ -64,7 +64,7 @@ struct fl_entity {
   int inbox_degraded;
   struct {
     int online;           /* as its last beat said */
-    long long expires_ms; /* the beat's TTL runs out then */
+    long long expires_ms; /* the beat's TTL runs out then (fl_mono_ms) */
     long long ts_ms;      /* ts of the newest beat taken: older ones are replays */
   } presence;             /* presence.c's */
   char host[64];

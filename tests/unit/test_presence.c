@@ -250,6 +250,10 @@ static void test_take_and_ttl(void **state) {
   assert_string_equal(e->role, "worker");
   assert_int_equal(e->ngroups, 1);
   assert_string_equal(fl_presence_status(f->p, e), "online");
+  /* The TTL is a duration on the monotonic clock: a wall-clock jump (NTP,
+   * a suspended VM) neither ends it early nor stretches it. */
+  long long left = e->presence.expires_ms - fl_mono_ms();
+  assert_true(left > 0 && left <= 60);
 
   /* The link down: nobody can tell. */
   fl_presence_link(f->p, 0);
@@ -559,7 +563,7 @@ static void test_full_roster_forgets_the_stalest(void **state) {
     /* Seen in order, entity 0 longest ago, and live however long this takes. */
     fl_entity *e = fl_entity_by_gid(gw, gid);
     e->last_seen_ms = now - 100000 + (long long)i;
-    e->presence.expires_ms = now + 3600000;
+    e->presence.expires_ms = fl_mono_ms() + 3600000; /* monotonic */
   }
   assert_int_equal(fl_store_batch_end(gw->store), 0);
   assert_int_equal(gw->nentities, FL_MAX_ENTITIES);
@@ -570,7 +574,7 @@ static void test_full_roster_forgets_the_stalest(void **state) {
   /* Their TTL runs out; entity 7 beats again, entity 500 left. */
   for (size_t i = 0; i < n; i++) {
     many_gid(i, gid);
-    fl_entity_by_gid(gw, gid)->presence.expires_ms = now - 1;
+    fl_entity_by_gid(gw, gid)->presence.expires_ms = fl_mono_ms() - 1;
   }
   many_gid(7, gid);
   assert_int_equal(fl_presence_take(f->p, "hostB", gid, &b, fl_now_ms()), 0);
