@@ -263,7 +263,7 @@ static json_t *fl_claim_result(fl_gw *gw, fl_client *c, const char *resource,
     fl_rfc3339(st->expires_ms, exp);
     fl_rfc3339(st->since_ms, since);
   }
-  return json_pack("{s:s, s:s, s:o?, s:s?, s:s?, s:I}", "status", status, "resource", resource,
+  return json_pack("{s:s, s:s, s:o*, s:s*, s:s*, s:I}", "status", status, "resource", resource,
                    "owner", st->owned ? fl_agent_json(&st->owner) : NULL, "expiresAt",
                    st->owned ? exp : NULL, "since", st->owned ? since : NULL, "settleMs",
                    (json_int_t)fl_settle_ms(gw));
