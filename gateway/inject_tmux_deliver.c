@@ -76,7 +76,7 @@ typedef struct fl_tmux_send {
   char buffer[48];       /* the named paste buffer */
   enum fl_send_step step;
   uint64_t before, typed; /* screen hashes: before typing, once it showed */
-  long long until_ms;
+  long long until_ms;     /* monotonic: when the current check gives up */
   /* load-buffer's stdin */
   uv_process_t proc;
   uv_pipe_t in;
@@ -119,7 +119,7 @@ static void fl_send_look_timer(uv_timer_t *t) { fl_send_look(t->data); }
 
 /* Looks again soon, or gives up with why once the bound is reached. */
 static void fl_send_again(fl_tmux_send *s, enum fl_inject_state st, const char *why) {
-  if (fl_now_ms() >= s->until_ms) {
+  if (fl_mono_ms() >= s->until_ms) {
     fl_send_finish(s, FL_ETIMEDOUT, st, why);
     return;
   }
@@ -134,7 +134,7 @@ static void fl_send_entered(void *ctx, int status) {
     return;
   }
   s->step = FL_SEND_SUBMIT;
-  s->until_ms = fl_now_ms() + FL_TMUX_VERIFY_MS;
+  s->until_ms = fl_mono_ms() + FL_TMUX_VERIFY_MS;
   fl_send_look(s);
 }
 
@@ -197,7 +197,7 @@ static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen) 
         uv_timer_start(&s->timer, fl_send_pause_done, s->t.pause_ms, 0);
       else
         fl_send_enter(s);
-    } else if (fl_now_ms() >= s->until_ms) {
+    } else if (fl_mono_ms() >= s->until_ms) {
       /* Keys reach the agent in order, so backspaces sent now come after
        * the text however late it shows: nothing is left behind. */
       s->erase_why = "typed, but the text did not show in the pane; Enter was not pressed, and "
@@ -210,7 +210,7 @@ static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen) 
   case FL_SEND_SUBMIT:
     if (screen != s->typed && st != FL_INJECT_DRAFT && st != FL_INJECT_GONE)
       fl_send_finish(s, 0, st, s->note);
-    else if (fl_now_ms() >= s->until_ms && st == FL_INJECT_DRAFT) {
+    else if (fl_mono_ms() >= s->until_ms && st == FL_INJECT_DRAFT) {
       s->erase_why = "typed, but Enter did not submit it; the text was erased from the input "
                      "line, so the agent did not get it";
       fl_send_erase(s);
@@ -222,7 +222,7 @@ static void fl_send_looked(void *ctx, enum fl_inject_state st, uint64_t screen) 
 
   /* Typing. */
   s->step = FL_SEND_ARRIVE;
-  s->until_ms = fl_now_ms() + FL_TMUX_VERIFY_MS;
+  s->until_ms = fl_mono_ms() + FL_TMUX_VERIFY_MS;
   int rc;
   if (!s->multi && s->len <= FL_TMUX_ARG_TEXT_MAX)
     rc = fl_tmux_send_line(s);
