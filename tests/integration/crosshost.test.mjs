@@ -551,7 +551,14 @@ hostsTest('a full classic inbox refuses the send (nack, remote_publish_failed) a
   // Leave the broker as found for the next test: restart hostB so it drains the inbox, purge the dead letters.
   await hostB.startFleetd();
   const bob2 = await hostB.mcpClient('bob');
-  const got = await callTool(bob2, 'fleet_poll', { wait_s: 10, max: 10 });
-  assert.deepEqual(got.messages.map((m) => m.content).sort(), ['full:0', 'full:1']);
+  // A waiting poll returns with what has arrived; the two may come in
+  // separate bursts, so poll until both are in (each exactly once).
+  const got = [];
+  await waitFor(async () => {
+    const r = await callTool(bob2, 'fleet_poll', { wait_s: 2, max: 10 });
+    got.push(...r.messages.map((m) => m.content));
+    return got.length >= 2;
+  }, { timeout: 20000, what: 'both held messages polled' });
+  assert.deepEqual(got.sort(), ['full:0', 'full:1']);
   await hostA.fleetctl(['dlq', 'purge']);
 });
