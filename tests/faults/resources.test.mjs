@@ -18,10 +18,10 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, openSync, writeSync, closeSync, rmSync, readFileSync } from 'node:fs';
+import { mkdirSync, rmSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { fill, mountTmpfs, unmountTmpfs } from '../integration/disk.mjs';
 import { fleetTest, sleep, waitFor, bin, PROTOCOL_VERSION } from '../integration/harness.mjs';
 
 const NOFILE = 64;
@@ -130,40 +130,6 @@ fleetTest('out of file descriptors: refused clearly, logged once, the rest keeps
 
 // ---- disk full ----------------------------------------------------------------------
 
-/** Mounts a tmpfs of size at dir; returns null, or why it cannot. */
-function mountTmpfs(dir, size) {
-  if (process.getuid?.() !== 0) return 'not root';
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
-  return r.status === 0 ? null : `mount failed: ${(r.stderr || r.error?.message || '').trim()}`;
-}
-
-/** Writes zeros to file until the disk is full; returns the bytes written. */
-function fill(file) {
-  const fd = openSync(file, 'w');
-  const chunk = Buffer.alloc(64 * 1024);
-  let n = 0;
-  try {
-    for (;;) {
-      try {
-        n += writeSync(fd, chunk);
-      } catch (e) {
-        if (e.code !== 'ENOSPC') throw e;
-        // Then the last few bytes, until not one more goes in.
-        const one = Buffer.alloc(512);
-        for (;;) {
-          try {
-            n += writeSync(fd, one);
-          } catch {
-            return n;
-          }
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
 function diskTest(name, fn) {
   fleetTest(name, async (f, t) => {
     const mnt = path.join(f.dir, 'disk');
@@ -178,7 +144,7 @@ function diskTest(name, fn) {
       await fn(f, t, mnt);
     } finally {
       if (f.fleetd) await f.stopFleetd().catch(() => {});
-      spawnSync('umount', ['-l', mnt]);
+      unmountTmpfs(mnt);
     }
   });
 }

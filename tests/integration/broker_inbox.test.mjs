@@ -24,10 +24,10 @@
 // without a restart.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, openSync, writeSync, closeSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { callTool, callToolRaw, selfGid, waitFor, sleep } from './harness.mjs';
+import { fill, mountTmpfs, unmountTmpfs } from './disk.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus, waitEntity } from './broker-harness.mjs';
 import { amqpClient, counters, status, waitCounter } from './trust-helpers.mjs';
 
@@ -153,34 +153,6 @@ hostsTest('a squatted inbox (x-max-length 0) reads degraded and no send to it an
 
 // ---- disk full on the receiving host --------------------------------------------
 
-function mountTmpfs(dir, size) {
-  if (process.getuid?.() !== 0) return 'not root';
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
-  return r.status === 0 ? null : `mount failed: ${(r.stderr || r.error?.message || '').trim()}`;
-}
-
-/** Writes zeros to file until the disk is full; returns the bytes written. */
-function fill(file) {
-  const fd = openSync(file, 'w');
-  let n = 0;
-  try {
-    for (const size of [64 * 1024, 512]) {
-      const chunk = Buffer.alloc(size);
-      for (;;) {
-        try {
-          n += writeSync(fd, chunk);
-        } catch (e) {
-          if (e.code !== 'ENOSPC') throw e;
-          break;
-        }
-      }
-    }
-    return n;
-  } finally {
-    closeSync(fd);
-  }
-}
-
 hostsTest('disk full on the receiving host: a burst is requeued, then arrives once, in order, without a restart', brokerRef, { start: false, timeout: 180000 }, async ({ hostA, hostB }, t) => {
   const mnt = path.join(hostB.dir, 'disk');
   mkdirSync(mnt);
@@ -225,6 +197,6 @@ hostsTest('disk full on the receiving host: a burst is requeued, then arrives on
     t.diagnostic(`store_batch_failures ${c1.store_batch_failures}, deliveries_requeued ${c1.deliveries_requeued}`);
   } finally {
     await hostB.stopFleetd().catch(() => {});
-    spawnSync('umount', ['-l', mnt]);
+    unmountTmpfs(mnt);
   }
 });
