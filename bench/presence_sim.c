@@ -45,11 +45,11 @@
 #include "common/alloc.h"
 #include "common/ids.h"
 #include "common/time.h"
-#include "gateway/beat.h"
-#include "gateway/broker_headers.h"
-#include "gateway/envelope.h"
-#include "gateway/sign.h"
-#include "gateway/topology.h"
+#include "gateway/broker/broker_headers.h"
+#include "gateway/fabric/beat.h"
+#include "gateway/proto/envelope.h"
+#include "gateway/proto/sign.h"
+#include "gateway/proto/topology.h"
 
 #define CH 1
 #define MAX_HOSTS 1000

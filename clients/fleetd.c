@@ -23,8 +23,8 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/paths.h"
-#include "gateway/config.h"
-#include "gateway/dashboard.h"
+#include "gateway/config/config.h"
+#include "gateway/dash/dashboard.h"
 #include "gateway/gw.h"
 #include "mcp/server.h"
 

@@ -2,7 +2,7 @@
  * and the one escaping of a JSON string's contents.
  *
  * For a result too big to build as a jansson tree and dump (fleet_list of
- * thousands of entities, gateway/list.c): the caller appends the values in
+ * thousands of entities, gateway/core/list.c): the caller appends the values in
  * order and the writer only puts the commas and colons between them. The
  * bytes are what json_dumps(v, JSON_COMPACT) writes for a tree with the same
  * values and keys in the same order: no spaces, integers in decimal, true,

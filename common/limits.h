@@ -15,7 +15,7 @@
 #define FL_MAX_CONTENT (1024u * 1024u)
 /* A message body as it travels on the broker: the content, sealed to its
  * recipient gateway, is 40 bytes longer (a 24-byte nonce and a 16-byte MAC,
- * gateway/seal.h). */
+ * gateway/proto/seal.h). */
 #define FL_MAX_WIRE_BODY (FL_MAX_CONTENT + 40u)
 
 /* Bytes queued for one client socket that it has not read yet. A client that
@@ -23,7 +23,7 @@
 #define FL_MAX_OUTQ (16u * 1024u * 1024u)
 
 /* One tool result written straight as JSON (fleet_list's roster,
- * gateway/list.c). Its response line carries it twice, the second time
+ * gateway/core/list.c). Its response line carries it twice, the second time
  * escaped as text (a roster's is about 10% longer: every quote gets a
  * backslash), so 6 MiB keeps the line well inside FL_MAX_OUTQ. That is about
  * 30,000 entities of 200 bytes each. */
@@ -145,7 +145,7 @@
 #define FL_MAX_MAX_SEEN 10000000
 #define FL_ENVELOPE_MAX_LIFE_MS (7LL * 24 * 3600 * 1000)
 
-/* ---- broker link (gateway/broker.c) ---- */
+/* ---- broker link (gateway/broker/broker.c) ---- */
 
 /* Publishes accepted by fl_broker_publish and not yet reported through
  * on_publish_done (queued, on the wire, or awaiting the broker's confirm).
@@ -204,11 +204,11 @@
  * into SQL. */
 #define FL_MAX_GIDS_PER_HOST 10000
 /* When it is full, the roster forgets this many of the remote entities that
- * left or have been offline longest at once (gateway/roster.h), so a long
+ * left or have been offline longest at once (gateway/core/roster.h), so a long
  * run of agents that come and go never locks new ones out. */
 #define FL_ROSTER_RECLAIM_BATCH 100
 
-/* Local entities one host beat lists (gateway/beat.h): a body of at most
+/* Local entities one host beat lists (gateway/fabric/beat.h): a body of at most
  * a few hundred KiB even with every group of every entity at its longest,
  * well inside FL_MAX_WIRE_BODY. A host with more beats the rest one by one. */
 #define FL_MAX_BEAT_AGENTS 256
@@ -217,14 +217,14 @@
  * (unacked) until it does or a presence interval passes. */
 #define FL_MAX_PARKED 1000
 
-/* Hosts whose refused presence is tracked (gateway/refusals.h), so a host
+/* Hosts whose refused presence is tracked (gateway/fabric/refusals.h), so a host
  * that keeps beating unpinned is logged once a minute, not once a beat; and
  * the names each one's refused beats announced (a hint for errors). Past
  * the cap the host refused longest ago is forgotten. */
 #define FL_MAX_REFUSING_HOSTS 64
 #define FL_REFUSAL_NAMES 16
 
-/* Spawn profiles (config "profiles", gateway/config.c). 32 profiles is far
+/* Spawn profiles (config "profiles", gateway/config/config.c). 32 profiles is far
  * more than one host runs kinds of agent; every field has its own cap so a
  * profile fits the fixed fl_profile that fl_gw_config copies by value. The
  * command and env are kept as one compact JSON text of at most
@@ -245,7 +245,7 @@
 #define FL_MAX_COMMAND_CHARS 16
 
 /* Other hosts whose _gateway beat (their spawn profiles) is remembered: as
- * many as can be pinned (FL_PEERS_MAX, gateway/peers.h), since only pinned
+ * many as can be pinned (FL_PEERS_MAX, gateway/proto/peers.h), since only pinned
  * hosts get that far. Past it a new host's beat is refused and logged. */
 #define FL_MAX_HOSTS 1024
 
@@ -264,7 +264,7 @@
 #define FL_LOG_LINE_MAX 1024
 #define FL_LOG_TRACE_LINES 4096
 
-/* ---- rooms (gateway/room.c) ---- */
+/* ---- rooms (gateway/rooms/room.c) ---- */
 
 /* One room envelope as served, in bytes: a bigger one is dropped
  * (oversize). */

@@ -202,7 +202,7 @@ typedef void (*fl_gw_cb)(void *ctx, json_t *result, const char *err);
  * (err lists each name@host), FL_EUNPINNED when it is on (or names) a host
  * whose key is not pinned here (err says how to pin it). */
 int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
-/* fleet_list's result written as compact JSON (gateway/list.c says its
+/* fleet_list's result written as compact JSON (gateway/core/list.c says its
  * shape), with its escaped text: 0 with *out filled (the caller frees it,
  * fl_json_out_free), or FL_ENOMEM, or FL_ETOOBIG past FL_MAX_RESULT_JSON.
  * fl_gw_list is the same result as a tree. */

@@ -1,6 +1,6 @@
 /* claim_tools.h — the claim tools' handlers (fleet_claim, fleet_release,
  * fleet_handoff, fleet_claims), as rows for tools.c's table. Each runs one
- * fl_gw_* claim verb (gateway/claims.h). */
+ * fl_gw_* claim verb (gateway/rooms/claims.h). */
 #ifndef FL_MCP_CLAIM_TOOLS_H
 #define FL_MCP_CLAIM_TOOLS_H
 

@@ -47,7 +47,7 @@ import {
 export const NUDGE_RE = /call the fleet_poll tool/;
 
 /**
- * What a pane is typed for text, by the rule of gateway/inject_text.h: a C0
+ * What a pane is typed for text, by the rule of gateway/inject/inject_text.h: a C0
  * control byte other than newline and tab becomes its Control Pictures
  * stand-in (U+2400 + byte), DEL U+2421, a C1 control U+FFFD, a CR before a
  * newline is dropped; a text whose first non-blank character is one of

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

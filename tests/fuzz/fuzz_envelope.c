@@ -40,10 +40,10 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
-#include "gateway/broker_headers.h"
-#include "gateway/broker_internal.h"
-#include "gateway/envelope.h"
-#include "gateway/sign.h"
+#include "gateway/broker/broker_headers.h"
+#include "gateway/broker/broker_internal.h"
+#include "gateway/proto/envelope.h"
+#include "gateway/proto/sign.h"
 
 #define MAX_ENTRIES 64
 

@@ -28,7 +28,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/names.h"
-#include "gateway/identity.h"
+#include "gateway/proto/identity.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -28,7 +28,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/names.h"
-#include "gateway/peers.h"
+#include "gateway/proto/peers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

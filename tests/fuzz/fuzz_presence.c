@@ -31,8 +31,8 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/time.h"
-#include "gateway/gw_internal.h"
-#include "gateway/presence.h"
+#include "gateway/core/gw_internal.h"
+#include "gateway/fabric/presence.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 

@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "gateway/gw_internal.h"
-#include "gateway/room.h"
+#include "gateway/core/gw_internal.h"
+#include "gateway/rooms/room.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { fleetTest, callTool, resultText, RawConn, sleep, PROTOCOL_VERSION } from './harness.mjs';
 
-const MAX_LINE = 4 * 1024 * 1024; // FL_MAX_LINE in gateway/limits.h
+const MAX_LINE = 4 * 1024 * 1024; // FL_MAX_LINE in common/limits.h
 
 function assertError(res, code, what) {
   assert.ok(res && res.error, `${what}: want a JSON-RPC error, got ${JSON.stringify(res)}`);

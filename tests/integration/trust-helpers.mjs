@@ -1,5 +1,5 @@
 // trust-helpers.mjs — an envelope encoder and signer written from
-// docs/wire-format.md (not from gateway/sign.c), an AMQP client that is not
+// docs/wire-format.md (not from gateway/proto/sign.c), an AMQP client that is not
 // fleet's (amqplib), and small helpers for the trust and TLS tests: reading a
 // gateway's node identity, pinning gateways to each other with fleetctl, and
 // reading fleetctl status counters.

@@ -1,6 +1,6 @@
 // vectors.test.mjs — checks schema/signing-vectors.json with a second,
 // independent implementation: Node's own crypto and a canonical-form builder
-// written here from docs/wire-format.md, not from gateway/sign.c. If the C
+// written here from docs/wire-format.md, not from gateway/proto/sign.c. If the C
 // code and this file ever disagree, one of them no longer follows the
 // documented wire format. Needs no fleetd and no broker.
 //

@@ -64,10 +64,11 @@ expect "common including gateway (relative path) fails" "$tmp/common" 1 \
   '^common/base\.c:5: #include "\.\./gateway/x\.h": common/ may not include gateway/'
 
 cp -r "$here/good" "$tmp/core"
-printf '/* fabric.h */\n' >"$tmp/core/gateway/fabric.h"
-printf '#include "gateway/fabric.h"\n' >"$tmp/core/gateway/router.c"
+mkdir -p "$tmp/core/gateway/fabric" "$tmp/core/gateway/core"
+printf '/* fabric.h */\n' >"$tmp/core/gateway/fabric/fabric.h"
+printf '#include "gateway/fabric/fabric.h"\n' >"$tmp/core/gateway/core/router.c"
 expect "the gateway core including the cross-host side fails" "$tmp/core" 1 \
-  '^gateway/router\.c:1: #include "gateway/fabric\.h": the gateway core may not include the cross-host side'
+  '^gateway/core/router\.c:1: #include "gateway/fabric/fabric\.h": the gateway core may not include the cross-host side'
 
 expect "a missing root is a usage error" "$tmp/no-such-dir" 2 'no-such-dir is not a directory'
 

@@ -9,8 +9,8 @@
 
 #include <uv.h>
 
+#include "gateway/core/remote.h"
 #include "gateway/gw.h"
-#include "gateway/remote.h"
 
 typedef struct fl_test_gw {
   char dir[64]; /* the state dir, removed by fl_test_gw_close */

@@ -1,4 +1,4 @@
-/* test_beat.c — unit tests for gateway/beat.c, the presence beat bodies.
+/* test_beat.c — unit tests for gateway/fabric/beat.c, the presence beat bodies.
  *
  * A host beat built with the builders parses back to what went in (the
  * profiles, each listed entity with its gid, status and delivery); a body
@@ -19,7 +19,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
-#include "gateway/beat.h"
+#include "gateway/fabric/beat.h"
 
 /* A fixed UUID for entry i. */
 static void gid_of(size_t i, char gid[FL_ID_LEN]) {

@@ -1,4 +1,4 @@
-/* test_broker.c — unit tests for gateway/broker.c against a real broker.
+/* test_broker.c — unit tests for gateway/broker/broker.c against a real broker.
  *
  * Without FLEET_TEST_AMQP_URI only the checks that need no broker run
  * (argument and config validation, a link that cannot connect failing
@@ -34,9 +34,9 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
-#include "gateway/broker.h"
-#include "gateway/broker_headers.h"
-#include "gateway/topology.h"
+#include "gateway/broker/broker.h"
+#include "gateway/broker/broker_headers.h"
+#include "gateway/proto/topology.h"
 #include "tests/support/test_util.h"
 
 /* A safety net, not a measurement: a healthy local broker answers in

@@ -1,4 +1,4 @@
-/* test_broker_acks.c — unit tests for gateway/broker_acks.c.
+/* test_broker_acks.c — unit tests for gateway/broker/broker_acks.c.
  *
  * A multiple ack up to lo - 1 must never cover a delivery that was not
  * settled: lo moves only over settled tags, in order, whatever order the
@@ -12,7 +12,7 @@
 /* After the four above: cmocka.h uses them without including them. */
 #include <cmocka.h>
 
-#include "gateway/broker_acks.h"
+#include "gateway/broker/broker_acks.h"
 
 static void test_in_order(void **state) {
   (void)state;

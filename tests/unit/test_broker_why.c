@@ -1,4 +1,4 @@
-/* test_broker_why.c — unit tests for gateway/broker_why.c.
+/* test_broker_why.c — unit tests for gateway/broker/broker_why.c.
  *
  * rabbitmq-c says "a socket error occurred" for a refused connect and
  * leaves errno at EINPROGRESS; the reason a user reads must say that the
@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/broker_internal.h"
+#include "gateway/broker/broker_internal.h"
 
 /* A loopback port nothing listens on (bound, then closed). */
 static int free_port(void) {

@@ -1,4 +1,4 @@
-/* test_claim_rules.c — the ownership rules of claims (gateway/claim_rules.h)
+/* test_claim_rules.c — the ownership rules of claims (gateway/rooms/claim_rules.h)
  * and the room id.
  *
  * Every case is replayed in every order of its events: the owner must not
@@ -28,8 +28,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/claim_rules.h"
-#include "gateway/room_envelope.h"
+#include "gateway/rooms/claim_rules.h"
+#include "gateway/rooms/room_envelope.h"
 
 #define GID_A "00000000-0000-4000-8000-00000000000a"
 #define GID_B "00000000-0000-4000-8000-00000000000b"

@@ -1,4 +1,4 @@
-/* test_config.c — unit tests for gateway/config.c: fleetd's configuration.
+/* test_config.c — unit tests for gateway/config/config.c: fleetd's configuration.
  *
  * Each test runs fl_config_load on an argv array, with config files written
  * to a fresh temporary directory and FLEET_* variables set just for it. The
@@ -25,7 +25,7 @@
 
 #include "common/error.h"
 #include "common/names.h"
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 #include "tests/support/test_util.h"
 
 extern char **environ;

@@ -14,9 +14,9 @@
 
 #include "common/error.h"
 #include "common/limits.h"
-#include "gateway/control.h"
-#include "gateway/presence.h"
-#include "gateway/store.h"
+#include "gateway/fabric/control.h"
+#include "gateway/fabric/presence.h"
+#include "gateway/store/store.h"
 #include "tests/support/test_util.h"
 
 #define S(lit) lit, strlen(lit)

@@ -1,4 +1,4 @@
-/* test_envelope.c — unit tests for gateway/envelope.c, held against
+/* test_envelope.c — unit tests for gateway/proto/envelope.c, held against
  * schema/envelope.json (embedded at build time as fl_schema_envelope).
  *
  * The schema is the source of the wire contract; the C table must say the
@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "gateway/envelope.h"
-#include "gateway/sign.h"
+#include "gateway/proto/envelope.h"
+#include "gateway/proto/sign.h"
 
 extern const char fl_schema_envelope[];
 

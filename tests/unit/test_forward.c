@@ -1,6 +1,6 @@
 /* test_forward.c — unit tests for the forward path's pure parts: the brief
- * record's state machine (gateway/store_forward.c) and the exec backend
- * (gateway/inject_exec.c).
+ * record's state machine (gateway/store/store_forward.c) and the exec backend
+ * (gateway/inject/inject_exec.c).
  *
  * The record: a brief is queued once (a second put of its key is refused,
  * whatever state it is in, also after a close and reopen, so a redelivered
@@ -27,11 +27,11 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/time.h"
-#include "gateway/forward.h"
-#include "gateway/gw_internal.h"
-#include "gateway/inject.h"
-#include "gateway/roster.h"
-#include "gateway/store_forward.h"
+#include "gateway/core/forward.h"
+#include "gateway/core/gw_internal.h"
+#include "gateway/core/roster.h"
+#include "gateway/inject/inject.h"
+#include "gateway/store/store_forward.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 

@@ -1,4 +1,4 @@
-/* test_gid_index.c — unit tests for gateway/gid_index.c, the roster's index
+/* test_gid_index.c — unit tests for gateway/core/gid_index.c, the roster's index
  * by gid.
  *
  * Covered: an empty index finds nothing; every one of 10000 keys (through
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "gateway/gid_index.h"
+#include "gateway/core/gid_index.h"
 
 #define N 10000
 

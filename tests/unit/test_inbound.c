@@ -1,4 +1,4 @@
-/* test_inbound.c — unit tests for the duplicate rule of gateway/inbound.c.
+/* test_inbound.c — unit tests for the duplicate rule of gateway/fabric/inbound.c.
  *
  * A delivery whose msgId was seen before is settled by two facts: is it
  * still held here, and did the broker flag it redelivered. Only the broker
@@ -11,7 +11,7 @@
 /* After the four above: cmocka.h uses them without including them. */
 #include <cmocka.h>
 
-#include "gateway/inbound.h"
+#include "gateway/fabric/inbound.h"
 
 static void test_redelivery_of_a_held_message_keeps_it(void **state) {
   (void)state;

@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "common/utf8.h"
-#include "gateway/inject_text.h"
+#include "gateway/inject/inject_text.h"
 
 /* No byte of s can act as a key: no C0 but newline and tab, no DEL, no
  * C1, valid UTF-8 throughout. */

@@ -1,4 +1,4 @@
-/* test_list.c — unit tests for gateway/list.c, fleet_list's result.
+/* test_list.c — unit tests for gateway/core/list.c, fleet_list's result.
  *
  * The result is written straight as JSON; it must be the very bytes that
  * building it as a jansson tree and dumping it gave before (old_list below
@@ -28,11 +28,11 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/time.h"
-#include "gateway/config.h"
-#include "gateway/gw_internal.h"
-#include "gateway/remote.h"
-#include "gateway/roster.h"
-#include "gateway/store.h"
+#include "gateway/config/config.h"
+#include "gateway/core/gw_internal.h"
+#include "gateway/core/remote.h"
+#include "gateway/core/roster.h"
+#include "gateway/store/store.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 

@@ -1,5 +1,5 @@
-/* test_metrics.c — unit tests for the pure parts of gateway/metrics.c and
- * gateway/flows.c: a histogram's buckets and its exposition (cumulative,
+/* test_metrics.c — unit tests for the pure parts of gateway/dash/metrics.c and
+ * gateway/dash/flows.c: a histogram's buckets and its exposition (cumulative,
  * +Inf equal to the count, the sum in seconds), label escaping, and the flow
  * ring closing a send with its reply's latency and forgetting the oldest. */
 #include <setjmp.h>
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "common/alloc.h"
-#include "gateway/flows.h"
-#include "gateway/metrics.h"
+#include "gateway/dash/flows.h"
+#include "gateway/dash/metrics.h"
 
 static void test_histogram(void **state) {
   (void)state;

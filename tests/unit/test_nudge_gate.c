@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "common/error.h"
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 
 static int parse(fl_config *cfg, const char *json, char *err, size_t errlen) {
   fl_config_defaults(cfg);

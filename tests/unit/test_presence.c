@@ -1,4 +1,4 @@
-/* test_presence.c — unit tests for gateway/presence.c.
+/* test_presence.c — unit tests for gateway/fabric/presence.c.
  *
  * The pure parts first: parsing a beat's body (valid; missing fields; bad
  * names, roles and groups; the group cap; not JSON at all) and the
@@ -36,11 +36,11 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/time.h"
-#include "gateway/envelope.h"
-#include "gateway/gw_internal.h"
-#include "gateway/presence.h"
-#include "gateway/sign.h"
-#include "gateway/topology.h"
+#include "gateway/core/gw_internal.h"
+#include "gateway/fabric/presence.h"
+#include "gateway/proto/envelope.h"
+#include "gateway/proto/sign.h"
+#include "gateway/proto/topology.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 

@@ -1,4 +1,4 @@
-/* test_refusals.c — unit tests for gateway/refusals.c.
+/* test_refusals.c — unit tests for gateway/fabric/refusals.c.
  *
  * A host refused again and again gets one line, then one per window with
  * the count folded into it; a new reason is a first line again; the table
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/refusals.h"
+#include "gateway/fabric/refusals.h"
 
 #define WINDOW 60000
 

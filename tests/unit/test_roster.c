@@ -1,4 +1,4 @@
-/* test_roster.c — unit tests for gateway/roster.c (and the session checks
+/* test_roster.c — unit tests for gateway/core/roster.c (and the session checks
  * of session.c that decide which entity a name gets).
  *
  * Each test runs a real single-host gateway (fl_gw_new with a fresh state
@@ -31,9 +31,9 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "gateway/gw_internal.h"
-#include "gateway/remote.h"
-#include "gateway/roster.h"
+#include "gateway/core/gw_internal.h"
+#include "gateway/core/remote.h"
+#include "gateway/core/roster.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 

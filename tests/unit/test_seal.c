@@ -1,4 +1,4 @@
-/* test_seal.c — sealed bodies (gateway/seal.c): a round trip between two
+/* test_seal.c — sealed bodies (gateway/proto/seal.c): a round trip between two
  * gateways' node keys, a flipped byte, the wrong recipient or sender, short
  * and empty bodies, the size cap, and the "sealed" vectors of
  * schema/signing-vectors.json (X25519 keys, sealed bytes, canonical form
@@ -19,8 +19,8 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
-#include "gateway/seal.h"
-#include "gateway/sign.h"
+#include "gateway/proto/seal.h"
+#include "gateway/proto/sign.h"
 
 extern const char fl_schema_signing_vectors[];
 

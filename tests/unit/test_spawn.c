@@ -1,4 +1,4 @@
-/* test_spawn.c — unit tests for gateway/spawn.c: what fl_gw_spawn refuses
+/* test_spawn.c — unit tests for gateway/verbs/spawn.c: what fl_gw_spawn refuses
  * before it launches anything (no session name, another host, an unknown
  * profile — the error names the ones there are —, a backend that cannot
  * spawn yet, a bad or taken name), and fl_gw_stop's rules: only the
@@ -21,9 +21,9 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "gateway/gw_internal.h"
-#include "gateway/roster.h"
-#include "gateway/spawn.h"
+#include "gateway/core/gw_internal.h"
+#include "gateway/core/roster.h"
+#include "gateway/verbs/spawn.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 

@@ -1,4 +1,4 @@
-/* test_store.c — unit tests for gateway/store.c.
+/* test_store.c — unit tests for gateway/store/store.c.
  *
  * Every test opens a fresh store in its own mkdtemp directory and removes it
  * afterwards. Covered: take order (oldest first), the from filter, max,
@@ -28,7 +28,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
-#include "gateway/store.h"
+#include "gateway/store/store.h"
 #include "tests/support/test_util.h"
 
 typedef struct fixture {

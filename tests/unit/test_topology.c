@@ -1,4 +1,4 @@
-/* test_topology.c — unit tests for gateway/topology.c: the broker names the
+/* test_topology.c — unit tests for gateway/proto/topology.c: the broker names the
  * builders make are the ones docs/wire-format.md gives, a part that is not a
  * name is refused (FL_EINVAL), a name that does not fit is FL_ETOOBIG with
  * an empty buffer, and the parsers take back what the builders made. */
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "gateway/topology.h"
+#include "gateway/proto/topology.h"
 
 #define GID "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
 

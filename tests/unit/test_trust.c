@@ -1,5 +1,5 @@
-/* test_trust.c — unit tests for gateway/identity.c, gateway/peers.c and
- * gateway/sign.c: the pieces that decide whether a message from another
+/* test_trust.c — unit tests for gateway/proto/identity.c, gateway/proto/peers.c and
+ * gateway/proto/sign.c: the pieces that decide whether a message from another
  * host is believed.
  *
  * Each test that touches files gets its own mkdtemp state dir, removed
@@ -38,9 +38,9 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/names.h"
-#include "gateway/identity.h"
-#include "gateway/peers.h"
-#include "gateway/sign.h"
+#include "gateway/proto/identity.h"
+#include "gateway/proto/peers.h"
+#include "gateway/proto/sign.h"
 #include "tests/support/test_util.h"
 
 extern const char fl_schema_signing_vectors[];

@@ -1,4 +1,4 @@
-/* test_wait.c — unit tests for gateway/wait.c: waiting calls on a real loop.
+/* test_wait.c — unit tests for gateway/core/wait.c: waiting calls on a real loop.
  *
  * Each test runs a real single-host gateway on its own libuv loop, with
  * short real timeouts (tens of milliseconds). Covered: a waiter times out
@@ -23,8 +23,8 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "gateway/gw_internal.h"
-#include "gateway/wait.h"
+#include "gateway/core/gw_internal.h"
+#include "gateway/core/wait.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
 

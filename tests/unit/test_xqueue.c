@@ -1,4 +1,4 @@
-/* test_xqueue.c — unit tests for gateway/xqueue.c, the bounded queue
+/* test_xqueue.c — unit tests for common/xqueue.c, the bounded queue
  * between the loop thread and a worker thread.
  *
  * To a worker: FIFO order, FL_EFULL at the cap, the pipe readable exactly
@@ -21,7 +21,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
-#include "gateway/xqueue.h"
+#include "common/xqueue.h"
 
 /* Items are small integers cast to pointers; 0 is not allowed (NULL). */
 #define ITEM(i) ((void *)(uintptr_t)(i))

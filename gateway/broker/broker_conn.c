@@ -1,0 +1,835 @@
+/* broker_conn.c — the broker thread: one rabbitmq-c connection and
+ * everything about it.
+ *
+ * rabbitmq-c blocks, and a connection belongs to one thread, so this thread
+ * owns the connection, its channels, the publishes awaiting confirms and the
+ * inbox registry (broker_topology.c); the loop thread never touches them. It
+ * takes commands from b->cmds (waking on that queue's pipe or the socket,
+ * whichever comes first) and hands events to the loop through b->events,
+ * waiting while that queue is full so a slow loop slows the socket reads
+ * instead of growing memory.
+ *
+ * Channels: 1 publishes (publisher confirms, many publishes in flight,
+ * matched to basic.ack / basic.nack by sequence number, `multiple`
+ * included); 2 declares the shared topology and consumes control.<host> and
+ * roster.<host>; every inbox gets a channel of its own from 3 up.
+ *
+ * Acks: the loop acks each delivery on its own; broker_settle.c sends a
+ * burst's run of them, as one `multiple` ack where that is safe.
+ *
+ * Delivery tags handed to the loop are (channel epoch << 48 | channel << 32 |
+ * broker tag). The epoch changes on every channel open, so an ack that
+ * arrives after a reconnect or after an inbox was removed names a channel
+ * incarnation that no longer exists and is dropped, instead of acking the
+ * wrong message or making the broker close the channel.
+ *
+ * Reconnect: any connection error reports the link down at once, fails every
+ * unconfirmed publish, and retries after 0.5 s, doubling to 5 s. On connect
+ * the topology is declared again and every remembered inbox re-added before
+ * the link is reported up. */
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "gateway/broker/broker_internal.h"
+
+#define CH_PUBLISH 1
+#define CH_FIRST_INBOX 3
+
+/* Reconnect backoff: first retry soon (a broker restart takes seconds), then
+ * back off so a long outage costs little. */
+#define BACKOFF_FIRST_MS 500
+#define BACKOFF_MAX_MS 5000
+/* How long the thread sleeps in poll() when idle. Bounds the delay of a
+ * heartbeat we owe the broker; commands wake it at once through the pipe. */
+#define IDLE_POLL_MS 100
+/* Connect and RPC timeouts: long enough for a loaded broker (a quorum queue
+ * declare can take a few seconds), short enough that fl_broker_stop, which
+ * may wait for one, stays brisk. */
+#define CONNECT_TIMEOUT_S 5
+#define RPC_TIMEOUT_S 10
+/* The system CA bundle on Debian, for amqps:// without a ca_file. */
+#define SYSTEM_CA_FILE "/etc/ssl/certs/ca-certificates.crt"
+
+#define LOST_BEFORE_CONFIRM "broker connection lost before the publish was confirmed"
+
+static uint64_t now_ms(void) { return (uint64_t)fl_mono_ms(); }
+
+/* ---- publishes on the wire ---- */
+
+static struct item **pending_at(struct pending *r, size_t i) {
+  return &r->v[(r->head + i) % r->cap];
+}
+
+static struct item *pending_pop(struct pending *r) {
+  if (r->n == 0)
+    return NULL;
+  struct item *it = r->v[r->head];
+  r->head = (r->head + 1) % r->cap;
+  r->n--;
+  return it;
+}
+
+int fl_broker_conn_init(fl_broker *b) {
+  b->pending.v = fl_calloc(FL_BROKER_MAX_INFLIGHT, sizeof(*b->pending.v));
+  b->pending.cap = FL_BROKER_MAX_INFLIGHT;
+  b->pending.head = b->pending.n = 0;
+  return b->pending.v ? 0 : FL_ENOMEM;
+}
+
+void fl_broker_conn_free(fl_broker *b) {
+  if (b->pending.v) {
+    while (b->pending.n)
+      fl_broker_item_free(pending_pop(&b->pending));
+    fl_free(b->pending.v);
+    b->pending.v = NULL;
+  }
+  fl_free(b->pub.body);
+  b->pub.body = NULL;
+  fl_free(b->sys.body);
+  b->sys.body = NULL;
+  fl_broker_acks_free(&b->pub.acks);
+  fl_broker_acks_free(&b->sys.acks);
+}
+
+/* ---- thread -> loop ---- */
+
+/* Queues an event for the loop, waiting while the queue is full (never once
+ * fl_broker_stop shut it down). Takes ownership of it. */
+static void emit(fl_broker *b, struct item *it) {
+  if (fl_xqueue_push_wait(b->events, it) != 0) {
+    /* Only reachable while stopping and out of memory. */
+    fl_error(it->env.trace_id, "broker: dropped an event while stopping (out of memory)");
+    fl_broker_item_free(it);
+  }
+}
+
+static void emit_state(fl_broker *b, int up, const char *why) {
+  if (b->t_up == up && (up || strcmp(b->t_why, why) == 0))
+    return;
+  b->t_up = up;
+  fl_broker_copy(b->t_why, sizeof(b->t_why), why);
+  struct item *it = fl_calloc(1, sizeof(*it));
+  if (!it) {
+    fl_error(NULL, "broker: out of memory reporting link %s", up ? "up" : "down");
+    return;
+  }
+  it->type = EV_STATE;
+  it->up = up;
+  fl_broker_copy(it->why, sizeof(it->why), why);
+  emit(b, it);
+}
+
+void fl_broker_emit_inbox(fl_broker *b, const char *gid, int status, const char *why) {
+  struct item *it = fl_calloc(1, sizeof(*it));
+  if (!it) {
+    fl_error(NULL, "broker: out of memory reporting inbox %s", gid);
+    return;
+  }
+  it->type = EV_INBOX;
+  fl_broker_copy(it->gid, sizeof(it->gid), gid);
+  it->status = status;
+  fl_broker_copy(it->why, sizeof(it->why), why);
+  emit(b, it);
+}
+
+static void publish_done(fl_broker *b, struct item *it, int status, const char *why) {
+  it->done = 1;
+  it->status = status;
+  fl_broker_copy(it->why, sizeof(it->why), why);
+  fl_free(it->body);
+  it->body = NULL;
+  emit(b, it);
+}
+
+/* ---- AMQP helpers ---- */
+
+int fl_broker_rpc_result(fl_broker *b, uint16_t ch, const char *what, char *why, size_t n) {
+  amqp_rpc_reply_t r = amqp_get_rpc_reply(b->conn);
+  switch (r.reply_type) {
+  case AMQP_RESPONSE_NORMAL:
+    return 0;
+  case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+    fl_errf(why, n, "%s: %s", what, amqp_error_string2(r.library_error));
+    return FL_EBROKER;
+  case AMQP_RESPONSE_SERVER_EXCEPTION:
+    if (r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+      amqp_channel_close_t *m = r.reply.decoded;
+      amqp_channel_close_ok_t ok = {0};
+      fl_errf(why, n, "%s: %.*s", what, (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+      if (amqp_send_method(b->conn, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
+        return FL_EBROKER;
+      return FL_EREFUSED;
+    }
+    if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+      amqp_connection_close_t *m = r.reply.decoded;
+      amqp_connection_close_ok_t ok = {0};
+      fl_errf(why, n, "%s: the broker closed the connection: %.*s", what, (int)m->reply_text.len,
+              (const char *)m->reply_text.bytes);
+      amqp_send_method(b->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+      return FL_EBROKER;
+    }
+    fl_errf(why, n, "%s: unexpected reply method 0x%08x", what, (unsigned)r.reply.id);
+    return FL_EBROKER;
+  default:
+    fl_errf(why, n, "%s: no reply", what);
+    return FL_EBROKER;
+  }
+}
+
+void fl_broker_chan_reset(fl_broker *b, struct chan *c) {
+  if (c->id && b->chans[c->id] == c)
+    b->chans[c->id] = NULL;
+  fl_free(c->body);
+  c->body = NULL;
+  fl_broker_acks_free(&c->acks);
+  c->multiple_to = 0;
+  c->open = 0;
+  c->content = 0;
+  c->id = 0;
+}
+
+int fl_broker_chan_open(fl_broker *b, struct chan *c, uint16_t id, char *why, size_t n) {
+  c->id = id;
+  c->epoch = ++b->epoch ? b->epoch : ++b->epoch; /* 0 never names a channel */
+  c->content = 0;
+  c->multiple_to = 0;
+  fl_broker_acks_reset(&c->acks);
+  amqp_channel_open(b->conn, id);
+  int rc = fl_broker_rpc_result(b, id, "channel.open", why, n);
+  if (rc != 0) {
+    c->id = 0;
+    return rc;
+  }
+  c->open = 1;
+  b->chans[id] = c;
+  return 0;
+}
+
+/* Round robin, so a closed channel's number is not reused while frames for
+ * it may still be queued. */
+uint16_t fl_broker_chan_alloc(fl_broker *b) {
+  for (unsigned tries = 0; tries < b->ch_max; tries++) {
+    uint16_t id = b->next_ch;
+    b->next_ch = b->next_ch >= b->ch_max ? CH_FIRST_INBOX : b->next_ch + 1;
+    if (id >= CH_FIRST_INBOX && !b->chans[id])
+      return id;
+  }
+  return 0;
+}
+
+/* ---- connect / teardown ---- */
+
+static void link_teardown(fl_broker *b, int graceful) {
+  if (b->conn) {
+    if (graceful)
+      amqp_connection_close(b->conn, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(b->conn);
+    b->conn = NULL;
+  }
+  fl_broker_chan_reset(b, &b->pub);
+  fl_broker_chan_reset(b, &b->sys);
+  for (size_t i = 0; i < b->ninboxes; i++) {
+    fl_broker_chan_reset(b, &b->inboxes[i]->ch);
+    b->inboxes[i]->consuming = 0;
+  }
+  memset(b->chans, 0, sizeof(b->chans));
+}
+
+/* Fails every publish on the wire with status/why. */
+static void fail_pending(fl_broker *b, int status, const char *why) {
+  while (b->pending.n) {
+    struct item *it = pending_pop(&b->pending);
+    if (it)
+      publish_done(b, it, status, why);
+  }
+  b->head_seq = b->next_seq = 1;
+}
+
+/* The connection failed: report down at once, fail what was in flight, drop
+ * the connection. */
+void fl_broker_link_lost(fl_broker *b, const char *why) {
+  char w[FL_BROKER_WHY_LEN];
+  fl_broker_copy(w, sizeof(w), why);
+  if (b->t_up == 1)
+    fl_error(NULL, "broker: link down: %s", w);
+  emit_state(b, 0, w);
+  fail_pending(b, FL_EBROKER, LOST_BEFORE_CONFIRM);
+  link_teardown(b, 0);
+}
+
+/* A socket for b->ci: TCP, or TLS verifying the broker's certificate and
+ * host name. Returns 0 and sets *out, or a code with why set. */
+static int link_socket(fl_broker *b, amqp_socket_t **out, char *why, size_t n) {
+  amqp_socket_t *sock;
+  int rc;
+  if (!b->ci.ssl) {
+    /* rabbitmq-c fails this only when it cannot allocate. */
+    if (!(sock = amqp_tcp_socket_new(b->conn))) {
+      fl_errf(why, n, "cannot create a TCP socket");
+      return FL_ENOMEM;
+    }
+    *out = sock;
+    return 0;
+  }
+  /* ... and this when it cannot allocate or set up an OpenSSL context. */
+  if (!(sock = amqp_ssl_socket_new(b->conn))) {
+    fl_errf(why, n, "cannot create a TLS socket");
+    return FL_ENOMEM;
+  }
+  const char *ca = b->ca_file ? b->ca_file : SYSTEM_CA_FILE;
+  if ((rc = amqp_ssl_socket_set_cacert(sock, ca)) != AMQP_STATUS_OK) {
+    fl_errf(why, n, "cannot load CA file %s: %s", ca, amqp_error_string2(rc));
+    return FL_ECONFIG;
+  }
+  amqp_ssl_socket_set_verify_peer(sock, 1);
+  amqp_ssl_socket_set_verify_hostname(sock, 1);
+  *out = sock;
+  return 0;
+}
+
+/* Opens the socket and logs in. Returns 0, FL_EBROKER (unreachable, or the
+ * login failed) or FL_EREFUSED (the broker refused the login), why set. */
+static int link_login(fl_broker *b, amqp_socket_t *sock, char *why, size_t n) {
+  struct timeval tv = {CONNECT_TIMEOUT_S, 0};
+  struct timeval rpc_tv = {RPC_TIMEOUT_S, 0};
+  int rc;
+  amqp_set_handshake_timeout(b->conn, &tv);
+  amqp_set_rpc_timeout(b->conn, &rpc_tv);
+  errno = 0;
+  if ((rc = amqp_socket_open_noblock(sock, b->ci.host, b->ci.port, &tv)) != AMQP_STATUS_OK) {
+    fl_broker_connect_why(b->ci.host, b->ci.port, rc, errno, why, n);
+    return FL_EBROKER;
+  }
+  char cname[FL_BROKER_SHORTSTR];
+  snprintf(cname, sizeof(cname), "fleetd %s", b->host_id);
+  /* consumer_cancel_notify: without it a deleted inbox queue takes its
+   * consumer away in silence, and nothing would declare it again. */
+  amqp_table_entry_t caps_e[2];
+  caps_e[0].key = amqp_cstring_bytes("consumer_cancel_notify");
+  caps_e[1].key = amqp_cstring_bytes("connection.blocked");
+  for (int i = 0; i < 2; i++) {
+    caps_e[i].value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    caps_e[i].value.value.boolean = 1;
+  }
+  amqp_table_entry_t props_e[2];
+  props_e[0] = fl_broker_entry_str("connection_name", cname);
+  props_e[1].key = amqp_cstring_bytes("capabilities");
+  props_e[1].value.kind = AMQP_FIELD_KIND_TABLE;
+  props_e[1].value.value.table = (amqp_table_t){2, caps_e};
+  amqp_table_t props = {2, props_e};
+  /* channel_max 0: take the broker's (RabbitMQ: 2047). */
+  amqp_rpc_reply_t r =
+      amqp_login_with_properties(b->conn, b->ci.vhost, 0, FL_BROKER_FRAME_MAX, (int)b->heartbeat_s,
+                                 &props, AMQP_SASL_METHOD_PLAIN, b->ci.user, b->ci.password);
+  if (r.reply_type == AMQP_RESPONSE_NORMAL)
+    return 0;
+  if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+      r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+    amqp_connection_close_t *m = r.reply.decoded;
+    fl_errf(why, n, "login to vhost %s refused: %.*s", b->ci.vhost, (int)m->reply_text.len,
+            (const char *)m->reply_text.bytes);
+    return FL_EREFUSED;
+  }
+  fl_errf(why, n, "login to %s:%d vhost %s failed (check user, password and vhost): %s", b->ci.host,
+          b->ci.port, b->ci.vhost,
+          r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION ? amqp_error_string2(r.library_error)
+                                                          : "refused");
+  return FL_EBROKER;
+}
+
+/* Connects, opens the link's channels, declares the topology and restores
+ * every inbox. Returns 0 or a negative code with why set; on failure the
+ * caller tears the half-made connection down. */
+static int link_connect(fl_broker *b, char *why, size_t n) {
+  amqp_socket_t *sock = NULL;
+  int rc;
+  b->conn = amqp_new_connection();
+  if (!b->conn) {
+    fl_errf(why, n, "out of memory");
+    return FL_ENOMEM;
+  }
+  if ((rc = link_socket(b, &sock, why, n)) || (rc = link_login(b, sock, why, n)))
+    return rc;
+  int cm = amqp_get_channel_max(b->conn);
+  b->ch_max = (uint16_t)(cm <= 0 || cm > FL_BROKER_CH_MAX ? FL_BROKER_CH_MAX : cm);
+  b->next_ch = CH_FIRST_INBOX;
+
+  if ((rc = fl_broker_chan_open(b, &b->pub, CH_PUBLISH, why, n)))
+    return rc;
+  amqp_confirm_select(b->conn, CH_PUBLISH);
+  if ((rc = fl_broker_rpc_result(b, CH_PUBLISH, "confirm.select", why, n)))
+    return rc;
+  b->head_seq = b->next_seq = 1;
+  if ((rc = fl_broker_chan_open(b, &b->sys, FL_BROKER_CH_SYSTEM, why, n)) ||
+      (rc = fl_broker_topology_declare(b, why, n)))
+    return rc;
+  for (size_t i = 0; i < b->ninboxes; i++) {
+    if ((rc = fl_broker_inbox_setup(b, b->inboxes[i], 0)) < 0) {
+      fl_broker_copy(why, n, b->err);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+/* ---- commands ---- */
+
+/* Publishes it on the publish channel; it then waits in b->pending for its
+ * confirm. Returns 0, or FL_EBROKER after fl_broker_link_lost (which reported it). */
+static int do_publish(fl_broker *b, struct item *it) {
+  fl_broker_env_hdr hdr;
+  amqp_basic_properties_t p;
+  fl_broker_env_properties(&it->env, it->packed, &hdr, &p);
+  amqp_bytes_t body = {it->len, it->body};
+  /* Pending before sending: if the send fails, fl_broker_link_lost reports it. The
+   * loop keeps at most FL_BROKER_MAX_INFLIGHT publishes outstanding, but a
+   * confirm that lags behind later ones keeps their settled slots. */
+  if (b->pending.n == b->pending.cap) {
+    publish_done(b, it, FL_EFULL, "too many publishes are waiting for the broker's confirm");
+    return 0;
+  }
+  it->seq = b->next_seq++;
+  b->pending.v[(b->pending.head + b->pending.n) % b->pending.cap] = it;
+  b->pending.n++;
+  int rc = amqp_basic_publish(b->conn, CH_PUBLISH, amqp_cstring_bytes(it->exchange),
+                              amqp_cstring_bytes(it->routing_key), it->mandatory != 0, 0, &p, body);
+  /* The broker has it (or the link is gone); only the confirm matters now. */
+  fl_free(it->body);
+  it->body = NULL;
+  if (rc != AMQP_STATUS_OK) {
+    char why[FL_BROKER_WHY_LEN];
+    fl_errf(why, sizeof(why), "publish failed: %s", amqp_error_string2(rc));
+    fl_broker_link_lost(b, why);
+    return FL_EBROKER;
+  }
+  return 0;
+}
+
+/* Finds the channel a loop tag names, or NULL if that incarnation is gone. */
+struct chan *fl_broker_tag_chan(fl_broker *b, uint64_t tag) {
+  uint16_t id = (uint16_t)(tag >> 32);
+  uint16_t epoch = (uint16_t)(tag >> 48);
+  if (id == 0 || id > FL_BROKER_CH_MAX)
+    return NULL;
+  struct chan *c = b->chans[id];
+  return c && c->open && c->epoch == epoch ? c : NULL;
+}
+
+/* Serves up to FL_BROKER_BATCH commands. */
+static void serve_commands(fl_broker *b) {
+  void *batch[FL_BROKER_BATCH];
+  struct fl_broker_ack_run run;
+  run.n = 0;
+  size_t n = fl_xqueue_pop(b->cmds, batch, FL_BROKER_BATCH);
+  for (size_t i = 0; i < n; i++) {
+    struct item *it = batch[i];
+    /* A run of settles ends before anything that may close a channel. */
+    if (run.n && it->type != CMD_ACK && it->type != CMD_REJECT)
+      fl_broker_ack_flush(b, &run);
+    switch (it->type) {
+    case CMD_PUBLISH:
+      if (!b->conn)
+        publish_done(b, it, FL_EBROKER, "the broker link is down");
+      else
+        do_publish(b, it);
+      continue; /* the item now belongs to pending or the event queue */
+    case CMD_ACK:
+    case CMD_REJECT:
+      fl_broker_settle(b, it, &run);
+      break;
+    case CMD_ADD_INBOX:
+      if (fl_broker_inbox_add(b, it) < 0)
+        fl_broker_link_lost(b, b->err);
+      break;
+    case CMD_REMOVE_INBOX:
+      if (fl_broker_inbox_remove(b, it) < 0)
+        fl_broker_link_lost(b, "the connection failed while closing an inbox channel");
+      break;
+    case CMD_REQUEUE_INBOX:
+      if (fl_broker_inbox_requeue(b, it) < 0)
+        fl_broker_link_lost(b, "the connection failed while requeueing an inbox's deliveries");
+      break;
+    case CMD_DELETE_INBOX:
+      if (fl_broker_inbox_delete(b, it) < 0)
+        fl_broker_link_lost(b, "the connection failed while deleting an inbox queue");
+      break;
+    case CMD_DLQ: {
+      char why[FL_BROKER_WHY_LEN] = "";
+      if (!b->conn) {
+        it->status = FL_EBROKER;
+        fl_broker_copy(it->why, sizeof(it->why), "the broker link is down");
+      } else if (fl_broker_dlq_serve(b, it, why, sizeof(why)) != 0) {
+        fl_broker_link_lost(b, why);
+      }
+      emit(b, it); /* back to the loop as its own event */
+      continue;
+    }
+    default:
+      break;
+    }
+    fl_broker_item_free(it);
+  }
+  if (run.n)
+    fl_broker_ack_flush(b, &run);
+}
+
+/* ---- frames ---- */
+
+/* Settles publishes up to seq (multiple) or just seq. */
+static void confirm(fl_broker *b, uint64_t seq, int multiple, int ack) {
+  if (seq < b->head_seq)
+    return;
+  uint64_t from = multiple ? b->head_seq : seq;
+  for (uint64_t s = from; s <= seq && s - b->head_seq < b->pending.n; s++) {
+    struct item **slot = pending_at(&b->pending, (size_t)(s - b->head_seq));
+    struct item *it = *slot;
+    if (!it)
+      continue;
+    *slot = NULL;
+    if (!ack) {
+      publish_done(b, it, FL_EBROKER,
+                   "the broker refused the message (nack): the inbox may be full");
+    } else if (it->returned) {
+      char why[FL_BROKER_WHY_LEN];
+      fl_errf(why, sizeof(why), "unroutable: no inbox bound to key %s", it->routing_key);
+      publish_done(b, it, FL_EBROKER, why);
+    } else {
+      publish_done(b, it, 0, "");
+    }
+  }
+  while (b->pending.n && *pending_at(&b->pending, 0) == NULL) {
+    pending_pop(&b->pending);
+    b->head_seq++;
+  }
+}
+
+/* A basic.return's content is complete: mark the publish it returns. Returns
+ * carry no sequence number, so match the oldest unconfirmed mandatory
+ * publish with the same exchange, key and message id; a return always
+ * precedes its confirm. */
+static void returned(fl_broker *b, struct chan *c) {
+  for (size_t i = 0; i < b->pending.n; i++) {
+    struct item *it = *pending_at(&b->pending, i);
+    if (it && it->mandatory && !it->returned && strcmp(it->exchange, c->exchange) == 0 &&
+        strcmp(it->routing_key, c->routing_key) == 0 && strcmp(it->env.msg_id, c->msg_id) == 0) {
+      it->returned = 1;
+      fl_warn(it->env.trace_id, "broker: %s returned to key %s: %s",
+              it->env.msg_id[0] ? it->env.msg_id : "message", it->routing_key, c->reply_text);
+      return;
+    }
+  }
+}
+
+/* A delivery's content is complete: hand it to the loop, one that cannot
+ * even be parsed without its body and with why it cannot (the loop counts
+ * it and dead-letters it). */
+static void delivered(fl_broker *b, struct chan *c) {
+  if (c->dtag > 0xffffffffu) {
+    /* Tags carry 32 bits of the broker's tag; four billion deliveries on one
+     * channel means the link is recycled rather than risk a wrong ack. */
+    fl_broker_link_lost(b, "delivery tag space of a channel exhausted; reconnecting");
+    return;
+  }
+  struct item *it = fl_calloc(1, sizeof(*it));
+  if (!it) {
+    fl_error(c->env.trace_id, "broker: out of memory; message requeued");
+    fl_broker_acks_settle(&c->acks, c->dtag);
+    amqp_basic_reject(b->conn, c->id, c->dtag, 1);
+    return;
+  }
+  it->type = EV_DELIVERY;
+  it->tag = (uint64_t)c->epoch << 48 | (uint64_t)c->id << 32 | c->dtag;
+  it->source = c->source;
+  it->redelivered = c->redelivered;
+  fl_broker_copy(it->exchange, sizeof(it->exchange), c->exchange);
+  fl_broker_copy(it->routing_key, sizeof(it->routing_key), c->routing_key);
+  if (c->inbox)
+    fl_broker_copy(it->gid, sizeof(it->gid), c->inbox->gid);
+  it->env = c->env;
+  if (c->bad[0]) {
+    /* Unreadable: the loop counts it and rejects it to fleet.dlq. */
+    fl_broker_copy(it->why, sizeof(it->why), c->bad);
+  } else {
+    it->body = c->body;
+    it->len = c->size;
+    c->body = NULL;
+  }
+  emit(b, it);
+}
+
+static void content_done(fl_broker *b, struct chan *c) {
+  c->content = 0;
+  if (c->is_return)
+    returned(b, c);
+  else
+    delivered(b, c);
+  if (c->body) {
+    fl_free(c->body);
+    c->body = NULL;
+  }
+}
+
+/* A method frame on channel c. Returns 0, or FL_EBROKER after fl_broker_link_lost. */
+static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
+  char why[FL_BROKER_WHY_LEN];
+  switch (f->payload.method.id) {
+  case AMQP_BASIC_ACK_METHOD: {
+    amqp_basic_ack_t *m = f->payload.method.decoded;
+    if (c == &b->pub)
+      confirm(b, m->delivery_tag, m->multiple, 1);
+    return 0;
+  }
+  case AMQP_BASIC_NACK_METHOD: {
+    amqp_basic_nack_t *m = f->payload.method.decoded;
+    if (c == &b->pub)
+      confirm(b, m->delivery_tag, m->multiple, 0);
+    return 0;
+  }
+  case AMQP_BASIC_RETURN_METHOD: {
+    amqp_basic_return_t *m = f->payload.method.decoded;
+    memset(c->msg_id, 0, sizeof(c->msg_id));
+    c->is_return = 1;
+    c->content = 1;
+    fl_broker_copy_bytes(c->exchange, sizeof(c->exchange), m->exchange);
+    fl_broker_copy_bytes(c->routing_key, sizeof(c->routing_key), m->routing_key);
+    fl_errf(c->reply_text, sizeof(c->reply_text), "%u %.*s", m->reply_code, (int)m->reply_text.len,
+            (const char *)m->reply_text.bytes);
+    return 0;
+  }
+  case AMQP_BASIC_DELIVER_METHOD: {
+    amqp_basic_deliver_t *m = f->payload.method.decoded;
+    c->is_return = 0;
+    c->content = 1;
+    c->dtag = m->delivery_tag;
+    c->redelivered = m->redelivered;
+    fl_broker_copy_bytes(c->exchange, sizeof(c->exchange), m->exchange);
+    fl_broker_copy_bytes(c->routing_key, sizeof(c->routing_key), m->routing_key);
+    if (c->inbox)
+      c->source = FL_BROKER_INBOX;
+    else if (m->consumer_tag.len == strlen(FL_BROKER_TAG_CLAIMS) &&
+             memcmp(m->consumer_tag.bytes, FL_BROKER_TAG_CLAIMS, strlen(FL_BROKER_TAG_CLAIMS)) == 0)
+      c->source = FL_BROKER_CLAIMS;
+    else
+      c->source =
+          (m->consumer_tag.len == strlen(FL_BROKER_TAG_CONTROL) &&
+           memcmp(m->consumer_tag.bytes, FL_BROKER_TAG_CONTROL, strlen(FL_BROKER_TAG_CONTROL)) == 0)
+              ? FL_BROKER_CONTROL
+              : FL_BROKER_ROSTER;
+    return 0;
+  }
+  case AMQP_BASIC_CANCEL_METHOD:
+    /* The broker cancelled a consumer (its queue was deleted): we asked for
+     * this with consumer_cancel_notify at login. */
+    if (c->inbox) {
+      if (fl_broker_inbox_cancelled(b, c->inbox) < 0) {
+        fl_broker_link_lost(b, "the connection failed while closing a cancelled inbox");
+        return FL_EBROKER;
+      }
+      return 0;
+    }
+    fl_broker_link_lost(b, "the broker cancelled a control or roster consumer");
+    return FL_EBROKER;
+  case AMQP_CHANNEL_CLOSE_METHOD: {
+    amqp_channel_close_t *m = f->payload.method.decoded;
+    amqp_channel_close_ok_t ok = {0};
+    fl_errf(why, sizeof(why), "the broker closed channel %u: %.*s", f->channel,
+            (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+    amqp_send_method(b->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+    if (c->inbox) {
+      struct inbox *ib = c->inbox;
+      fl_broker_chan_reset(b, c);
+      ib->consuming = 0;
+      fl_error(NULL, "broker: inbox %s: %s", ib->gid, why);
+      fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
+      return 0;
+    }
+    fl_broker_link_lost(b, why);
+    return FL_EBROKER;
+  }
+  default:
+    return 0;
+  }
+}
+
+/* A content header frame: what the body will be, and the envelope. */
+static void handle_header(fl_broker *b, struct chan *c, amqp_frame_t *f) {
+  amqp_basic_properties_t *p = f->payload.properties.decoded;
+  c->size = (size_t)f->payload.properties.body_size;
+  c->got = 0;
+  c->bad[0] = '\0';
+  fl_free(c->body);
+  c->body = NULL;
+  if (c->is_return) {
+    if (p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+      fl_broker_copy_bytes(c->msg_id, sizeof(c->msg_id), p->message_id);
+  } else {
+    const amqp_table_t *hdr = (p->_flags & AMQP_BASIC_HEADERS_FLAG) ? &p->headers : NULL;
+    if (fl_broker_env_from_headers(hdr, f->payload.properties.body_size, &c->env, c->bad,
+                                   sizeof(c->bad)) != 0) {
+      if (!c->bad[0])
+        fl_broker_copy(c->bad, sizeof(c->bad), "malformed envelope headers");
+    } else if (c->size) {
+      c->body = fl_malloc(c->size);
+      if (!c->body)
+        fl_broker_copy(c->bad, sizeof(c->bad), "out of memory for the body");
+    }
+  }
+  c->content = 2;
+  if (c->size == 0)
+    content_done(b, c);
+}
+
+/* Handles one frame. Returns 0, or FL_EBROKER after fl_broker_link_lost. */
+static int handle_frame(fl_broker *b, amqp_frame_t *f) {
+  char why[FL_BROKER_WHY_LEN];
+  if (f->channel == 0) {
+    if (f->frame_type == AMQP_FRAME_METHOD &&
+        f->payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
+      amqp_connection_close_t *m = f->payload.method.decoded;
+      amqp_connection_close_ok_t ok = {0};
+      fl_errf(why, sizeof(why), "the broker closed the connection: %.*s", (int)m->reply_text.len,
+              (const char *)m->reply_text.bytes);
+      amqp_send_method(b->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+      fl_broker_link_lost(b, why);
+      return FL_EBROKER;
+    }
+    if (f->frame_type == AMQP_FRAME_METHOD &&
+        f->payload.method.id == AMQP_CONNECTION_BLOCKED_METHOD)
+      fl_warn(NULL, "broker: the broker blocks publishing (resource alarm)");
+    return 0;
+  }
+  struct chan *c = b->chans[f->channel];
+  if (!c || !c->open)
+    return 0; /* a frame for a channel we closed */
+
+  if (f->frame_type == AMQP_FRAME_METHOD)
+    return handle_method(b, c, f);
+  if (f->frame_type == AMQP_FRAME_HEADER && c->content == 1) {
+    handle_header(b, c, f);
+    return b->conn ? 0 : FL_EBROKER;
+  }
+  if (f->frame_type == AMQP_FRAME_BODY && c->content == 2) {
+    amqp_bytes_t frag = f->payload.body_fragment;
+    if (frag.len > c->size - c->got) {
+      fl_broker_link_lost(b, "the broker sent more body than announced");
+      return FL_EBROKER;
+    }
+    if (c->body)
+      memcpy(c->body + c->got, frag.bytes, frag.len);
+    c->got += frag.len;
+    if (c->got == c->size)
+      content_done(b, c);
+    return b->conn ? 0 : FL_EBROKER;
+  }
+  return 0;
+}
+
+/* Waits for frames or commands (at most IDLE_POLL_MS), then handles up to
+ * FL_BROKER_BATCH frames. */
+static void pump(fl_broker *b) {
+  if (!amqp_frames_enqueued(b->conn) && !amqp_data_in_buffer(b->conn)) {
+    /* Whatever wakes us, the frame loop below still runs once: a steady
+     * trickle of commands must not starve the heartbeats it sends. */
+    struct pollfd p[2] = {{fl_xqueue_fd(b->cmds), POLLIN, 0},
+                          {amqp_get_sockfd(b->conn), POLLIN, 0}};
+    poll(p, 2, IDLE_POLL_MS);
+  }
+  for (int i = 0; i < FL_BROKER_BATCH && b->conn; i++) {
+    amqp_frame_t f;
+    struct timeval zero = {0, 0};
+    /* A zero timeout still sends the heartbeats we owe and notices the
+     * broker's missing ones. */
+    int rc = amqp_simple_wait_frame_noblock(b->conn, &f, &zero);
+    if (rc == AMQP_STATUS_TIMEOUT)
+      break;
+    if (rc != AMQP_STATUS_OK) {
+      char why[FL_BROKER_WHY_LEN];
+      fl_errf(why, sizeof(why), "connection lost: %s", amqp_error_string2(rc));
+      fl_broker_link_lost(b, why);
+      return;
+    }
+    uint16_t ch = f.channel;
+    if (handle_frame(b, &f) < 0)
+      return;
+    amqp_maybe_release_buffers_on_channel(b->conn, ch);
+  }
+}
+
+static void wait_wake(fl_broker *b, uint64_t ms) {
+  struct pollfd p = {fl_xqueue_fd(b->cmds), POLLIN, 0};
+  poll(&p, 1, ms > IDLE_POLL_MS ? IDLE_POLL_MS : (int)ms);
+}
+
+/* ---- the thread ---- */
+
+void fl_broker_thread_main(void *arg) {
+  fl_broker *b = arg;
+  unsigned backoff = BACKOFF_FIRST_MS;
+  uint64_t next_try = 0;
+  char why[FL_BROKER_WHY_LEN];
+
+  while (!fl_xqueue_is_shutdown(b->cmds)) {
+    if (b->conn) {
+      serve_commands(b);
+      if (b->conn)
+        pump(b);
+      /* Each inbox keeps its own backoff (broker_topology.c). */
+      if (b->conn && fl_broker_inbox_retry(b) < 0)
+        fl_broker_link_lost(b, b->err);
+      if (!b->conn) {
+        next_try = now_ms() + BACKOFF_FIRST_MS;
+        backoff = BACKOFF_FIRST_MS * 2;
+      }
+      continue;
+    }
+    uint64_t now = now_ms();
+    if (now >= next_try) {
+      b->ci = b->cis[b->cur];
+      if (link_connect(b, why, sizeof(why)) == 0) {
+        fl_info(NULL, "broker: link up (%s:%d vhost %s)", b->ci.host, b->ci.port, b->ci.vhost);
+        backoff = BACKOFF_FIRST_MS;
+        emit_state(b, 1, "");
+        continue;
+      }
+      link_teardown(b, 0);
+      fail_pending(b, FL_EBROKER, LOST_BEFORE_CONFIRM);
+      if (b->t_up != 0 || strcmp(b->t_why, why) != 0)
+        fl_warn(NULL, "broker: cannot connect, retrying: %s", why);
+      emit_state(b, 0, why);
+      /* The next URI at once; after the last, the backoff. */
+      b->cur = (b->cur + 1) % b->ncis;
+      if (b->cur != 0)
+        continue;
+      next_try = now_ms() + backoff;
+      backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+      continue;
+    }
+    wait_wake(b, next_try - now);
+    serve_commands(b);
+  }
+
+  link_teardown(b, 1);
+  fail_pending(b, FL_ECANCELLED, "the broker link was stopped");
+  /* Publishes still queued: they never went out. */
+  void *p;
+  while (fl_xqueue_pop(b->cmds, &p, 1) == 1) {
+    struct item *it = p;
+    if (it->type == CMD_PUBLISH) {
+      publish_done(b, it, FL_ECANCELLED, "the broker link was stopped");
+    } else if (it->type == CMD_DLQ) { /* its caller waits for the answer too */
+      it->status = FL_ECANCELLED;
+      emit(b, it);
+    } else {
+      fl_broker_item_free(it);
+    }
+  }
+}

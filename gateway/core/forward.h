@@ -1,0 +1,86 @@
+/* forward.h — the forward path: a brief typed into a worker, at most once.
+ *
+ * An entity's delivery mode follows what it is: a worker with a terminal
+ * (role worker with a pane, or spawned from a profile whose backend types)
+ * gets its briefs (SEND messages) typed in; every other message, and every
+ * other entity, is held for a pull. A brief walks: the recipient's gateway
+ * records it durably (store_forward.h) before anything is acknowledged,
+ * waits until the agent is idle at an empty prompt (one brief at a time, in
+ * order), marks it "typing", types it through the terminal backend
+ * (inject.h), and reports the outcome to the sender: INJECTED, or FAILED
+ * with a reason. Across hosts the reports are envelopes correlated by
+ * inReplyTo = the brief's msgId; on one host the same states are kept
+ * without the broker.
+ *
+ * Each brief carries a typing deadline (its expiresAt: now +
+ * inject.timeoutS): no typing starts at or after it, and a brief still
+ * queued then fails. The sender waits until the deadline plus
+ * FL_INJECT_MARGIN_MS and, with no word by then, is told "failed": by then
+ * the brief can no longer be typed. A brief whose typing started but was
+ * not confirmed when fleetd died is reported failed after the restart,
+ * never typed again; finished briefs stay recorded (pruned by age) so a
+ * redelivered or replayed copy is never typed twice.
+ *
+ * Internal to gateway/. Loop thread only; nothing blocks but local store
+ * commits (typing runs as child processes). */
+#ifndef FL_FORWARD_H
+#define FL_FORWARD_H
+
+#include <stddef.h>
+
+#include "gateway/gw.h"
+#include "gateway/inject/inject.h"
+#include "gateway/store/store.h"
+
+typedef struct fl_entity fl_entity;
+
+/* Opens the forward path of gw (after the store and roster are loaded):
+ * briefs left "typing" by a previous run become failed ("gateway restarted
+ * while typing"), queued ones are looked at again, and outcomes not yet
+ * reported are sent. 0 or FL_ENOMEM. */
+int fl_forward_start(fl_gw *gw);
+/* Stops its timers (shutdown); deliveries in flight still record their
+ * outcome. Then run the loop, then fl_forward_free. */
+void fl_forward_stop(fl_gw *gw);
+void fl_forward_free(fl_gw *gw);
+
+/* 1 when messages sent to e are typed into its terminal (local: as above;
+ * remote: as its presence said), else 0. */
+int fl_forward_injects(fl_gw *gw, const fl_entity *e);
+/* "inject" or "pull": e's delivery mode as presence announces it. */
+const char *fl_forward_delivery(fl_gw *gw, const fl_entity *e);
+
+/* 1 while a brief for local e is in hand (being looked at or typed): the
+ * nudge waits meanwhile. */
+int fl_forward_busy(const fl_entity *e);
+
+/* Where and how to type into e's terminal (inject.h): its pane (the live
+ * session's, else the one its spawn opened; NULL when neither), and the
+ * prompt, quiet time and command characters of its spawn profile, else
+ * the nudge.* defaults. Strings are borrowed from e and the configuration.
+ * Briefs and nudge lines both use it. */
+void fl_forward_target(fl_gw *gw, const fl_entity *e, fl_inject_target *t);
+
+/* fleet_send to an entity that injects: m (filled by the caller, content
+ * borrowed) is sent as a brief with its typing deadline. On success *wait
+ * completes with status injected (or, wait_s > 0, replied / pending as a
+ * send that waited for its reply) or failed with a reason. On failure no
+ * callback runs and err says why. */
+int fl_forward_send(fl_gw *gw, fl_client *c, fl_entity *dst, fl_msg *m, double wait_s, fl_gw_cb cb,
+                    void *ctx, fl_wait **wait, char *err, size_t errlen);
+/* The broker confirmed a brief's publish (router.c passes on a forward
+ * waiter): wait for the receipt. */
+void fl_forward_confirmed(fl_wait *w);
+
+/* A brief for local entity to arrived from host sender_host: records it
+ * (committed before the caller acknowledges) and queues it for typing. 0;
+ * FL_EDUP when it was recorded before (it is not typed again); else the
+ * store's code with err filled. */
+int fl_forward_take(fl_gw *gw, fl_entity *to, const fl_msg *m, const char *sender_host, char *err,
+                    size_t errlen);
+/* A receipt for local sender to: the brief msg_id was typed (injected 1) or
+ * not (0, why says why). Ends the sender's waiting call if there is one. */
+void fl_forward_receipt(fl_gw *gw, fl_entity *to, int injected, const char *msg_id,
+                        const char *why);
+
+#endif

@@ -1,0 +1,968 @@
+/* store.c — the durable hold store (see store.h).
+ *
+ * One SQLite database in WAL mode with synchronous=NORMAL: a commit reaches
+ * the WAL file before the call returns, so it survives a kill -9 of fleetd
+ * (it may not survive a power cut, which fleet accepts for sub-millisecond
+ * commits). Four tables:
+ *   entities(gid, name, role, groups)   the roster, one row per gid;
+ *   held(seq, msg_id, to_gid, ...)      messages not yet drained, seq gives
+ *                                       store order (AUTOINCREMENT never
+ *                                       reuses a seq, so order survives
+ *                                       deletes and restarts);
+ *   seen(msg_id, to_gid, at_ms, exp_ms) every key put and not yet expired,
+ *                                       so a redelivered msgId is refused
+ *                                       after it was drained; exp_ms is when
+ *                                       its envelope can no longer be taken
+ *                                       (fl_store_seen_until); trimmed by
+ *                                       time and count (fl_store_trim_seen);
+ *   seen_horizon(k, exp_ms)             the latest exp_ms the count bound
+ *                                       dropped;
+ *   held_count(to_gid, n)               held rows per recipient, kept by
+ *                                       triggers, for the cap check.
+ * Every statement is prepared once at open and cached in fl_store; each use
+ * ends with fl_store_stmt_done so no statement keeps a read transaction open (that
+ * would stop WAL checkpoints). Writes that must be atomic run between BEGIN
+ * IMMEDIATE and COMMIT, and any failure rolls the whole transaction back. The
+ * store belongs to the loop thread: the connection is opened without SQLite's
+ * own mutex. The entity tables' calls are in store_roster.c, the forward
+ * path's briefs in store_forward.c. */
+#include "gateway/store/store.h"
+#include "gateway/store/store_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/time.h"
+
+/* Long enough to ride out a checkpoint or a fleetctl reading the file, short
+ * enough that the loop thread never stalls for long on a stuck lock. */
+#define FL_STORE_BUSY_MS 3000
+
+/* Bumped when the schema changes, so a later fleetd can migrate. */
+#define FL_STORE_SCHEMA_VERSION 1
+#define FL_STORE_STR_(x) #x
+#define FL_STORE_STR(x) FL_STORE_STR_(x)
+
+/* A take grows its result array from this many slots, so a take of max=100
+ * with two messages held does not allocate for a hundred. */
+#define FL_TAKE_FIRST_SLOTS 16
+
+/* The column list every message select returns, in fl_row_msg's order. */
+#define FL_MSG_COLS                                                                                \
+  "seq, msg_id, to_gid, trace_id, kind, from_gid, from_name, in_reply_to, ts_ms, expires_ms, "     \
+  "content"
+
+static const char *const fl_sql[FL_ST_COUNT_OF] = {
+    /* IMMEDIATE takes the write lock up front, so a transaction that has
+     * read never fails later for want of upgrading its lock. */
+    [FL_ST_BEGIN] = "BEGIN IMMEDIATE",
+    [FL_ST_COMMIT] = "COMMIT",
+    [FL_ST_ROLLBACK] = "ROLLBACK",
+    /* Inside a batch each operation is a savepoint, so one that fails is
+     * undone alone and the batch goes on. */
+    [FL_ST_SAVEPOINT] = "SAVEPOINT op",
+    [FL_ST_RELEASE] = "RELEASE op",
+    [FL_ST_ROLLBACK_TO] = "ROLLBACK TO op",
+    /* held is checked too: the seen-set is trimmed, but never of a key that
+     * is still held (see FL_ST_TRIM_SEEN); this is belt and braces. */
+    [FL_ST_KNOWN] = "SELECT 1 FROM seen WHERE msg_id = ?1 AND to_gid = ?2 "
+                    "UNION ALL SELECT 1 FROM held WHERE msg_id = ?1 AND to_gid = ?2 LIMIT 1",
+    /* Expired rows not yet swept still count: the cap bounds storage. */
+    [FL_ST_HELD_ALL] = "SELECT coalesce((SELECT n FROM held_count WHERE to_gid = ?1), 0)",
+    [FL_ST_INSERT_HELD] = "INSERT INTO held (msg_id, to_gid, trace_id, kind, from_gid, "
+                          "from_name, in_reply_to, ts_ms, expires_ms, content) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [FL_ST_INSERT_SEEN] =
+        "INSERT INTO seen (msg_id, to_gid, at_ms, exp_ms) VALUES (?1, ?2, ?3, ?4)",
+    [FL_ST_TAKE_SELECT] = "SELECT " FL_MSG_COLS " FROM held WHERE to_gid = ?1 "
+                          "AND (?2 = '' OR from_gid = ?2) "
+                          "AND (expires_ms = 0 OR expires_ms > ?3) ORDER BY seq LIMIT ?4",
+    [FL_ST_ID_SELECT] = "SELECT " FL_MSG_COLS " FROM held WHERE to_gid = ?1 AND msg_id = ?2",
+    [FL_ST_DELETE_SEQ] = "DELETE FROM held WHERE seq = ?1",
+    [FL_ST_COUNT] = "SELECT count(*) FROM held WHERE to_gid = ?1 "
+                    "AND (expires_ms = 0 OR expires_ms > ?2)",
+    [FL_ST_TOTAL] = "SELECT coalesce(sum(n), 0) FROM held_count",
+    [FL_ST_EXPIRE] = "DELETE FROM held WHERE expires_ms != 0 AND expires_ms <= ?1",
+    /* Keys still held are kept so the seen-set always covers held. */
+    [FL_ST_IS_HELD] = "SELECT count(*) FROM held WHERE to_gid = ?1 AND msg_id = ?2",
+    [FL_ST_TRIM_SEEN] = "DELETE FROM seen WHERE exp_ms <= ?1 "
+                        "AND NOT EXISTS (SELECT 1 FROM held "
+                        "WHERE held.msg_id = seen.msg_id AND held.to_gid = seen.to_gid)",
+    /* The expiry below which the count bound drops keys: the newest ?1
+     * expiries stay. */
+    [FL_ST_SEEN_CUT] = "SELECT exp_ms FROM seen ORDER BY exp_ms DESC LIMIT 1 OFFSET ?1",
+    [FL_ST_HORIZON_PUT] = "INSERT INTO seen_horizon (k, exp_ms) VALUES (0, ?1) "
+                          "ON CONFLICT (k) DO UPDATE SET exp_ms = max(exp_ms, excluded.exp_ms)",
+    [FL_ST_ENTITY_PUT] = "INSERT INTO entities (gid, name, role, \"groups\") "
+                         "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (gid) DO UPDATE SET "
+                         "name = excluded.name, role = excluded.role, "
+                         "\"groups\" = excluded.\"groups\"",
+    [FL_ST_ENTITY_BY_NAME] = "SELECT gid, name, role, \"groups\" FROM entities WHERE name = ?1",
+    [FL_ST_ENTITY_EACH] = "SELECT gid, name, role, \"groups\" FROM entities ORDER BY rowid",
+    [FL_ST_REMOTE_PUT] = "INSERT INTO remote_entities (gid, name, role, \"groups\", host) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (gid) DO UPDATE SET "
+                         "name = excluded.name, role = excluded.role, "
+                         "\"groups\" = excluded.\"groups\", host = excluded.host",
+    [FL_ST_REMOTE_EACH] = "SELECT gid, name, role, \"groups\", host FROM remote_entities "
+                          "ORDER BY rowid",
+    [FL_ST_REMOTE_DROP_HOST] = "DELETE FROM remote_entities WHERE host = ?1",
+    [FL_ST_ENTITY_DELETE] = "DELETE FROM entities WHERE gid = ?1",
+    [FL_ST_REMOTE_DELETE] = "DELETE FROM remote_entities WHERE gid = ?1",
+    [FL_ST_SPAWN_PUT] =
+        "INSERT INTO spawns (gid, by_gid, by_host, profile, name, state, why, ts_ms, pane, socket) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (gid) DO UPDATE SET "
+        "state = excluded.state, why = excluded.why, ts_ms = excluded.ts_ms, "
+        "pane = CASE WHEN excluded.pane != '' THEN excluded.pane ELSE pane END, "
+        "socket = CASE WHEN excluded.pane != '' THEN excluded.socket ELSE socket END",
+    [FL_ST_SPAWN_GET] = "SELECT gid, by_gid, by_host, profile, name, state, why, ts_ms, pane, "
+                        "socket FROM spawns WHERE gid = ?1 COLLATE NOCASE",
+    [FL_ST_SPAWN_TRIM] = "DELETE FROM spawns WHERE ts_ms < ?1",
+};
+
+/* Idempotent, so opening an existing store runs it too. content is a BLOB
+ * because its length is what counts, not a terminator; held_expiry is
+ * partial because most messages never expire. "groups" is quoted because
+ * GROUPS is an SQL keyword (window frames). held_count keeps the number of
+ * held rows per recipient, maintained by triggers so no write path can miss
+ * it: the cap check in a put is then one lookup, where count(*) over an
+ * entity's backlog cost ~0.4 ms at the cap on the loop thread. Held rows are
+ * never UPDATEd, so insert and delete triggers are all it needs. */
+static const char fl_schema[] =
+    "CREATE TABLE IF NOT EXISTS entities ("
+    " gid TEXT PRIMARY KEY NOT NULL,"
+    " name TEXT NOT NULL UNIQUE,"
+    " role TEXT NOT NULL DEFAULT '',"
+    " \"groups\" TEXT NOT NULL DEFAULT '');"
+    /* Other hosts' entities as their signed presence last described them:
+     * after a restart, a message waiting in an inbox can be checked against
+     * its sender's host before that host beats again. */
+    "CREATE TABLE IF NOT EXISTS remote_entities ("
+    "  gid TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,"
+    "  \"groups\" TEXT NOT NULL, host TEXT NOT NULL);"
+    /* Spawns this host ran, by spawnId (= the agent's gid): who asked, and
+     * how it went, so a repeated SPAWN starts nothing new and the spawner
+     * may stop its agent after a restart. */
+    "CREATE TABLE IF NOT EXISTS spawns ("
+    "  gid TEXT PRIMARY KEY NOT NULL, by_gid TEXT NOT NULL, by_host TEXT NOT NULL,"
+    "  profile TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,"
+    "  why TEXT NOT NULL DEFAULT '', ts_ms INTEGER NOT NULL,"
+    "  pane TEXT NOT NULL DEFAULT '', socket TEXT NOT NULL DEFAULT '');"
+    "CREATE TABLE IF NOT EXISTS held ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " msg_id TEXT NOT NULL,"
+    " to_gid TEXT NOT NULL,"
+    " trace_id TEXT NOT NULL DEFAULT '',"
+    " kind TEXT NOT NULL DEFAULT '',"
+    " from_gid TEXT NOT NULL DEFAULT '',"
+    " from_name TEXT NOT NULL DEFAULT '',"
+    " in_reply_to TEXT NOT NULL DEFAULT '',"
+    " ts_ms INTEGER NOT NULL DEFAULT 0,"
+    " expires_ms INTEGER NOT NULL DEFAULT 0,"
+    " content BLOB NOT NULL,"
+    " UNIQUE (msg_id, to_gid));"
+    "CREATE INDEX IF NOT EXISTS held_to_seq ON held (to_gid, seq);"
+    "CREATE INDEX IF NOT EXISTS held_expiry ON held (expires_ms) WHERE expires_ms != 0;"
+    "CREATE TABLE IF NOT EXISTS seen ("
+    " msg_id TEXT NOT NULL,"
+    " to_gid TEXT NOT NULL,"
+    " at_ms INTEGER NOT NULL,"
+    " exp_ms INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (msg_id, to_gid));"
+    "CREATE TABLE IF NOT EXISTS held_count ("
+    " to_gid TEXT PRIMARY KEY NOT NULL,"
+    " n INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TRIGGER IF NOT EXISTS held_count_ins AFTER INSERT ON held BEGIN"
+    " INSERT OR IGNORE INTO held_count (to_gid, n) VALUES (new.to_gid, 0);"
+    " UPDATE held_count SET n = n + 1 WHERE to_gid = new.to_gid;"
+    " END;"
+    "CREATE TRIGGER IF NOT EXISTS held_count_del AFTER DELETE ON held BEGIN"
+    " UPDATE held_count SET n = n - 1 WHERE to_gid = old.to_gid;"
+    " DELETE FROM held_count WHERE to_gid = old.to_gid AND n <= 0;"
+    " END;";
+
+/* After fl_schema and exp_ms added to a seen table from before it: the
+ * index, the horizon, and a full envelope life from when it was seen for
+ * each key that had no expiry (only such keys have exp_ms 0). */
+static const char fl_seen_schema[] =
+    "CREATE INDEX IF NOT EXISTS seen_exp ON seen (exp_ms);"
+    "CREATE TABLE IF NOT EXISTS seen_horizon ("
+    " k INTEGER PRIMARY KEY CHECK (k = 0), exp_ms INTEGER NOT NULL);";
+static const char fl_seen_migrate[] = "UPDATE seen SET exp_ms = at_ms + %lld WHERE exp_ms = 0;";
+
+/* Logs a database failure with SQLite's own words and returns FL_ESTORE,
+ * or FL_EDISKFULL when the failure was a write that found no space: that
+ * one the user can fix, so it is told apart. */
+int fl_store_db_fail(const fl_store *s, const char *trace, const char *what) {
+  if (s->db &&
+      ((sqlite3_errcode(s->db) & 0xff) == SQLITE_FULL || sqlite3_system_errno(s->db) == ENOSPC)) {
+    fl_error(trace, "store: %s failed: the disk is full (%s); free space where the state dir is",
+             what, sqlite3_errmsg(s->db));
+    return FL_EDISKFULL;
+  }
+  fl_error(trace, "store: %s failed: %s", what, s->db ? sqlite3_errmsg(s->db) : "no database");
+  return FL_ESTORE;
+}
+
+/* Returns st to its unused state and drops its bindings, so a borrowed
+ * string bound with SQLITE_STATIC is never touched again. */
+void fl_store_stmt_done(sqlite3_stmt *st) {
+  if (!st)
+    return;
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+}
+
+/* Steps st once: 1 for a row, 0 when done, FL_ESTORE (logged) on error. */
+int fl_store_step(fl_store *s, sqlite3_stmt *st, const char *trace, const char *what) {
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW)
+    return 1;
+  if (rc == SQLITE_DONE)
+    return 0;
+  return fl_store_db_fail(s, trace, what);
+}
+
+/* Runs a statement that returns no rows (BEGIN, DELETE, ...). */
+static int fl_exec(fl_store *s, enum fl_stmt_id id, const char *trace, const char *what) {
+  int rc = fl_store_step(s, s->st[id], trace, what);
+  if (rc > 0)
+    rc = 0;
+  fl_store_stmt_done(s->st[id]);
+  return rc;
+}
+
+static int fl_begin(fl_store *s, const char *trace) {
+  return fl_exec(s, s->batch ? FL_ST_SAVEPOINT : FL_ST_BEGIN, trace, "begin");
+}
+
+/* Rolls back if a transaction is still open: SQLite ends one by itself on
+ * some errors, and a ROLLBACK then would only add a second, false error. In
+ * a batch, only this operation's savepoint is undone. */
+static void fl_rollback(fl_store *s, const char *trace) {
+  if (sqlite3_get_autocommit(s->db))
+    return;
+  if (s->batch) {
+    fl_exec(s, FL_ST_ROLLBACK_TO, trace, "rollback to savepoint");
+    fl_exec(s, FL_ST_RELEASE, trace, "release savepoint");
+  } else {
+    fl_exec(s, FL_ST_ROLLBACK, trace, "rollback");
+  }
+}
+
+int fl_store_check_file(fl_store *s) {
+  if (!s || !s->path)
+    return FL_EINVAL;
+  struct stat st;
+  int missing = stat(s->path, &st) != 0;
+  if (!missing && (unsigned long long)st.st_dev == s->dev &&
+      (unsigned long long)st.st_ino == s->ino)
+    return 0;
+  if (!s->file_gone)
+    fl_error(NULL,
+             "store: %s was %s while fleetd had it open: nothing written now would survive a "
+             "restart, so every write is refused from here on (sends fail, nothing is answered "
+             "`sent`). Messages held only in the old file are lost at the next restart; drain "
+             "them now, then restart fleetd (see docs/operations.md, \"holds.db\")",
+             s->path, missing ? "deleted" : "replaced by another file");
+  s->file_gone = 1;
+  return FL_ESTORE;
+}
+
+static int fl_commit(fl_store *s, const char *trace) {
+  /* A commit into a file that is no longer the database's is lost. */
+  if (fl_store_check_file(s) != 0) {
+    fl_rollback(s, trace);
+    return FL_ESTORE;
+  }
+  int rc = fl_exec(s, s->batch ? FL_ST_RELEASE : FL_ST_COMMIT, trace, "commit");
+  if (rc)
+    fl_rollback(s, trace);
+  return rc;
+}
+
+int fl_store_batch_begin(fl_store *s) {
+  if (!s || s->batch)
+    return FL_EINVAL;
+  int rc = fl_exec(s, FL_ST_BEGIN, NULL, "begin batch");
+  if (rc == 0)
+    s->batch = 1;
+  return rc;
+}
+
+/* A flood must not wait for the sweeper: past a tenth of the bound in new
+ * keys, trim now, outside any batch (a failure is logged; the sweeper tries
+ * again). */
+static void fl_seen_trim_due(fl_store *s) {
+  if (!s->batch && s->seen_added > s->max_seen / 10)
+    fl_store_trim_seen(s, fl_now_ms());
+}
+
+int fl_store_batch_end(fl_store *s) {
+  if (!s || !s->batch)
+    return FL_EINVAL;
+  s->batch = 0;
+  int rc = fl_store_check_file(s);
+  if (rc == 0)
+    rc = fl_exec(s, FL_ST_COMMIT, NULL, "commit batch");
+  if (rc && !sqlite3_get_autocommit(s->db))
+    fl_exec(s, FL_ST_ROLLBACK, NULL, "rollback batch");
+  fl_seen_trim_due(s);
+  return rc;
+}
+
+/* Binds a borrowed, NUL-terminated string. */
+int fl_store_bind_text(sqlite3_stmt *st, int i, const char *v) {
+  return sqlite3_bind_text(st, i, v ? v : "", -1, SQLITE_STATIC);
+}
+
+/* Copies a text column into a fixed field, truncating (a row written by this
+ * code always fits; one edited by hand must not overflow). */
+void fl_store_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n) {
+  const unsigned char *v = sqlite3_column_text(st, col);
+  size_t len = v ? (size_t)sqlite3_column_bytes(st, col) : 0;
+  if (len >= n)
+    len = n - 1;
+  if (len)
+    memcpy(dst, v, len);
+  dst[len] = '\0';
+}
+
+/* 1 if the fixed field f of size n is NUL-terminated (and, with nonempty,
+ * not ""), else 0. */
+int fl_store_field_ok(const char *f, size_t n, int nonempty) {
+  size_t len = strnlen(f, n);
+  return len < n && (!nonempty || len > 0);
+}
+
+/* Fills m from a row of FL_MSG_COLS; m->content is new (NUL-terminated) on
+ * success and NULL on failure. Returns 0, FL_ENOMEM or FL_ESTORE. */
+static int fl_row_msg(fl_store *s, sqlite3_stmt *st, fl_msg *m) {
+  memset(m, 0, sizeof *m);
+  m->seq = sqlite3_column_int64(st, 0);
+  fl_store_col_copy(st, 1, m->msg_id, sizeof m->msg_id);
+  fl_store_col_copy(st, 2, m->to_gid, sizeof m->to_gid);
+  fl_store_col_copy(st, 3, m->trace_id, sizeof m->trace_id);
+  fl_store_col_copy(st, 4, m->kind, sizeof m->kind);
+  fl_store_col_copy(st, 5, m->from_gid, sizeof m->from_gid);
+  fl_store_col_copy(st, 6, m->from_name, sizeof m->from_name);
+  fl_store_col_copy(st, 7, m->in_reply_to, sizeof m->in_reply_to);
+  m->ts_ms = sqlite3_column_int64(st, 8);
+  m->expires_ms = sqlite3_column_int64(st, 9);
+  /* blob before bytes: that is the order SQLite documents as safe. */
+  const void *blob = sqlite3_column_blob(st, 10);
+  int len = sqlite3_column_bytes(st, 10);
+  if (len < 0 || (!blob && len > 0))
+    return fl_store_db_fail(s, m->trace_id, "reading message content");
+  m->content = fl_malloc((size_t)len + 1);
+  if (!m->content)
+    return FL_ENOMEM;
+  if (len)
+    memcpy(m->content, blob, (size_t)len);
+  m->content[len] = '\0';
+  m->content_len = (size_t)len;
+  return 0;
+}
+
+/* Creates path with mode 0600 if it is missing, and narrows an existing one
+ * to 0600: it holds message bodies. SQLite gives its -wal and -shm files the
+ * database file's mode, so they follow. Creating it ourselves (rather than
+ * flipping the process-wide umask) keeps other threads' files untouched. */
+static int fl_prepare_file(const char *path) {
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int err = errno;
+    fl_error(NULL, "store: cannot open %s: %s", path, strerror(err));
+    return -err;
+  }
+  int rc = 0;
+  if (fchmod(fd, 0600) != 0) {
+    rc = -errno;
+    fl_error(NULL, "store: cannot make %s private (mode 0600): %s", path, strerror(-rc));
+  }
+  close(fd);
+  return rc;
+}
+
+/* Runs a one-row PRAGMA and copies its first column into buf. The statement
+ * is finalized before returning: one left open would block a COMMIT. */
+static int fl_pragma(fl_store *s, const char *sql, char *buf, size_t n) {
+  sqlite3_stmt *st = NULL;
+  int rc = 0;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_step(st) != SQLITE_ROW) {
+    rc = fl_store_db_fail(s, NULL, sql);
+    goto out;
+  }
+  fl_store_col_copy(st, 0, buf, n);
+out:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Adds column col (declared decl) to table when a store made by an older
+ * fleetd lacks it. 0 or FL_ESTORE. */
+static int fl_add_column(fl_store *s, const char *table, const char *col, const char *decl) {
+  char sql[256];
+  snprintf(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", col, table);
+  sqlite3_stmt *st = NULL;
+  int have = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK;
+  sqlite3_finalize(st);
+  if (have)
+    return 0;
+  snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s %s", table, col, decl);
+  return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK
+             ? 0
+             : fl_store_db_fail(s, NULL, "adding a column to an older store");
+}
+
+/* Turns on WAL and creates (or checks) the schema. The pragmas run outside
+ * any transaction because journal_mode cannot change inside one. */
+static int fl_setup_db(fl_store *s) {
+  char val[32];
+  int rc = fl_pragma(s, "PRAGMA journal_mode=WAL", val, sizeof val);
+  if (rc)
+    return rc;
+  if (sqlite3_stricmp(val, "wal") != 0) {
+    fl_error(NULL, "store: the database refused WAL mode (it stays in '%s')", val);
+    return FL_ESTORE;
+  }
+  if (sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
+    return fl_store_db_fail(s, NULL, "setting synchronous=NORMAL");
+  if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+    return fl_store_db_fail(s, NULL, "begin schema");
+  if ((rc = fl_pragma(s, "PRAGMA user_version", val, sizeof val)))
+    goto fail;
+  if (atoi(val) > FL_STORE_SCHEMA_VERSION) {
+    fl_error(NULL,
+             "store: the database has schema version %s but this fleetd knows %d: it was "
+             "written by a newer fleet; upgrade fleetd or move the file aside",
+             val, FL_STORE_SCHEMA_VERSION);
+    rc = FL_ESTORE;
+    goto fail;
+  }
+  char sql[sizeof fl_seen_migrate + 32];
+  snprintf(sql, sizeof sql, fl_seen_migrate, (long long)FL_ENVELOPE_MAX_LIFE_MS);
+  if (sqlite3_exec(s->db, fl_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      fl_add_column(s, "spawns", "pane", "TEXT NOT NULL DEFAULT ''") != 0 ||
+      fl_add_column(s, "spawns", "socket", "TEXT NOT NULL DEFAULT ''") != 0 ||
+      fl_add_column(s, "seen", "exp_ms", "INTEGER NOT NULL DEFAULT 0") != 0 ||
+      sqlite3_exec(s->db, fl_seen_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, fl_store_fwd_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, fl_store_gids_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, "PRAGMA user_version=" FL_STORE_STR(FL_STORE_SCHEMA_VERSION), NULL, NULL,
+                   NULL) != SQLITE_OK ||
+      sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, NULL, "creating the schema");
+    goto fail;
+  }
+  return 0;
+
+fail:
+  if (!sqlite3_get_autocommit(s->db))
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
+
+int fl_store_set_sync(fl_store *s, int full) {
+  const char *sql = full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+  if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    return fl_store_db_fail(s, NULL,
+                            full ? "setting synchronous=FULL" : "setting synchronous=NORMAL");
+  return 0;
+}
+
+int fl_store_open(const char *path, fl_store **out) {
+  if (!out)
+    return FL_EINVAL;
+  *out = NULL;
+  if (!path || !*path)
+    return FL_EINVAL;
+  int rc = fl_prepare_file(path);
+  if (rc)
+    return rc;
+  fl_store *s = fl_calloc(1, sizeof *s);
+  if (!s)
+    return FL_ENOMEM;
+  /* NOMUTEX: the loop thread owns the store (store.h), so SQLite's per-call
+   * locking would buy nothing. */
+  if (sqlite3_open_v2(path, &s->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      NULL) != SQLITE_OK) {
+    fl_error(NULL, "store: cannot open %s: %s", path,
+             s->db ? sqlite3_errmsg(s->db) : "out of memory");
+    rc = FL_ESTORE;
+    goto fail;
+  }
+  sqlite3_extended_result_codes(s->db, 1);
+  sqlite3_busy_timeout(s->db, FL_STORE_BUSY_MS);
+  if ((rc = fl_setup_db(s)))
+    goto fail;
+  struct stat st;
+  if (!(s->path = fl_strdup(path)) || stat(path, &st) != 0) {
+    rc = s->path ? FL_ESTORE : FL_ENOMEM;
+    fl_error(NULL, "store: cannot stat %s after opening it", path);
+    goto fail;
+  }
+  s->dev = (unsigned long long)st.st_dev;
+  s->ino = (unsigned long long)st.st_ino;
+  s->max_seen = FL_MAX_SEEN;
+  char horizon[32] = "0";
+  if ((rc = fl_pragma(s, "SELECT coalesce((SELECT exp_ms FROM seen_horizon WHERE k = 0), 0)",
+                      horizon, sizeof horizon)))
+    goto fail;
+  s->seen_horizon = atoll(horizon);
+  for (int i = 0; i < FL_ST_COUNT_OF; i++) {
+    if (sqlite3_prepare_v3(s->db, fl_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) !=
+        SQLITE_OK) {
+      rc = fl_store_db_fail(s, NULL, fl_sql[i]);
+      goto fail;
+    }
+  }
+  *out = s;
+  return 0;
+
+fail:
+  fl_store_close(&s);
+  return rc;
+}
+
+void fl_store_close(fl_store **sp) {
+  if (!sp || !*sp)
+    return;
+  fl_store *s = *sp;
+  for (int i = 0; i < FL_ST_COUNT_OF; i++)
+    sqlite3_finalize(s->st[i]);
+  /* Closing the last connection checkpoints the WAL into the database. */
+  if (s->db && sqlite3_close(s->db) != SQLITE_OK)
+    fl_store_db_fail(s, NULL, "close");
+  fl_free(s->path);
+  fl_free(s);
+  *sp = NULL;
+}
+
+/* Checks the shape of a message before it touches the database. */
+static int fl_msg_check(const fl_msg *m) {
+  if (!FL_FIELD_OK(m->msg_id, 1) || !FL_FIELD_OK(m->to_gid, 1) || !FL_FIELD_OK(m->trace_id, 0) ||
+      !FL_FIELD_OK(m->kind, 0) || !FL_FIELD_OK(m->from_gid, 0) || !FL_FIELD_OK(m->from_name, 0) ||
+      !FL_FIELD_OK(m->in_reply_to, 0))
+    return FL_EINVAL;
+  if (!m->content && m->content_len)
+    return FL_EINVAL;
+  if (m->content_len > FL_MAX_CONTENT)
+    return FL_ETOOBIG;
+  return 0;
+}
+
+int fl_store_put(fl_store *s, fl_msg *m) { return fl_store_admit(s, m, FL_ADMIT_HOLD); }
+
+int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
+  if (!s || !m)
+    return FL_EINVAL;
+  int rc = fl_msg_check(m);
+  if (rc)
+    return rc;
+  m->handed = 0;
+  const char *trace = m->trace_id;
+  sqlite3_stmt *known = s->st[FL_ST_KNOWN];
+  sqlite3_stmt *all = s->st[FL_ST_HELD_ALL];
+  sqlite3_stmt *ins = s->st[FL_ST_INSERT_HELD];
+  sqlite3_stmt *seen = s->st[FL_ST_INSERT_SEEN];
+  int handed = 0;
+  if ((rc = fl_begin(s, trace)))
+    return rc;
+
+  if (how != FL_ADMIT_SEEN_ALREADY) {
+    if (fl_store_bind_text(known, 1, m->msg_id) != SQLITE_OK ||
+        fl_store_bind_text(known, 2, m->to_gid) != SQLITE_OK) {
+      rc = fl_store_db_fail(s, trace, "binding the dedup check");
+      goto out;
+    }
+    if ((rc = fl_store_step(s, known, trace, "dedup check")) < 0)
+      goto out;
+    if (rc == 1) {
+      rc = FL_EDUP;
+      goto out;
+    }
+  }
+
+  if (fl_store_bind_text(all, 1, m->to_gid) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, trace, "binding the held count");
+    goto out;
+  }
+  if ((rc = fl_store_step(s, all, trace, "held count")) < 0)
+    goto out;
+  if (rc == 0) {
+    rc = fl_store_db_fail(s, trace, "held count (no row)");
+    goto out;
+  }
+  sqlite3_int64 held = sqlite3_column_int64(all, 0);
+  /* Handing over is only for a recipient with nothing held: what is held
+   * goes first, in order. A message already seen is kept even at the cap:
+   * it was accepted before. */
+  handed = how == FL_ADMIT_HAND && held == 0;
+  if (how != FL_ADMIT_SEEN_ALREADY && held >= FL_MAX_HELD_PER_ENTITY) {
+    rc = FL_EFULL;
+    goto out;
+  }
+
+  int64_t seq = 0;
+  if (!handed) {
+    /* A zero-length blob needs a non-NULL pointer, or SQLite binds NULL. */
+    if (fl_store_bind_text(ins, 1, m->msg_id) != SQLITE_OK ||
+        fl_store_bind_text(ins, 2, m->to_gid) != SQLITE_OK ||
+        fl_store_bind_text(ins, 3, m->trace_id) != SQLITE_OK ||
+        fl_store_bind_text(ins, 4, m->kind) != SQLITE_OK ||
+        fl_store_bind_text(ins, 5, m->from_gid) != SQLITE_OK ||
+        fl_store_bind_text(ins, 6, m->from_name) != SQLITE_OK ||
+        fl_store_bind_text(ins, 7, m->in_reply_to) != SQLITE_OK ||
+        sqlite3_bind_int64(ins, 8, m->ts_ms) != SQLITE_OK ||
+        sqlite3_bind_int64(ins, 9, m->expires_ms) != SQLITE_OK ||
+        sqlite3_bind_blob(ins, 10, m->content_len ? m->content : "", (int)m->content_len,
+                          SQLITE_STATIC) != SQLITE_OK) {
+      rc = fl_store_db_fail(s, trace, "binding the message");
+      goto out;
+    }
+    if ((rc = fl_store_step(s, ins, trace, "storing the message")) < 0)
+      goto out;
+    seq = sqlite3_last_insert_rowid(s->db);
+  }
+
+  if (how != FL_ADMIT_SEEN_ALREADY) {
+    if (fl_store_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
+        fl_store_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
+        sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK ||
+        sqlite3_bind_int64(seen, 4, fl_store_seen_until(m->ts_ms, m->expires_ms)) != SQLITE_OK) {
+      rc = fl_store_db_fail(s, trace, "binding the seen entry");
+      goto out;
+    }
+    if ((rc = fl_store_step(s, seen, trace, "recording the msgId as seen")) < 0)
+      goto out;
+  }
+
+  fl_store_stmt_done(known);
+  fl_store_stmt_done(all);
+  fl_store_stmt_done(ins);
+  fl_store_stmt_done(seen);
+  if ((rc = fl_commit(s, trace)))
+    return rc;
+  m->seq = seq;
+  m->handed = handed;
+  if (how != FL_ADMIT_SEEN_ALREADY) {
+    s->seen_added++;
+    fl_seen_trim_due(s);
+  }
+  return 0;
+
+out:
+  fl_store_stmt_done(known);
+  fl_store_stmt_done(all);
+  fl_store_stmt_done(ins);
+  fl_store_stmt_done(seen);
+  fl_rollback(s, trace);
+  return rc;
+}
+
+/* Deletes the held row seq inside the caller's transaction. */
+static int fl_delete_seq(fl_store *s, int64_t seq, const char *trace) {
+  sqlite3_stmt *del = s->st[FL_ST_DELETE_SEQ];
+  if (sqlite3_bind_int64(del, 1, seq) != SQLITE_OK) {
+    fl_store_stmt_done(del);
+    return fl_store_db_fail(s, trace, "binding the delete");
+  }
+  return fl_exec(s, FL_ST_DELETE_SEQ, trace, "removing a taken message");
+}
+
+void fl_msgs_free(fl_msg *msgs, size_t n) {
+  if (!msgs)
+    return;
+  for (size_t i = 0; i < n; i++)
+    fl_free(msgs[i].content);
+  fl_free(msgs);
+}
+
+/* fl_store_take and fl_store_peek: the same select; drain deletes what it
+ * returned in the same transaction. */
+static int fl_store_select(fl_store *s, const char *to_gid, const char *from_gid, size_t max,
+                           int64_t now_ms, int drain, fl_msg **out, size_t *n) {
+  if (!out || !n)
+    return FL_EINVAL;
+  *out = NULL;
+  *n = 0;
+  if (!s || !to_gid || !*to_gid)
+    return FL_EINVAL;
+  if (max == 0)
+    return 0;
+  /* No entity holds more than the cap, so a larger max only sizes the
+   * LIMIT; clamping keeps the arithmetic below in range. */
+  if (max > FL_MAX_HELD_PER_ENTITY)
+    max = FL_MAX_HELD_PER_ENTITY;
+
+  sqlite3_stmt *sel = s->st[FL_ST_TAKE_SELECT];
+  fl_msg *msgs = NULL;
+  size_t got = 0, cap = 0;
+  int rc = fl_begin(s, NULL);
+  if (rc)
+    return rc;
+  if (fl_store_bind_text(sel, 1, to_gid) != SQLITE_OK ||
+      fl_store_bind_text(sel, 2, from_gid) != SQLITE_OK ||
+      sqlite3_bind_int64(sel, 3, now_ms) != SQLITE_OK ||
+      sqlite3_bind_int64(sel, 4, (sqlite3_int64)max) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, NULL, "binding the take");
+    goto fail;
+  }
+  while ((rc = fl_store_step(s, sel, NULL, "selecting held messages")) == 1) {
+    if (got == cap) {
+      size_t ncap = cap ? cap * 2 : FL_TAKE_FIRST_SLOTS;
+      if (ncap > max)
+        ncap = max;
+      fl_msg *grown = fl_realloc(msgs, ncap * sizeof *grown);
+      if (!grown) {
+        rc = FL_ENOMEM;
+        goto fail;
+      }
+      msgs = grown;
+      cap = ncap;
+    }
+    if ((rc = fl_row_msg(s, sel, &msgs[got])))
+      goto fail;
+    got++;
+  }
+  if (rc < 0)
+    goto fail;
+  fl_store_stmt_done(sel);
+
+  for (size_t i = 0; drain && i < got; i++)
+    if ((rc = fl_delete_seq(s, msgs[i].seq, msgs[i].trace_id)))
+      goto fail;
+  if ((rc = fl_commit(s, NULL)))
+    goto fail;
+  *out = got ? msgs : NULL;
+  *n = got;
+  if (!got)
+    fl_free(msgs);
+  return 0;
+
+fail:
+  fl_store_stmt_done(sel);
+  fl_rollback(s, NULL);
+  fl_msgs_free(msgs, got);
+  return rc;
+}
+
+int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t max, int64_t now_ms,
+                  fl_msg **out, size_t *n) {
+  return fl_store_select(s, to_gid, from_gid, max, now_ms, 1, out, n);
+}
+
+int fl_store_peek(fl_store *s, const char *to_gid, size_t max, int64_t now_ms, fl_msg **out,
+                  size_t *n) {
+  return fl_store_select(s, to_gid, NULL, max, now_ms, 0, out, n);
+}
+
+int fl_store_take_id(fl_store *s, const char *to_gid, const char *msg_id, fl_msg *out) {
+  if (!out)
+    return FL_EINVAL;
+  memset(out, 0, sizeof *out);
+  if (!s || !to_gid || !*to_gid || !msg_id || !*msg_id)
+    return FL_EINVAL;
+  sqlite3_stmt *sel = s->st[FL_ST_ID_SELECT];
+  int rc = fl_begin(s, NULL);
+  if (rc)
+    return rc;
+  if (fl_store_bind_text(sel, 1, to_gid) != SQLITE_OK ||
+      fl_store_bind_text(sel, 2, msg_id) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, NULL, "binding the take by id");
+    goto fail;
+  }
+  if ((rc = fl_store_step(s, sel, NULL, "selecting a held message")) < 0)
+    goto fail;
+  if (rc == 0) {
+    rc = FL_ENOTFOUND;
+    goto fail;
+  }
+  if ((rc = fl_row_msg(s, sel, out)))
+    goto fail;
+  fl_store_stmt_done(sel);
+  if ((rc = fl_delete_seq(s, out->seq, out->trace_id)) || (rc = fl_commit(s, out->trace_id)))
+    goto fail;
+  return 0;
+
+fail:
+  fl_store_stmt_done(sel);
+  fl_rollback(s, NULL);
+  fl_free(out->content);
+  out->content = NULL;
+  out->content_len = 0;
+  return rc;
+}
+
+/* Runs a one-row count(*) statement whose parameters are already bound. */
+static int fl_count_stmt(fl_store *s, sqlite3_stmt *st, const char *what, size_t *n) {
+  int rc = fl_store_step(s, st, NULL, what);
+  if (rc == 1) {
+    *n = (size_t)sqlite3_column_int64(st, 0);
+    rc = 0;
+  } else if (rc == 0) {
+    rc = fl_store_db_fail(s, NULL, what);
+  }
+  fl_store_stmt_done(st);
+  return rc;
+}
+
+int fl_store_count(fl_store *s, const char *to_gid, int64_t now_ms, size_t *n) {
+  if (!n)
+    return FL_EINVAL;
+  *n = 0;
+  if (!s || !to_gid)
+    return FL_EINVAL;
+  sqlite3_stmt *st = s->st[FL_ST_COUNT];
+  if (fl_store_bind_text(st, 1, to_gid) != SQLITE_OK ||
+      sqlite3_bind_int64(st, 2, now_ms) != SQLITE_OK) {
+    fl_store_stmt_done(st);
+    return fl_store_db_fail(s, NULL, "binding the count");
+  }
+  return fl_count_stmt(s, st, "counting held messages", n);
+}
+
+int fl_store_is_held(fl_store *s, const char *to_gid, const char *msg_id, int *held) {
+  if (!held)
+    return FL_EINVAL;
+  *held = 0;
+  if (!s || !to_gid || !msg_id)
+    return FL_EINVAL;
+  sqlite3_stmt *st = s->st[FL_ST_IS_HELD];
+  if (fl_store_bind_text(st, 1, to_gid) != SQLITE_OK ||
+      fl_store_bind_text(st, 2, msg_id) != SQLITE_OK) {
+    fl_store_stmt_done(st);
+    return fl_store_db_fail(s, NULL, "binding the held check");
+  }
+  size_t n = 0;
+  int rc = fl_count_stmt(s, st, "checking a held message", &n);
+  *held = n > 0;
+  return rc;
+}
+
+int fl_store_total(fl_store *s, size_t *n) {
+  if (!n)
+    return FL_EINVAL;
+  *n = 0;
+  if (!s)
+    return FL_EINVAL;
+  return fl_count_stmt(s, s->st[FL_ST_TOTAL], "counting all held messages", n);
+}
+
+int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped) {
+  if (dropped)
+    *dropped = 0;
+  if (!s)
+    return FL_EINVAL;
+  sqlite3_stmt *exp = s->st[FL_ST_EXPIRE];
+  size_t gone = 0;
+  int rc = fl_begin(s, NULL);
+  if (rc)
+    return rc;
+  if (sqlite3_bind_int64(exp, 1, now_ms) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, NULL, "binding the expiry");
+    goto fail;
+  }
+  if ((rc = fl_store_step(s, exp, NULL, "deleting expired messages")) < 0)
+    goto fail;
+  gone = (size_t)sqlite3_changes(s->db);
+  fl_store_stmt_done(exp);
+  if ((rc = fl_commit(s, NULL)))
+    return rc;
+  if (dropped)
+    *dropped = gone;
+  return fl_store_trim_seen(s, now_ms);
+
+fail:
+  fl_store_stmt_done(exp);
+  fl_rollback(s, NULL);
+  return rc;
+}
+
+long long fl_store_seen_until(long long ts_ms, long long expires_ms) {
+  long long until = ts_ms + FL_ENVELOPE_MAX_LIFE_MS;
+  return expires_ms > 0 && expires_ms < until ? expires_ms : until;
+}
+
+long long fl_store_seen_horizon(const fl_store *s) { return s ? s->seen_horizon : 0; }
+
+void fl_store_set_max_seen(fl_store *s, size_t n) {
+  if (s)
+    s->max_seen = n < FL_MIN_SEEN ? FL_MIN_SEEN : n > FL_MAX_MAX_SEEN ? FL_MAX_MAX_SEEN : n;
+}
+
+/* Deletes the keys (not held) whose expiry is at or before cut. */
+static int fl_seen_drop(fl_store *s, long long cut, const char *what) {
+  sqlite3_stmt *trim = s->st[FL_ST_TRIM_SEEN];
+  int rc = sqlite3_bind_int64(trim, 1, cut) == SQLITE_OK ? fl_store_step(s, trim, NULL, what)
+                                                         : fl_store_db_fail(s, NULL, what);
+  fl_store_stmt_done(trim);
+  return rc < 0 ? rc : 0;
+}
+
+int fl_store_trim_seen(fl_store *s, long long now_ms) {
+  if (!s)
+    return FL_EINVAL;
+  s->seen_added = 0;
+  sqlite3_stmt *cut = s->st[FL_ST_SEEN_CUT];
+  sqlite3_stmt *hor = s->st[FL_ST_HORIZON_PUT];
+  int rc = fl_begin(s, NULL);
+  if (rc)
+    return rc;
+  /* By time: a key whose envelope has expired guards nothing. */
+  if ((rc = fl_seen_drop(s, now_ms, "trimming expired keys from the seen-set")))
+    goto fail;
+  /* By count: the keys that expire first go, and the horizon moves up to
+   * the last of them. */
+  if (sqlite3_bind_int64(cut, 1, (sqlite3_int64)s->max_seen) != SQLITE_OK) {
+    rc = fl_store_db_fail(s, NULL, "binding the seen-set's bound");
+    goto fail;
+  }
+  if ((rc = fl_store_step(s, cut, NULL, "finding the seen-set's cut")) < 0)
+    goto fail;
+  long long horizon = rc == 1 ? sqlite3_column_int64(cut, 0) : 0;
+  fl_store_stmt_done(cut);
+  rc = 0;
+  if (horizon > s->seen_horizon) {
+    if ((rc = fl_seen_drop(s, horizon, "trimming the seen-set to its bound")))
+      goto fail;
+    if (sqlite3_bind_int64(hor, 1, horizon) != SQLITE_OK ||
+        fl_store_step(s, hor, NULL, "storing the seen-set's horizon") < 0) {
+      rc = fl_store_db_fail(s, NULL, "storing the seen-set's horizon");
+      goto fail;
+    }
+    fl_store_stmt_done(hor);
+  }
+  if ((rc = fl_commit(s, NULL)))
+    return rc;
+  if (horizon > s->seen_horizon) {
+    char at[FL_TS_LEN];
+    fl_rfc3339(horizon, at);
+    fl_warn(NULL,
+            "store: the seen-set reached its bound of %zu msgIds (store.maxSeen); it now refuses "
+            "envelopes that expire at or before %s (the oldest it still remembers)",
+            s->max_seen, at);
+    s->seen_horizon = horizon;
+  }
+  return 0;
+
+fail:
+  fl_store_stmt_done(cut);
+  fl_store_stmt_done(hor);
+  fl_rollback(s, NULL);
+  return rc;
+}

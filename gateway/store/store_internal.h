@@ -1,0 +1,81 @@
+/* store_internal.h — what the hold store's files share (store.c: the
+ * database, its statements, transactions and the held messages;
+ * store_roster.c: the entity tables; store_forward.c: the
+ * briefs of the forward path). Nothing outside them includes this. */
+#ifndef FL_STORE_INTERNAL_H
+#define FL_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "gateway/store/store.h"
+
+/* Every statement, prepared once at open (store.c's table of SQL). */
+enum fl_stmt_id {
+  FL_ST_BEGIN,
+  FL_ST_COMMIT,
+  FL_ST_ROLLBACK,
+  FL_ST_SAVEPOINT,
+  FL_ST_RELEASE,
+  FL_ST_ROLLBACK_TO,
+  FL_ST_KNOWN,
+  FL_ST_HELD_ALL,
+  FL_ST_INSERT_HELD,
+  FL_ST_INSERT_SEEN,
+  FL_ST_TAKE_SELECT,
+  FL_ST_ID_SELECT,
+  FL_ST_DELETE_SEQ,
+  FL_ST_COUNT,
+  FL_ST_TOTAL,
+  FL_ST_EXPIRE,
+  FL_ST_TRIM_SEEN,
+  FL_ST_SEEN_CUT,
+  FL_ST_HORIZON_PUT,
+  FL_ST_ENTITY_PUT,
+  FL_ST_ENTITY_BY_NAME,
+  FL_ST_ENTITY_EACH,
+  FL_ST_IS_HELD,
+  FL_ST_REMOTE_PUT,
+  FL_ST_REMOTE_EACH,
+  FL_ST_REMOTE_DROP_HOST,
+  FL_ST_ENTITY_DELETE,
+  FL_ST_REMOTE_DELETE,
+  FL_ST_SPAWN_PUT,
+  FL_ST_SPAWN_GET,
+  FL_ST_SPAWN_TRIM,
+  FL_ST_COUNT_OF
+};
+
+struct fl_store {
+  sqlite3 *db;
+  sqlite3_stmt *st[FL_ST_COUNT_OF];
+  int batch;              /* inside fl_store_batch_begin / _end */
+  size_t max_seen;        /* the seen-set's count bound */
+  size_t seen_added;      /* keys added since the last trim */
+  long long seen_horizon; /* envelopes expiring at or before it are refused */
+  char *path;             /* the database file, and the file it was at open: */
+  unsigned long long dev, ino;
+  int file_gone; /* set once path no longer names that file */
+};
+
+/* Logs a database failure with SQLite's own words and returns FL_ESTORE. */
+int fl_store_db_fail(const fl_store *s, const char *trace, const char *what);
+/* Returns st to its unused state and drops its bindings. NULL-safe. */
+void fl_store_stmt_done(sqlite3_stmt *st);
+/* Steps st once: 1 for a row, 0 when done, FL_ESTORE (logged) on error. */
+int fl_store_step(fl_store *s, sqlite3_stmt *st, const char *trace, const char *what);
+/* Binds a borrowed, NUL-terminated string (NULL binds ""). */
+int fl_store_bind_text(sqlite3_stmt *st, int i, const char *v);
+/* Copies a text column into a fixed field, truncating. */
+void fl_store_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n);
+/* 1 if the fixed field f of size n is NUL-terminated (and, with nonempty,
+ * not ""), else 0. */
+int fl_store_field_ok(const char *f, size_t n, int nonempty);
+/* The forward path's table (store_forward.c), created with the rest. */
+extern const char fl_store_fwd_schema[];
+/* The gid owners' table and triggers (store_gids.c), created after the
+ * entity tables. */
+extern const char fl_store_gids_schema[];
+#define FL_FIELD_OK(f, nonempty) fl_store_field_ok((f), sizeof(f), (nonempty))
+
+#endif
