@@ -11,14 +11,8 @@
  *     broker.seal false: once, in clear, to broadcast.<group>). The sender's call stays pending
  * until the broker confirms, so an unroutable or refused publish is an error the sender sees. While
  * the link is down a remote send fails at once: nothing is buffered on the broker's behalf.
- *   - settles deliveries: a delivery held for a local client is acked only
- *     once the client drained it (or the sweeper dropped it); inside a burst
- *     of deliveries acks wait for the burst's one store commit. A burst that
- *     cannot be committed (the disk is full) gives its deliveries back: the
- *     inbox channels they came on are closed, so the broker requeues them in
- *     order, deliveries of those channels still on their way are dropped
- *     unsettled (they are requeued too), and the inboxes are consumed again
- *     after a backoff, until the store takes them.
+ *   - settles deliveries through fabric_settle.c: acked once durable and
+ *     drained, or given back to the broker when the store cannot take them.
  *   - dispatches what the link reports: inbox deliveries to the receive
  *     checks (inbound.c), beats to presence (presence.c), the link's state
  *     to both. Whether each inbox is consumed is kept here for status: a
@@ -42,6 +36,7 @@
 #include "gateway/fabric/confirm.h"
 #include "gateway/fabric/control.h"
 #include "gateway/fabric/dlq.h"
+#include "gateway/fabric/fabric_internal.h"
 #include "gateway/fabric/inbound.h"
 #include "gateway/fabric/presence.h"
 #include "gateway/fabric/wire.h"
@@ -55,348 +50,17 @@
 #define FL_PRESENCE_TTL_BEATS 3
 
 /* What the link last reported of one local entity's inbox consumer. */
-typedef struct fl_consumer {
+struct fl_consumer {
   char gid[FL_ID_LEN];
   int failing;   /* 1: not consumed, why says why; 0: consuming */
   char why[256]; /* as the broker said it */
-} fl_consumer;
-
-/* Channel incarnations (a delivery tag's upper 32 bits) whose deliveries
- * are being given back: deliveries of theirs still on their way are
- * dropped unsettled. An entry matters only until the link reports its
- * inbox closed (FL_ESTORE or FL_ECANCELLED: no delivery of it follows), and
- * is then cleared; a ring bounds the ones never cleared. */
-#define FL_REQUEUED_RING 256
-
-typedef struct fl_requeued {
-  uint32_t inc; /* 0: free (channel 0 never carries an inbox) */
-  char gid[FL_ID_LEN];
-} fl_requeued;
-
-/* An inbox channel incarnation that delivered in the current burst. */
-typedef struct fl_burst_chan {
-  char gid[FL_ID_LEN];
-  uint64_t tag; /* one of its deliveries */
-  int failed;   /* one of its deliveries could not be stored: give it back */
-  size_t taken; /* its deliveries held or acked in this burst */
-} fl_burst_chan;
-
-/* A broker delivery not yet acked: acked when its message is drained. */
-typedef struct fl_unacked {
-  struct fl_unacked *next;
-  char msg_id[FL_ID_LEN];
-  char to_gid[FL_ID_LEN];
-  uint64_t tag;
-} fl_unacked;
-
-typedef struct fl_fabric {
-  fl_gw *gw;
-  fl_broker *broker;
-  int up;
-  char why[256]; /* why the link is down ("" when up) */
-  fl_unacked *unacked;
-  size_t nunacked;
-  int in_batch;         /* inside a burst of broker events (one store commit) */
-  uint64_t *acks_later; /* acks held until the burst's commit */
-  size_t nacks_later, acks_later_cap;
-  fl_presence *presence;
-  fl_inbound *inbound;
-  fl_control *control;
-  /* Inbox consumers as reported since the link last came up (at most
-   * FL_BROKER_MAX_INBOXES). */
-  fl_consumer *consumers;
-  size_t nconsumers, consumers_cap;
-  /* The current burst's inbox channels (fl_on_batch). */
-  fl_burst_chan *burst;
-  size_t nburst, burst_cap;
-  unsigned long long accepted_before; /* messages_accepted when the burst began */
-  fl_requeued requeued[FL_REQUEUED_RING];
-  size_t nrequeued;
-} fl_fabric;
+};
 
 /* One copy of a publish: its routing key and the host it is sealed to. */
 typedef struct fl_target {
   char key[FL_MAX_GROUP_NAME + FL_HOST_ID_SIZE + 16];
   const char *host;
 } fl_target;
-
-/* ---- settling deliveries ------------------------------------------------------ */
-
-/* Acks a delivery once what it carried is durable: inside a burst, after the
- * burst's commit (fl_on_batch), else at once. */
-static void fl_ack(fl_fabric *f, uint64_t tag) {
-  if (!f->in_batch) {
-    fl_broker_ack(f->broker, tag);
-    return;
-  }
-  if (f->nacks_later == f->acks_later_cap) {
-    size_t cap = f->acks_later_cap ? 2 * f->acks_later_cap : 64;
-    uint64_t *n = fl_realloc(f->acks_later, cap * sizeof *n);
-    if (!n) {
-      /* No room to wait: leave it unacked; the broker redelivers it after
-       * a reconnect and the store dedups it. */
-      fl_warn(NULL, "out of memory holding an ack; the delivery stays unacked");
-      return;
-    }
-    f->acks_later = n;
-    f->acks_later_cap = cap;
-  }
-  f->acks_later[f->nacks_later++] = tag;
-}
-
-static void fl_on_dlq(void *ctx, void *req, int status, const char *why, const fl_broker_dead *dead,
-                      size_t ndead, size_t affected) {
-  fl_fabric *f = ctx;
-  fl_dlq_done(f->gw, req, status, why, dead, ndead, affected);
-}
-
-static int fl_fabric_dlq(void *ctx, int op, const char *msg_id, long long older_than_ms,
-                         void *req) {
-  fl_fabric *f = ctx;
-  return f->up ? fl_broker_dlq(f->broker, (enum fl_broker_dlq_op)op, msg_id, older_than_ms, req)
-               : FL_EBROKER;
-}
-
-static uint32_t fl_incarnation(uint64_t tag) { return (uint32_t)(tag >> 32); }
-
-static int fl_is_requeued(const fl_fabric *f, uint64_t tag) {
-  for (size_t i = 0; i < FL_REQUEUED_RING; i++)
-    if (f->requeued[i].inc && f->requeued[i].inc == fl_incarnation(tag))
-      return 1;
-  return 0;
-}
-
-/* The burst entry of the inbox channel that delivered tag, added if new;
- * NULL when out of memory. */
-static fl_burst_chan *fl_burst_of(fl_fabric *f, const char *gid, uint64_t tag) {
-  for (size_t i = 0; i < f->nburst; i++)
-    if (fl_incarnation(f->burst[i].tag) == fl_incarnation(tag))
-      return &f->burst[i];
-  if (f->nburst == f->burst_cap) {
-    size_t cap = f->burst_cap ? 2 * f->burst_cap : 16;
-    fl_burst_chan *n = fl_realloc(f->burst, cap * sizeof *n);
-    if (!n)
-      return NULL;
-    f->burst = n;
-    f->burst_cap = cap;
-  }
-  fl_burst_chan *c = &f->burst[f->nburst++];
-  memset(c, 0, sizeof *c);
-  fl_copy(c->gid, sizeof c->gid, gid);
-  c->tag = tag;
-  return c;
-}
-
-/* From now on deliveries of gid's channel that tag names are dropped. */
-static void fl_poison(fl_fabric *f, const char *gid, uint64_t tag) {
-  if (fl_is_requeued(f, tag))
-    return;
-  fl_requeued *r = &f->requeued[f->nrequeued++ % FL_REQUEUED_RING];
-  r->inc = fl_incarnation(tag);
-  fl_copy(r->gid, sizeof r->gid, gid);
-}
-
-/* Gives back every unacked delivery of the inbox channel that tag names:
- * its later deliveries still on their way are dropped from now on, held
- * ones it carried are forgotten (they come again), and the broker thread
- * closes the channel. */
-static void fl_requeue_chan(fl_fabric *f, const char *gid, uint64_t tag, const char *why) {
-  fl_poison(f, gid, tag);
-  for (fl_unacked **pp = &f->unacked; *pp;) {
-    fl_unacked *u = *pp;
-    if (fl_incarnation(u->tag) == fl_incarnation(tag)) {
-      *pp = u->next;
-      fl_free(u);
-      f->nunacked--;
-    } else {
-      pp = &u->next;
-    }
-  }
-  int rc = fl_broker_requeue_inbox(f->broker, gid, tag, why);
-  if (rc)
-    fl_error(NULL,
-             "cannot give the deliveries of inbox %s back: %s; they come again after a "
-             "reconnect",
-             gid, fl_strerror(rc));
-}
-
-static void fl_on_batch(void *ctx, int begin) {
-  fl_fabric *f = ctx;
-  fl_gw *gw = f->gw;
-  if (begin) {
-    f->nburst = 0;
-    f->accepted_before = gw->counters[FL_C_MSGS_ACCEPTED];
-    f->in_batch = fl_store_batch_begin(gw->store) == 0;
-    if (f->in_batch)
-      fl_wait_defer_begin(gw);
-    return;
-  }
-  if (!f->in_batch)
-    return;
-  f->in_batch = 0;
-  int rc = fl_store_batch_end(gw->store);
-  /* Only now may the calls completed in the burst have their answers. */
-  fl_wait_defer_end(gw);
-  char why[FL_MAX_ERRMSG];
-  if (rc) {
-    /* Nothing of the burst is durable: its inbox deliveries go back to
-     * their queues, in order, and come again once the store takes them. */
-    size_t taken = 0;
-    for (size_t i = 0; i < f->nburst; i++)
-      taken += f->burst[i].taken;
-    fl_gw_count(gw, FL_C_STORE_ERRORS);
-    fl_gw_count(gw, FL_C_STORE_BATCH_FAILURES);
-    if (rc == FL_EDISKFULL)
-      fl_gw_count(gw, FL_C_STORE_DISK_FULL);
-    gw->counters[FL_C_DELIVERIES_REQUEUED] += taken;
-    /* What the burst admitted is not accepted after all. */
-    gw->counters[FL_C_MSGS_ACCEPTED] = f->accepted_before;
-    fl_errf(why, sizeof why, "%zu deliveries requeued: %s", taken,
-            rc == FL_EDISKFULL ? "disk full" : "the store could not commit them");
-    fl_error(NULL,
-             "store: a burst of %zu broker deliveries (from %zu inboxes) could not be committed "
-             "(%s); %s, in order; they come again once the store takes them",
-             taken, f->nburst, fl_strerror(rc), why);
-    for (size_t i = 0; i < f->nburst; i++)
-      fl_requeue_chan(f, f->burst[i].gid, f->burst[i].tag, why);
-    /* Acks of anything else (presence, control, claims: acted on already)
-     * still go. */
-    for (size_t i = 0; i < f->nacks_later; i++)
-      if (!fl_is_requeued(f, f->acks_later[i]))
-        fl_broker_ack(f->broker, f->acks_later[i]);
-    f->nacks_later = 0;
-    f->nburst = 0;
-    return;
-  }
-  for (size_t i = 0; i < f->nacks_later; i++)
-    fl_broker_ack(f->broker, f->acks_later[i]);
-  f->nacks_later = 0;
-  /* Committed, but one delivery could not be stored: what came after it on
-   * its channel was dropped, and the acks above went first. */
-  for (size_t i = 0; i < f->nburst; i++) {
-    if (!f->burst[i].failed)
-      continue;
-    fl_errf(why, sizeof why, "deliveries requeued: the store could not take one");
-    fl_requeue_chan(f, f->burst[i].gid, f->burst[i].tag, why);
-  }
-  f->nburst = 0;
-}
-
-static void fl_unacked_add(fl_fabric *f, const char *to_gid, const char *msg_id, uint64_t tag) {
-  for (fl_unacked *u = f->unacked; u; u = u->next) {
-    if (strcmp(u->msg_id, msg_id) == 0 && strcmp(u->to_gid, to_gid) == 0) {
-      /* A redelivery of a message still held: the old tag is void. */
-      u->tag = tag;
-      return;
-    }
-  }
-  fl_unacked *u = fl_calloc(1, sizeof *u);
-  if (!u) {
-    /* Cannot remember it: ack now; the message is committed to the store. */
-    fl_ack(f, tag);
-    return;
-  }
-  fl_copy(u->msg_id, sizeof u->msg_id, msg_id);
-  fl_copy(u->to_gid, sizeof u->to_gid, to_gid);
-  u->tag = tag;
-  u->next = f->unacked;
-  f->unacked = u;
-  f->nunacked++;
-}
-
-static void fl_unacked_clear(fl_fabric *f) {
-  while (f->unacked) {
-    fl_unacked *n = f->unacked->next;
-    fl_free(f->unacked);
-    f->unacked = n;
-  }
-  f->nunacked = 0;
-}
-
-static void fl_fabric_drained(void *ctx, const char *to_gid, const char *msg_id) {
-  fl_fabric *f = ctx;
-  for (fl_unacked **pp = &f->unacked; *pp; pp = &(*pp)->next) {
-    fl_unacked *u = *pp;
-    if (strcmp(u->msg_id, msg_id) == 0 && strcmp(u->to_gid, to_gid) == 0) {
-      fl_ack(f, u->tag);
-      *pp = u->next;
-      fl_free(u);
-      f->nunacked--;
-      return;
-    }
-  }
-}
-
-static void fl_fabric_sweep(void *ctx) {
-  fl_fabric *f = ctx;
-  /* Held messages the sweeper dropped (expired) are settled too, or their
-   * deliveries would hold prefetch slots until the next reconnect. */
-  for (fl_unacked **pp = &f->unacked; *pp;) {
-    fl_unacked *u = *pp;
-    int held = 1;
-    if (fl_store_is_held(f->gw->store, u->to_gid, u->msg_id, &held) == 0 && !held) {
-      fl_ack(f, u->tag);
-      *pp = u->next;
-      fl_free(u);
-      f->nunacked--;
-    } else {
-      pp = &u->next;
-    }
-  }
-}
-
-/* The receive checks settle through these. */
-
-/* Counts a delivery of the current burst as taken (held or acked). */
-static void fl_burst_took(fl_fabric *f, uint64_t tag) {
-  for (size_t i = 0; f->in_batch && i < f->nburst; i++)
-    if (fl_incarnation(f->burst[i].tag) == fl_incarnation(tag))
-      f->burst[i].taken++;
-}
-
-static void fl_in_ack(void *ctx, uint64_t tag) {
-  fl_burst_took(ctx, tag);
-  fl_ack(ctx, tag);
-}
-
-static void fl_in_hold(void *ctx, const char *to_gid, const char *msg_id, uint64_t tag) {
-  fl_burst_took(ctx, tag);
-  fl_unacked_add(ctx, to_gid, msg_id, tag);
-}
-
-static void fl_in_requeue(void *ctx, const fl_broker_delivery *d, const char *why) {
-  fl_fabric *f = ctx;
-  fl_gw_count(f->gw, FL_C_DELIVERIES_REQUEUED);
-  fl_error(d->env->trace_id,
-           "%s %s for gid %s could not be stored (%s); it and what followed it on its inbox go "
-           "back to the broker, in order",
-           d->env->kind, d->env->msg_id, d->gid, why);
-  fl_burst_chan *c = f->in_batch ? fl_burst_of(f, d->gid, d->tag) : NULL;
-  if (c) {
-    /* After the burst's commit (fl_on_batch); until then the rest of this
-     * channel's deliveries are dropped, so none overtakes it. */
-    c->failed = 1;
-    fl_poison(f, d->gid, d->tag);
-    return;
-  }
-  fl_requeue_chan(f, d->gid, d->tag, "deliveries requeued: the store could not take one");
-}
-
-static void fl_in_reject(void *ctx, uint64_t tag, int requeue) {
-  fl_fabric *f = ctx;
-  fl_broker_reject(f->broker, tag, requeue);
-}
-
-static int fl_in_park(void *ctx, const fl_broker_delivery *d) {
-  fl_fabric *f = ctx;
-  return fl_presence_park(f->presence, d);
-}
-
-static const fl_inbound_ops fl_inbound_settle = {.ack = fl_in_ack,
-                                                 .hold = fl_in_hold,
-                                                 .reject = fl_in_reject,
-                                                 .park = fl_in_park,
-                                                 .requeue = fl_in_requeue};
 
 /* ---- what the link reports ---------------------------------------------------- */
 
@@ -408,18 +72,8 @@ static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
   }
   switch (d->source) {
   case FL_BROKER_INBOX:
-    if (fl_is_requeued(f, d->tag)) {
-      /* Its channel is being closed to give back a delivery before it:
-       * the broker requeues this one too, behind that one. */
-      fl_debug(d->env->trace_id, "delivery for %s dropped unsettled: its inbox is being requeued",
-               d->gid);
-      return;
-    }
-    if (f->in_batch && !fl_burst_of(f, d->gid, d->tag)) {
-      fl_broker_reject(f->broker, d->tag, 1); /* out of memory: it comes again */
-      return;
-    }
-    fl_inbound_receive(f->inbound, d); /* settles d itself */
+    if (fl_fabric_admit(f, d))
+      fl_inbound_receive(f->inbound, d); /* settles d itself */
     return;
   case FL_BROKER_ROSTER:
     fl_presence_receive(f->presence, d);
@@ -434,7 +88,7 @@ static void fl_on_delivery(void *ctx, const fl_broker_delivery *d) {
     }
     break;
   }
-  fl_ack(f, d->tag);
+  fl_fabric_ack(f, d->tag);
 }
 
 static void fl_on_state(void *ctx, int up, const char *why) {
@@ -461,7 +115,7 @@ static void fl_on_state(void *ctx, int up, const char *why) {
     }
     /* Unacked deliveries go back to their queues with the connection; they
      * come again (and are deduped) after the reconnect. */
-    fl_unacked_clear(f);
+    fl_fabric_unacked_clear(f);
     /* Every consumer went with it; the reconnect reports each again. */
     f->nconsumers = 0;
   }
@@ -497,12 +151,8 @@ static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why)
     c->failing = status != 0;
     fl_copy(c->why, sizeof c->why, status ? why : "");
   }
-  if (status == FL_ECANCELLED || status == FL_ESTORE) {
-    /* Its channel is closed: nothing of it follows this event. */
-    for (size_t i = 0; i < FL_REQUEUED_RING; i++)
-      if (f->requeued[i].inc && strcmp(f->requeued[i].gid, gid) == 0)
-        f->requeued[i].inc = 0;
-  }
+  if (status == FL_ECANCELLED || status == FL_ESTORE)
+    fl_fabric_inbox_closed(f, gid); /* nothing of its channel follows this event */
   if (status == FL_ECANCELLED)
     fl_gw_count(f->gw, FL_C_INBOX_CANCELLED);
   else if (status == FL_EREFUSED)
@@ -519,6 +169,12 @@ static void fl_on_inbox(void *ctx, const char *gid, int status, const char *why)
     e->inbox_degraded = foreign;
     fl_presence_entity(f->presence, e);
   }
+}
+
+static void fl_on_dlq(void *ctx, void *req, int status, const char *why, const fl_broker_dead *dead,
+                      size_t ndead, size_t affected) {
+  fl_fabric *f = ctx;
+  fl_dlq_done(f->gw, req, status, why, dead, ndead, affected);
 }
 
 /* ---- publishing ------------------------------------------------------------------ */
@@ -926,6 +582,13 @@ static void fl_fabric_hosts(void *ctx, fl_jw *w) {
   fl_presence_hosts_write(f->presence, w);
 }
 
+static int fl_fabric_dlq(void *ctx, int op, const char *msg_id, long long older_than_ms,
+                         void *req) {
+  fl_fabric *f = ctx;
+  return f->up ? fl_broker_dlq(f->broker, (enum fl_broker_dlq_op)op, msg_id, older_than_ms, req)
+               : FL_EBROKER;
+}
+
 static void fl_fabric_stop(void *ctx) {
   fl_fabric *f = ctx;
   fl_presence_stop(f->presence);
@@ -937,10 +600,8 @@ static void fl_fabric_free(void *ctx) {
   fl_fabric *f = ctx;
   if (!f)
     return;
-  fl_free(f->acks_later);
+  fl_fabric_settle_free(f);
   fl_free(f->consumers);
-  fl_free(f->burst);
-  fl_unacked_clear(f);
   fl_control_free(&f->control);
   fl_presence_free(&f->presence);
   fl_inbound_free(&f->inbound);
@@ -1020,7 +681,7 @@ static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
   unsigned ttl = cfg->presence_ttl_ms ? cfg->presence_ttl_ms : FL_PRESENCE_TTL_BEATS * interval;
   fl_fabric *f = fl_calloc(1, sizeof *f);
   int rc = FL_ENOMEM;
-  if (!f || (rc = fl_inbound_new(gw, &fl_inbound_settle, f, &f->inbound)) ||
+  if (!f || (rc = fl_inbound_new(gw, &fl_fabric_settle_ops, f, &f->inbound)) ||
       (rc = fl_presence_new(gw, f->inbound, interval, ttl, &f->presence)) ||
       (rc = fl_control_new(gw, &fl_control_emit_ops, f, f->presence, &f->control))) {
     fl_errf(err, errlen, "cannot start the broker link: %s", fl_strerror(rc));
@@ -1044,7 +705,7 @@ static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
                                       .on_delivery = fl_on_delivery,
                                       .on_publish_done = fl_on_publish_done,
                                       .on_inbox = fl_on_inbox,
-                                      .on_batch = fl_on_batch,
+                                      .on_batch = fl_fabric_on_batch,
                                       .on_dlq = fl_on_dlq};
   if ((rc = fl_broker_start(gw->loop, &bc, &ev, f, &f->broker))) {
     fl_error(NULL, "cannot start the broker link: %s (check the broker URI and host id)",
