@@ -10,10 +10,9 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/gw.h"
+#include "mcp/call.h"
 #include "mcp/counters.h"
 #include "mcp/jsonrpc.h"
-#include "mcp/mcp_internal.h"
-#include "mcp/tools.h"
 
 /* A trace id or msgId is a UUID (36 characters); 64 leaves room for any id
  * a peer made while still bounding what is searched for. */
@@ -39,7 +38,7 @@ void fl_admin_dlq(fl_session *s, json_t *id, json_t *params) {
                            "params.msgId for show and replay and an optional params.olderThanS");
     return;
   }
-  fl_tool_call *call = fl_tools_admin_call(s);
+  fl_tool_call *call = fl_tool_call_new(s, NULL, NULL);
   if (!call) {
     fl_session_reply(s, id, NULL);
     return;
@@ -50,10 +49,10 @@ void fl_admin_dlq(fl_session *s, json_t *id, json_t *params) {
                      older ? json_number_value(older) : 0, fl_tool_call_done, call, &wait, err,
                      sizeof err);
   if (rc == 0 && wait) {
-    fl_tools_admin_park(call, id, wait);
+    fl_tool_call_park(call, id, wait);
     return;
   }
-  fl_tools_admin_drop(&call);
+  fl_tool_call_free(&call);
   fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
 }
 

@@ -1,7 +1,7 @@
 /* claim_tools.c — the claim tools (see claim_tools.h). */
 #include "mcp/claim_tools.h"
 
-#include "mcp/mcp_internal.h"
+#include "mcp/call.h"
 
 static const char *fl_str(json_t *args, const char *key) {
   return json_string_value(json_object_get(args, key));

@@ -1,4 +1,5 @@
 /* mcp.c — one MCP session: its lifecycle and the JSON-RPC method table.
+ * (The session's reply side and its parked calls are call.c's.)
  *
  * A session starts with initialize (which may carry fleet-mcp's identity in
  * params._meta["fleet/identity"]), then serves the methods in fl_methods:
@@ -25,12 +26,12 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "mcp/admin.h"
+#include "mcp/call.h"
 #include "mcp/channel.h"
 #include "mcp/counters.h"
 #include "mcp/hints.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
-#include "mcp/tool_result.h"
 #include "mcp/tools.h"
 
 #define FL_PROTO_LATEST "2025-11-25"
@@ -43,70 +44,9 @@ static const char *const fl_levels[] = {"debug",    "info",  "notice",    "warni
 #define FL_LEVEL_INFO 1
 #define FL_LEVEL_NOTICE 2
 
-struct fl_session {
-  fl_gw *gw;
-  fl_mcp_counters *counters; /* the server's; may be NULL */
-  const fl_session_io *io;
-  void *conn;
-  fl_client *client;
-  int initialized;
-  fl_iface iface; /* who reads its messages: an agent, or fleetctl (hints.h) */
-  int log_level;  /* index into fl_levels; notifications below it are dropped */
-  fl_tool_call *parked;
-  fl_channel *channel; /* NULL unless channel pushes are on (channel.h) */
-};
-
 int fl_mcp_init(void) { return fl_tools_init(); }
 
 void fl_mcp_cleanup(void) { fl_tools_cleanup(); }
-
-/* ---- what tools.c and admin.c use (mcp_internal.h) --------------------------- */
-
-fl_gw *fl_session_gw(const fl_session *s) { return s->gw; }
-fl_client *fl_session_client(const fl_session *s) { return s->client; }
-fl_mcp_counters *fl_session_counters(const fl_session *s) { return s->counters; }
-fl_iface fl_session_iface(const fl_session *s) { return s->iface; }
-fl_tool_call **fl_session_parked(fl_session *s) { return &s->parked; }
-
-static void fl_send_line(fl_session *s, char *line) {
-  if (line)
-    s->io->write(s->conn, line, strlen(line));
-}
-
-void fl_session_reply_error(fl_session *s, json_t *id, int code, const char *msg) {
-  fl_send_line(s, fl_rpc_error(id, code, msg, NULL));
-}
-
-void fl_session_reply(fl_session *s, json_t *id, json_t *result) {
-  char *line = fl_rpc_result(id, result);
-  if (!line) {
-    fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
-                           "fleetd could not build the response (out of memory)");
-    return;
-  }
-  fl_send_line(s, line);
-}
-
-void fl_session_reply_tool(fl_session *s, json_t *id, json_t *structured) {
-  char *line = fl_tool_result_line(id, structured);
-  if (!line) {
-    fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
-                           "fleetd could not build the response (out of memory)");
-    return;
-  }
-  fl_send_line(s, line);
-}
-
-void fl_session_reply_tool_json(fl_session *s, json_t *id, fl_json_out *out) {
-  size_t n = 0;
-  char *line = fl_tool_result_line_take(id, out, &n);
-  if (!line) {
-    fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
-                           "fleetd could not build the response (out of memory)");
-    return;
-  }
-  s->io->write(s->conn, line, n);
-}
 
 /* ---- notifications to the client (nudges) ----------------------------------- */
 
@@ -120,14 +60,14 @@ static void fl_session_notify(void *ctx, json_t *data) {
   if (json_object_get(data, "hint"))
     json_object_set_new(data, "hint", json_string(fl_hints_read_held(s->iface)));
   json_t *params = json_pack("{s:s, s:s, s:o}", "level", "notice", "logger", "fleet", "data", data);
-  fl_send_line(s, fl_rpc_notification("notifications/message", params));
+  fl_session_send(s, fl_rpc_notification("notifications/message", params));
 }
 
 /* A message held for the session: a channel push when channels are on. */
 static void fl_session_held(void *ctx, const fl_msg_view *m) {
   fl_session *s = ctx;
   if (s->channel)
-    fl_send_line(s, fl_channel_line(s->channel, m));
+    fl_session_send(s, fl_channel_line(s->channel, m));
 }
 
 static const fl_client_ops fl_session_ops = {.notify = fl_session_notify, .held = fl_session_held};
@@ -261,7 +201,7 @@ static void fl_set_level(fl_session *s, json_t *id, json_t *params) {
 }
 
 static void fl_cancelled(fl_session *s, json_t *id, json_t *params) {
-  fl_tools_cancel(s, json_object_get(params, "requestId"));
+  fl_tool_call_cancel(s, json_object_get(params, "requestId"));
 }
 
 /* ---- dispatch -------------------------------------------------------------------- */
@@ -379,7 +319,7 @@ void fl_session_free(fl_session **sp) {
   if (!sp || !*sp)
     return;
   fl_session *s = *sp;
-  fl_tools_cancel_all(s);
+  fl_tool_call_cancel_all(s);
   if (s->client)
     fl_gw_detach(s->gw, &s->client);
   fl_channel_free(&s->channel);

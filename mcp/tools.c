@@ -5,9 +5,10 @@
  * arguments are checked against the tool's inputSchema (a bad argument: a
  * tool result with isError naming it), and then the tool's handler runs its
  * gateway verb. The result comes back now, or later through
- * fl_tool_call_done for a call the verb parked; either way it goes out as
- * structuredContent plus the same JSON as text, serialized once
- * (tool_result.h). fleet_list's handler, whose roster runs to megabytes,
+ * fl_tool_call_done (call.c) for a call the verb parked; either way it goes
+ * out as structuredContent plus the same JSON as text, serialized once
+ * (tool_result.h), checked against the tool's outputSchema first when
+ * FLEET_CHECK_RESULTS=1. fleet_list's handler, whose roster runs to megabytes,
  * has its verb write the structured result as JSON instead of building a
  * tree; the call carries that text to the same line. */
 #include "mcp/tools.h"
@@ -15,14 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "mcp/call.h"
 #include "mcp/claim_tools.h"
 #include "mcp/hints.h"
 #include "mcp/jsonrpc.h"
-#include "mcp/mcp_internal.h"
 #include "mcp/room_tools.h"
 #include "mcp/schema_check.h"
 
@@ -32,18 +32,6 @@ static json_t *fl_tools; /* the parsed schema/tools.json array */
 /* FLEET_CHECK_RESULTS=1 (the test suites set it): every structured result
  * is checked against its tool's outputSchema before it goes out. */
 static int fl_check_results;
-
-struct fl_tool_call {
-  fl_tool_call *next; /* in the session's parked list */
-  fl_session *s;
-  json_t *id; /* the request's id (owned) */
-  fl_wait *wait;
-  int admin;        /* answered as plain JSON-RPC, not as a tool result */
-  const char *tool; /* its name (static: the table's) */
-  /* A structured result its handler wrote as JSON rather than a tree
-   * (out.json set; owned until answered). */
-  fl_json_out out;
-};
 
 int fl_tools_init(void) {
   if (fl_tools)
@@ -77,154 +65,10 @@ static json_t *fl_tool_def(const char *name) {
   return NULL;
 }
 
-/* ---- results ---------------------------------------------------------------- */
-
-/* Cuts a UTF-8 sequence that a bounded format left unfinished at the end of
- * s, so the message still goes into JSON. */
-static void fl_utf8_trim_tail(char *s) {
-  size_t n = strlen(s), k = 0;
-  while (k < n && k < 4 && ((unsigned char)s[n - 1 - k] & 0xc0) == 0x80)
-    k++;
-  if (k >= n)
-    return;
-  unsigned char lead = (unsigned char)s[n - 1 - k];
-  size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  if (lead >= 0x80 && want != k + 1)
-    s[n - 1 - k] = '\0';
-}
-
-/* A tool result with isError: msg is what the agent reads to fix its call. */
-static json_t *fl_tool_err(const char *msg) {
-  json_t *r =
-      json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
-  if (r)
-    return r;
-  /* Not UTF-8: a message cut short by a bounded format. */
-  char copy[1024];
-  fl_errf(copy, sizeof copy, "%s", msg);
-  fl_utf8_trim_tail(copy);
-  return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", copy, "isError", 1);
-}
-
-/* With FLEET_CHECK_RESULTS=1: does structured (borrowed; or json, a result
- * already written) match tool's outputSchema? 0, or FL_EINVAL after a loud
- * log line and a count, with msg saying what is off. */
-static int fl_tools_check_result(fl_session *s, const char *tool, json_t *structured,
-                                 const char *json, char *msg, size_t msglen) {
-  if (!fl_check_results || !tool)
-    return 0;
-  json_t *parsed = NULL;
-  if (!structured && json)
-    structured = parsed = json_loads(json, 0, NULL);
-  char err[512] = "";
-  json_t *def = fl_tool_def(tool);
-  int rc = structured ? fl_schema_check(structured, json_object_get(def, "outputSchema"), "", err,
-                                        sizeof err)
-                      : FL_EINVAL;
-  json_decref(parsed);
-  if (rc == 0)
-    return 0;
-  fl_mcp_counters_bump(fl_session_counters(s), FL_MCP_C_RESULTS_OFF_SCHEMA);
-  fl_errf(msg, msglen, "%s's result is off its outputSchema: %s", tool,
-          err[0] ? err : "not a JSON object");
-  fl_error(NULL, "mcp: %s", msg);
-  return FL_EINVAL;
-}
-
-/* Sends a structured result (stolen), or, when it is off its schema (test
- * builds), a JSON-RPC error that says so. */
-static void fl_tools_reply_result(fl_session *s, json_t *id, const char *tool, json_t *structured) {
-  char msg[700];
-  if (fl_tools_check_result(s, tool, structured, NULL, msg, sizeof msg) != 0) {
-    json_decref(structured);
-    fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR, msg);
-    return;
-  }
-  fl_session_reply_tool(s, id, structured);
-}
-
-/* ---- parked calls ------------------------------------------------------------ */
-
-static void fl_tool_call_unlink(fl_tool_call *call) {
-  for (fl_tool_call **pp = fl_session_parked(call->s); *pp; pp = &(*pp)->next) {
-    if (*pp == call) {
-      *pp = call->next;
-      return;
-    }
-  }
-}
-
-static void fl_tool_call_free(fl_tool_call **call) {
-  if (!call || !*call)
-    return;
-  json_decref((*call)->id);
-  fl_json_out_free(&(*call)->out);
-  fl_free(*call);
-  *call = NULL;
-}
-
-/* The gateway's callback for a parked call (an fl_gw_cb): answers it. */
-void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
-  fl_tool_call *call = ctx;
-  fl_tool_call_unlink(call);
-  if (call->admin && result)
-    fl_session_reply(call->s, call->id, result);
-  else if (call->admin)
-    fl_session_reply_error(call->s, call->id, FL_RPC_INVALID_PARAMS, err ? err : "failed");
-  else if (result)
-    fl_tools_reply_result(call->s, call->id, call->tool, result);
-  else
-    fl_session_reply(call->s, call->id, fl_tool_err(err ? err : "failed"));
-  fl_tool_call_free(&call);
-}
-
-fl_tool_call *fl_tools_admin_call(fl_session *s) {
-  fl_tool_call *call = fl_calloc(1, sizeof *call);
-  if (call) {
-    call->s = s;
-    call->admin = 1;
-  }
-  return call;
-}
-
-void fl_tools_admin_park(fl_tool_call *call, json_t *id, fl_wait *wait) {
-  call->id = json_incref(id);
-  call->wait = wait;
-  fl_tool_call **head = fl_session_parked(call->s);
-  call->next = *head;
-  *head = call;
-}
-
-void fl_tools_admin_drop(fl_tool_call **call) { fl_tool_call_free(call); }
-
-void fl_tools_cancel(fl_session *s, json_t *request_id) {
-  if (!request_id)
-    return;
-  for (fl_tool_call *call = *fl_session_parked(s); call; call = call->next) {
-    if (json_equal(call->id, request_id)) {
-      fl_tool_call_unlink(call);
-      fl_gw_cancel(fl_session_gw(s), &call->wait);
-      fl_tool_call_free(&call);
-      return;
-    }
-  }
-}
-
-void fl_tools_cancel_all(fl_session *s) {
-  fl_tool_call **head = fl_session_parked(s);
-  while (*head) {
-    fl_tool_call *call = *head;
-    *head = call->next;
-    fl_gw_cancel(fl_session_gw(s), &call->wait);
-    fl_tool_call_free(&call);
-  }
-}
-
-size_t fl_tools_parked(fl_session *s) {
-  size_t n = 0;
-  for (fl_tool_call *call = *fl_session_parked(s); call; call = call->next)
-    n++;
-  return n;
+/* The outputSchema results of tool name are checked against: NULL unless
+ * FLEET_CHECK_RESULTS=1. Borrowed from fl_tools. */
+static json_t *fl_tool_output_schema(const char *name) {
+  return fl_check_results ? json_object_get(fl_tool_def(name), "outputSchema") : NULL;
 }
 
 /* ---- the tools ---------------------------------------------------------------- */
@@ -278,7 +122,7 @@ static int fl_tool_send_route(fl_session *s, fl_tool_call *call, json_t *args, j
 static int fl_tool_list(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
                         fl_wait **wait, char *err, size_t errlen) {
   /* Megabytes with thousands of entities: written, never a tree. */
-  int rc = fl_gw_list_json(fl_session_gw(s), fl_session_client(s), &call->out);
+  int rc = fl_gw_list_json(fl_session_gw(s), fl_session_client(s), fl_tool_call_out(call));
   if (rc == FL_ETOOBIG)
     fl_errf(err, errlen,
             "the roster is too large for one fleet_list result (over %u MiB of JSON); "
@@ -379,48 +223,36 @@ static void fl_tools_run(fl_session *s, json_t *id, const char *name, json_t *ar
   const fl_tool *tool = fl_tool_find(name);
   if (!tool) {
     fl_errf(err, sizeof err, "%s is declared but not served by this fleetd", name);
-    fl_session_reply(s, id, fl_tool_err(err));
+    fl_session_reply_tool_error(s, id, err);
     return;
   }
-  fl_tool_call *call = fl_calloc(1, sizeof *call);
+  fl_tool_call *call = fl_tool_call_new(s, tool->name, fl_tool_output_schema(name));
   if (!call) {
-    fl_session_reply(s, id, fl_tool_err(fl_strerror(FL_ENOMEM)));
+    fl_session_reply_tool_error(s, id, fl_strerror(FL_ENOMEM));
     return;
   }
-  call->s = s;
-  call->tool = tool->name;
   json_t *result = NULL;
   fl_wait *wait = NULL;
   int rc = tool->handler(s, call, args, &result, &wait, err, sizeof err);
   if (rc == 0 && wait) {
     /* Parked: fl_tool_call_done answers when the gateway calls back. */
-    call->id = json_incref(id);
-    call->wait = wait;
-    fl_tool_call **head = fl_session_parked(s);
-    call->next = *head;
-    *head = call;
+    fl_tool_call_park(call, id, wait);
     return;
   }
-  fl_json_out out = call->out;
-  memset(&call->out, 0, sizeof call->out);
+  fl_json_out out = *fl_tool_call_out(call);
+  memset(fl_tool_call_out(call), 0, sizeof out);
   fl_tool_call_free(&call);
   if (rc != 0) {
     fl_json_out_free(&out);
     char msg[FL_MAX_ERRMSG + 128]; /* err and a hint (hints.h) */
     fl_hints_refusal(fl_session_iface(s), rc, err[0] ? err : fl_strerror(rc), msg, sizeof msg);
-    fl_session_reply(s, id, fl_tool_err(msg));
+    fl_session_reply_tool_error(s, id, msg);
   } else if (out.json) {
-    char msg[700];
-    if (fl_tools_check_result(s, tool->name, NULL, out.json, msg, sizeof msg) != 0) {
-      fl_json_out_free(&out);
-      fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR, msg);
-    } else {
-      fl_session_reply_tool_json(s, id, &out);
-    }
+    fl_session_reply_checked_json(s, id, tool->name, fl_tool_output_schema(name), &out);
   } else if (result) {
-    fl_tools_reply_result(s, id, tool->name, result);
+    fl_session_reply_checked(s, id, tool->name, fl_tool_output_schema(name), result);
   } else { /* a verb that neither answered nor waited: still one answer */
-    fl_session_reply(s, id, fl_tool_err("fleetd returned no result; see its log"));
+    fl_session_reply_tool_error(s, id, "fleetd returned no result; see its log");
   }
 }
 
@@ -452,7 +284,7 @@ void fl_tools_call(fl_session *s, json_t *id, json_t *params) {
   if (fl_schema_check(args, json_object_get(def, "inputSchema"), "", err, sizeof err) != 0) {
     fl_mcp_counters_bump(counters, FL_MCP_C_CALLS_BAD_ARGUMENTS);
     fl_errf(msg, sizeof msg, "%s: %s", name, err);
-    fl_session_reply(s, id, fl_tool_err(msg));
+    fl_session_reply_tool_error(s, id, msg);
   } else {
     fl_tools_run(s, id, name, args);
   }

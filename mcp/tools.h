@@ -7,8 +7,8 @@
  * inputSchema (schema_check.h), then runs the tool's handler from the table.
  * A handler runs one gateway verb; a verb that waits (a send waiting for its
  * reply, a long poll, a broker confirm) parks the call on its session until
- * the gateway calls back, and notifications/cancelled or the end of the
- * session drops it without a response. An argument error or a refused verb
+ * the gateway calls back (call.h), and notifications/cancelled or the end
+ * of the session drops it without a response. An argument error or a refused verb
  * is a normal tool result with isError, so the agent can read it and fix the
  * call; a refusal carries the fix in the words of the session's interface
  * (hints.h: fleet_list for an agent, fleetctl roster for fleetctl). Loop
@@ -20,9 +20,8 @@
 #include <stddef.h>
 
 #include "gateway/gw.h"
+#include "mcp/call.h"
 #include "mcp/mcp.h"
-
-typedef struct fl_tool_call fl_tool_call;
 
 /* Runs the gateway verb for call (which carries the session and the
  * request's id) with args (borrowed, already valid against the tool's
@@ -40,18 +39,6 @@ typedef struct fl_tool {
   fl_tool_handler handler;
 } fl_tool;
 
-/* The fl_gw_cb a handler passes for a call the verb may park (ctx = call):
- * answers the call when the gateway calls back. */
-void fl_tool_call_done(void *ctx, json_t *result, const char *err);
-
-/* For a fleet/... admin method whose gateway call may wait: a call answered
- * as plain JSON-RPC (the result, or an invalid-params error with err).
- * fl_tools_admin_park parks it on its wait (cancelled with the session's
- * other parked calls); fl_tools_admin_drop frees one that did not wait. */
-fl_tool_call *fl_tools_admin_call(fl_session *s);
-void fl_tools_admin_park(fl_tool_call *call, json_t *id, fl_wait *wait);
-void fl_tools_admin_drop(fl_tool_call **call);
-
 /* The handler table: *n entries, static. Every tool schema/tools.json
  * declares has exactly one entry and every entry is declared there
  * (tests/unit/test_tools.c checks both ways). */
@@ -62,17 +49,9 @@ const fl_tool *fl_tools_table(size_t *n);
 int fl_tools_init(void);
 void fl_tools_cleanup(void);
 
-/* The JSON-RPC methods (see fl_method_fn in mcp_internal.h): tools/list and
+/* The JSON-RPC methods (see fl_method_fn in call.h): tools/list and
  * tools/call. id and params are borrowed. */
 void fl_tools_list(fl_session *s, json_t *id, json_t *params);
 void fl_tools_call(fl_session *s, json_t *id, json_t *params);
-
-/* notifications/cancelled: drops the parked call whose request id equals
- * request_id (borrowed), without a response. No parked call: nothing. */
-void fl_tools_cancel(fl_session *s, json_t *request_id);
-/* Drops every call parked on s (the session is ending). */
-void fl_tools_cancel_all(fl_session *s);
-/* How many calls are parked on s, waiting for the gateway. */
-size_t fl_tools_parked(fl_session *s);
 
 #endif

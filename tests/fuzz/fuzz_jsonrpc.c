@@ -14,7 +14,7 @@
  *   - a line that is not JSON gets a parse error (-32700), any other line
  *     fl_rpc_parse refuses gets exactly one error with its code;
  *   - every request gets exactly one response, now or later; one not yet
- *     answered must be parked on the session (fl_tools_parked);
+ *     answered must be parked on the session (fl_tool_call_parked);
  *   - nothing is written after the session is freed (freeing cancels what
  *     is parked), and nothing leaks (the ASan build checks).
  * Each tool's input schema is also run directly on every request's params.
@@ -243,10 +243,10 @@ static void fz_line(fl_session *s, fz_conn *c, fz_owed *o, const char *line, siz
   fz_check_since(c, from, o, prc, err_id, line);
   json_decref(err_id);
   /* A cancelled call is owed nothing any more: it is dropped unanswered. */
-  if (cancelled && o->n != fl_tools_parked(s))
+  if (cancelled && o->n != fl_tool_call_parked(s))
     FZ_CHECK(fz_owed_take(o, cancelled), "only the call named by requestId is dropped", line);
   json_decref(cancelled);
-  FZ_CHECK(o->n == fl_tools_parked(s), "every request not answered yet is parked", line);
+  FZ_CHECK(o->n == fl_tool_call_parked(s), "every request not answered yet is parked", line);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -237,7 +237,7 @@ static void test_answered_and_parked_calls(void **state) {
                         "{\"name\":\"fleet_list\"}}");
   json_t *sc = json_object_get(json_object_get(r, "result"), "structuredContent");
   assert_true(json_is_array(json_object_get(sc, "entities")));
-  assert_int_equal(fl_tools_parked(s), 0);
+  assert_int_equal(fl_tool_call_parked(s), 0);
 
   /* A long poll with nothing held parks: no answer yet. */
   size_t before = json_array_size(o.lines);
@@ -245,23 +245,23 @@ static void test_answered_and_parked_calls(void **state) {
             "{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"tools/call\",\"params\":{\"name\":"
             "\"fleet_poll\",\"arguments\":{\"wait_s\":30}}}");
   assert_int_equal(json_array_size(o.lines), before);
-  assert_int_equal(fl_tools_parked(s), 1);
+  assert_int_equal(fl_tool_call_parked(s), 1);
   /* Cancelling another id changes nothing; cancelling it drops it unanswered. */
   send_line(e, s, &o,
             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
             "{\"requestId\":\"q\"}}");
-  assert_int_equal(fl_tools_parked(s), 1);
+  assert_int_equal(fl_tool_call_parked(s), 1);
   send_line(e, s, &o,
             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
             "{\"requestId\":\"p\"}}");
-  assert_int_equal(fl_tools_parked(s), 0);
+  assert_int_equal(fl_tool_call_parked(s), 0);
   assert_int_equal(json_array_size(o.lines), before);
 
   /* A parked poll is answered when a message arrives. */
   send_line(e, s, &o,
             "{\"jsonrpc\":\"2.0\",\"id\":\"p2\",\"method\":\"tools/call\",\"params\":{\"name\":"
             "\"fleet_poll\",\"arguments\":{\"wait_s\":30}}}");
-  assert_int_equal(fl_tools_parked(s), 1);
+  assert_int_equal(fl_tool_call_parked(s), 1);
   out o2;
   fl_session *s2 = session_as(e, &o2, "tt-sender");
   r = send_line(e, s2, &o2,
@@ -269,7 +269,7 @@ static void test_answered_and_parked_calls(void **state) {
                 "\"fleet_send\",\"arguments\":{\"to\":\"tt-park\",\"content\":\"hello\"}}}");
   assert_null(json_object_get(json_object_get(r, "result"), "isError"));
   uv_run(&e->g.loop, UV_RUN_NOWAIT);
-  assert_int_equal(fl_tools_parked(s), 0);
+  assert_int_equal(fl_tool_call_parked(s), 0);
   r = json_array_get(o.lines, json_array_size(o.lines) - 1);
   assert_string_equal(json_string_value(json_object_get(r, "id")), "p2");
   assert_non_null(strstr(tool_text(r), "hello"));
@@ -278,7 +278,7 @@ static void test_answered_and_parked_calls(void **state) {
   send_line(e, s, &o,
             "{\"jsonrpc\":\"2.0\",\"id\":\"p3\",\"method\":\"tools/call\",\"params\":{\"name\":"
             "\"fleet_poll\",\"arguments\":{\"wait_s\":30}}}");
-  assert_int_equal(fl_tools_parked(s), 1);
+  assert_int_equal(fl_tool_call_parked(s), 1);
   session_end(&s, &o);
   uv_run(&e->g.loop, UV_RUN_NOWAIT);
   session_end(&s2, &o2);
