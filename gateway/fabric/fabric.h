@@ -3,9 +3,10 @@
  * fabric.c owns the broker link for a gateway that has a broker URI: it
  * routes messages for other hosts' entities through the broker, settles
  * the deliveries it receives (fabric_settle.c), and runs presence
- * (presence.c) and the receive checks (inbound.c). The core knows none of this: it sees the fabric
- * only as the fl_remote_ops it registers (remote.h). The one name exported is the backend's row in
- * remote.c's table. */
+ * (presence.c) and the receive checks (inbound.c). The core knows none of
+ * this: it sees the fabric only as the fl_remote_ops it registers
+ * (remote.h). The one name exported is the backend's row in remote.c's
+ * table. */
 #ifndef FL_FABRIC_H
 #define FL_FABRIC_H
 
