@@ -24,8 +24,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "gateway/config/config.h"
-#include "gateway/dash/dashboard.h"
-#include "gateway/gw.h"
+#include "gateway/gateway.h"
 #include "mcp/server.h"
 
 typedef struct fl_daemon {
@@ -113,8 +112,7 @@ int main(int argc, char **argv) {
     close(lockfd);
     return 1;
   }
-  if ((rc = fl_server_start(&d.loop, d.gw, cfg.gw.socket, &d.fe, err, sizeof err)) ||
-      (rc = fl_dash_start(d.gw, fl_server_status, d.fe, err, sizeof err))) {
+  if ((rc = fl_server_start(&d.loop, d.gw, cfg.gw.socket, &d.fe, err, sizeof err))) {
     fprintf(stderr, "fleetd: %s\n", err);
     fl_gw_shutdown(d.gw);
     fl_server_stop(d.fe);
@@ -125,6 +123,7 @@ int main(int argc, char **argv) {
     close(lockfd);
     return 1;
   }
+  fl_gw_set_status_source(d.gw, fl_server_status, d.fe);
   uv_signal_init(&d.loop, &d.sigterm);
   uv_signal_init(&d.loop, &d.sigint);
   d.sigterm.data = d.sigint.data = &d;

@@ -166,11 +166,8 @@ typedef struct fl_client_ops {
   fl_gw_held_cb held;
 } fl_client_ops;
 
-/* Creates the gateway on loop: loads (or creates) the node identity and the
- * pinned peers, opens <state_dir>/holds.db, loads the roster and, with a
- * broker configured, starts the broker link. cfg is copied. On failure err
- * says what was wrong and how to fix it. */
-int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, size_t errlen);
+/* fl_gw_new, which creates the gateway, is the composition root's
+ * (gateway/gateway.h). */
 /* Finishes every waiting call now (sends read "pending", polls return what
  * is held) and closes the gateway's handles; run the loop afterwards, then
  * fl_gw_free. */
@@ -208,6 +205,12 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result);
  * fl_gw_list is the same result as a tree. */
 int fl_gw_list_json(fl_gw *gw, fl_client *c, fl_json_out *out);
 json_t *fl_gw_status(fl_gw *gw);
+/* Where fleetctl status's whole JSON comes from: the layer that owns every
+ * counter (mcp/server.h's fl_server_status adds the sessions' and tool
+ * calls'). The dashboard and /metrics read it; until one is set, they read
+ * fl_gw_status. fn may be NULL (back to fl_gw_status). */
+typedef json_t *(*fl_gw_status_fn)(void *ctx);
+void fl_gw_set_status_source(fl_gw *gw, fl_gw_status_fn fn, void *ctx);
 /* The longest this gateway makes a call wait, for a client that bounds its
  * own wait on the answer (fleetctl): {maxWaitS: a wait_s is cut to it,
  * briefS: a send to a worker in a terminal waits up to this for word of its

@@ -22,7 +22,7 @@ int fl_server_start(uv_loop_t *loop, fl_gw *gw, const char *socket_path, fl_serv
 void fl_server_stop(fl_server *fe);
 /* fleetctl status's JSON: the gateway's status with the MCP layer's
  * counters merged into its counters (new reference, or NULL). ctx is the
- * fl_server, so it fits fl_dash_status_fn. */
+ * fl_server, so it fits fl_gw_status_fn (gw.h). */
 json_t *fl_server_status(void *fe);
 void fl_server_free(fl_server **fe);
 

@@ -1,12 +1,15 @@
 /* gw.c — the gateway object: its life cycle, status and counters, and the
  * node identity and peer pins an operator manages.
  *
- * fl_gw_new opens what the gateway owns (the node identity, the pinned
- * peers, the hold store with the roster it holds, the sweeper of expired
- * holds) and then starts the cross-host backend the configuration names, if
- * any (remote.h): from then on the core reaches other hosts only through
- * that backend's operations. fl_gw_shutdown ends every waiting call and
- * closes every handle; the loop runs once more; fl_gw_free frees.
+ * fl_gw_open (called by the composition root's fl_gw_new, gateway.h) opens
+ * what the gateway owns (the node identity, the pinned peers, the hold
+ * store with the roster it holds, the sweeper of expired holds, the
+ * forward path) and then starts the feature modules the root listed
+ * (module.h), among them the cross-host backend the configuration names,
+ * if any (remote.h): from then on the core reaches other hosts only through
+ * that backend's operations, and the features only through the rows.
+ * fl_gw_shutdown ends every waiting call and closes every handle; the loop
+ * runs once more; fl_gw_free frees.
  *
  * All state is owned by the loop thread. */
 #include "gateway/gw.h"
@@ -20,16 +23,10 @@
 #include "common/log.h"
 #include "gateway/core/forward.h"
 #include "gateway/core/gw_internal.h"
+#include "gateway/core/module.h"
 #include "gateway/core/remote.h"
-#include "gateway/dash/dashboard.h"
-#include "gateway/fabric/coord.h"
-#include "gateway/fabric/dlq.h"
 #include "gateway/http/http_serve.h"
-#include "gateway/rooms/claims.h"
-#include "gateway/rooms/room.h"
 #include "gateway/store/store_gids.h"
-#include "gateway/verbs/ask.h"
-#include "gateway/verbs/spawn.h"
 
 /* How often held messages past their expiry are swept. */
 #define FL_SWEEP_MS 30000
@@ -52,31 +49,35 @@ json_t *fl_gw_status(fl_gw *gw) {
     online += e->client != NULL;
     dropped += e->dropped || e->removed;
   }
-  json_t *broker = fl_remote_describe(gw), *http = fl_dash_describe(gw);
+  json_t *broker = fl_remote_describe(gw);
   json_t *counters = json_object();
   for (int i = 0; i < FL_C_COUNT; i++)
     json_object_set_new(counters, fl_counter_names[i], json_integer((json_int_t)gw->counters[i]));
-  /* The HTTP servers' refusals (dashboard and rooms together). */
+  /* The HTTP servers' refusals (every module's together). */
   fl_http_stats hs = {0, 0, 0};
-  fl_dash_http_stats(gw, &hs);
-  fl_rooms_http_stats(gw, &hs);
+  fl_modules_http_stats(gw, &hs);
   json_object_set_new(counters, "http_misdirected", json_integer((json_int_t)hs.misdirected));
   json_object_set_new(counters, "http_dropped_slow", json_integer((json_int_t)hs.dropped_slow));
   json_object_set_new(counters, "http_refused_busy", json_integer((json_int_t)hs.refused_busy));
   json_t *res = json_pack(
-      "{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s}, s:o?}", "hostId",
+      "{s:s, s:s, s:I, s:I, s:s, s:s, s:o?, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s}}", "hostId",
       gw->cfg.host_id, "version", FLEET_VERSION, "pid", (json_int_t)getpid(), "uptimeS",
       (json_int_t)((fl_now_ms() - gw->started_ms) / 1000), "socket", gw->cfg.socket, "stateDir",
       gw->cfg.state_dir, "broker", broker, "mode", gw->cfg.broker_uri[0] ? "broker" : "single-host",
       "clients", (json_int_t)gw->nclients, "entities", (json_int_t)(gw->nentities - dropped),
       "online", (json_int_t)online, "held", (json_int_t)held, "counters", counters, "store",
-      "synchronous", gw->cfg.store_sync_full ? "full" : "normal", "http", http);
-  json_t *coord = fl_coord_describe(gw);
-  if (res && coord)
-    json_object_set_new(res, "coordinator", coord);
-  else
-    json_decref(coord);
+      "synchronous", gw->cfg.store_sync_full ? "full" : "normal");
+  fl_modules_describe(gw, res); /* "http", "coordinator", ... */
   return res;
+}
+
+void fl_gw_set_status_source(fl_gw *gw, fl_gw_status_fn fn, void *ctx) {
+  gw->status_fn = fn;
+  gw->status_ctx = ctx;
+}
+
+json_t *fl_gw_status_full(fl_gw *gw) {
+  return gw->status_fn ? gw->status_fn(gw->status_ctx) : fl_gw_status(gw);
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -94,7 +95,8 @@ static void fl_sweep_cb(uv_timer_t *t) {
   }
 }
 
-int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, size_t errlen) {
+int fl_gw_open(uv_loop_t *loop, const fl_gw_config *cfg, const fl_module *const *rows, size_t n,
+               fl_gw **out, char *err, size_t errlen) {
   char path[FL_MAX_PATH + 32];
   int rc;
   *out = NULL;
@@ -105,6 +107,8 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
   }
   gw->loop = loop;
   gw->cfg = *cfg;
+  gw->modules = rows;
+  gw->nmodules = n;
   gw->started_ms = fl_now_ms();
   if ((rc = fl_identity_load(cfg->state_dir, cfg->host_id, &gw->id, err, errlen)) ||
       (rc = fl_peers_load(cfg->state_dir, &gw->peers, err, errlen)))
@@ -128,20 +132,11 @@ int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, 
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     goto fail;
   }
-  if ((rc = fl_remote_start(gw, err, errlen))) {
-    uv_close((uv_handle_t *)&gw->sweep, NULL);
-    goto fail;
-  }
-  if ((rc = fl_coord_start(gw, err, errlen)) || (rc = fl_rooms_start(gw, err, errlen)) ||
-      (rc = fl_claims_start(gw, err, errlen))) {
-    fl_rooms_stop(gw);
-    fl_coord_stop(gw);
-    fl_remote_stop(gw);
+  if ((rc = fl_modules_start(gw, err, errlen)) || (rc = fl_remote_check(gw, err, errlen))) {
+    fl_modules_stop(gw);
     uv_close((uv_handle_t *)&gw->sweep, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
-    fl_rooms_free(gw);
-    fl_coord_free(gw);
-    fl_remote_free(gw);
+    fl_modules_free(gw);
     goto fail;
   }
   *out = gw;
@@ -181,7 +176,7 @@ json_t *fl_gw_peers(fl_gw *gw) {
     json_array_append_new(arr,
                           json_pack("{s:s, s:s, s:s*, s:s, s:o*}", "host", p->host, "publicKey",
                                     p->pk_b64, "url", p->url[0] ? p->url : NULL, "pinnedAt",
-                                    p->pinned_at, "sync", fl_rooms_peer_json(gw, p->host)));
+                                    p->pinned_at, "sync", fl_modules_peer_json(gw, p->host)));
   }
   return json_pack("{s:o}", "peers", arr);
 }
@@ -260,30 +255,24 @@ void fl_gw_shutdown(fl_gw *gw) {
         fl_wait_expire(e->client->waits);
     }
   }
-  fl_spawn_shutdown(gw);
+  /* The modules first (spawn, rooms, the dashboard, the cross-host link,
+   * the coordinator: module.h), while the core's own parts still run;
+   * then the core's forward path, roster timers and sweeper. */
+  fl_modules_stop(gw);
   fl_forward_stop(gw);
   fl_roster_close(gw);
   uv_close((uv_handle_t *)&gw->sweep, NULL);
-  fl_rooms_stop(gw);
-  fl_dash_stop(gw);
-  fl_remote_stop(gw);
-  fl_coord_stop(gw);
 }
 
 void fl_gw_free(fl_gw **gwp) {
   if (!gwp || !*gwp)
     return;
   fl_gw *gw = *gwp;
-  fl_dash_free(gw);
-  fl_dlq_free(gw);
-  fl_rooms_free(gw);
-  fl_remote_free(gw);
+  fl_modules_free(gw);
   fl_forward_free(gw);
-  fl_coord_free(gw);
   fl_peers_free(&gw->peers);
   fl_identity_clear(&gw->id);
   fl_roster_free(gw);
-  fl_ask_free(gw);
   fl_store_close(&gw->store);
   fl_free(gw);
   *gwp = NULL;

@@ -98,8 +98,12 @@ enum fl_counter { FL_COUNTERS(FL_COUNTER_ENUM) FL_C_COUNT };
 #undef FL_COUNTER_ENUM
 
 void fl_gw_count(fl_gw *gw, enum fl_counter c);
+/* fleetctl status's whole JSON, from the source set with
+ * fl_gw_set_status_source (else fl_gw_status): a new reference. */
+json_t *fl_gw_status_full(fl_gw *gw);
 
 struct fl_remote_ops;
+struct fl_module;
 
 struct fl_client {
   fl_gw *gw;
@@ -114,6 +118,12 @@ struct fl_client {
 struct fl_gw {
   uv_loop_t *loop;
   fl_gw_config cfg;
+  /* The feature modules (module.h), as the composition root listed them. */
+  const struct fl_module *const *modules;
+  size_t nmodules;
+  /* Where the full status comes from (fl_gw_set_status_source), or NULL. */
+  fl_gw_status_fn status_fn;
+  void *status_ctx;
   fl_store *store;
   fl_entity *entities; /* the roster (roster.c) */
   size_t nentities;

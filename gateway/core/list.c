@@ -29,9 +29,9 @@
 #include "common/time.h"
 #include "gateway/config/config.h"
 #include "gateway/core/gw_internal.h"
+#include "gateway/core/module.h"
 #include "gateway/core/remote.h"
 #include "gateway/core/roster.h"
-#include "gateway/fabric/coord.h"
 #include "gateway/store/store.h"
 
 static void fl_list_entity(fl_gw *gw, fl_client *c, const fl_entity *e, long long now, fl_jw *w) {
@@ -72,7 +72,7 @@ static void fl_list_entity(fl_gw *gw, fl_client *c, const fl_entity *e, long lon
     fl_jw_str(w, "degraded");
   }
   char coord_id[FL_MAX_COORD_ID + 1];
-  if (fl_coord_list_id(gw, e, coord_id)) {
+  if (fl_modules_list_id(gw, e, coord_id)) {
     fl_jw_key(w, "coordId");
     fl_jw_str(w, coord_id);
   }
@@ -197,7 +197,7 @@ int fl_gw_list_json(fl_gw *gw, fl_client *c, fl_json_out *out) {
   fl_jw_arr_close(w);
   fl_free(sorted);
   int rc = fl_list_hosts(gw, w);
-  fl_coord_list_write(gw, w);
+  fl_modules_list_write(gw, w); /* "coordinators", with a coordinator */
   fl_jw_obj_close(w);
   fl_list_sync(&o);
   if (rc == 0)

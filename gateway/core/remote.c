@@ -1,9 +1,9 @@
 /* remote.c — the seam between the gateway core and its cross-host backend.
  *
- * Two things live here. The table of backends (one today: "broker", the
- * AMQP fabric of fabric.c), from which fl_remote_start picks the one the
- * configuration names; this table is the only place that names a backend.
- * And the core's calls through the registered operations: with no backend
+ * Two things live here. Starting the backend the composition root lists
+ * (gateway/gateway.c, the only place that names one: today "broker", the
+ * AMQP fabric) when the configuration names a broker. And the core's calls
+ * through the registered operations: with no backend
  * registered (single-host mode) they behave as the gateway always has
  * without a broker — nothing to settle, nothing to announce, and a message
  * for another host fails with "no broker is configured". */
@@ -13,29 +13,19 @@
 
 #include "common/error.h"
 #include "gateway/core/gw_internal.h"
-#include "gateway/fabric/fabric.h"
 
-static const fl_remote_type *const fl_remote_types[] = {
-    &fl_fabric_type,
-};
-
-const fl_remote_type *fl_remote_lookup(const char *name) {
-  for (size_t i = 0; name && i < sizeof fl_remote_types / sizeof fl_remote_types[0]; i++)
-    if (strcmp(fl_remote_types[i]->name, name) == 0)
-      return fl_remote_types[i];
-  return NULL;
+int fl_remote_start(fl_gw *gw, const fl_remote_type *t, char *err, size_t errlen) {
+  /* A broker URI is the one way to reach other hosts today. */
+  if (!gw->cfg.broker_uri[0] || gw->remote)
+    return 0;
+  return t->start(gw, err, errlen);
 }
 
-int fl_remote_start(fl_gw *gw, char *err, size_t errlen) {
-  /* A broker URI is the one way to reach other hosts today. */
-  if (!gw->cfg.broker_uri[0])
+int fl_remote_check(fl_gw *gw, char *err, size_t errlen) {
+  if (!gw->cfg.broker_uri[0] || gw->remote)
     return 0;
-  const fl_remote_type *t = fl_remote_lookup("broker");
-  if (!t) {
-    fl_errf(err, errlen, "this fleetd was built without a broker link");
-    return FL_ECONFIG;
-  }
-  return t->start(gw, err, errlen);
+  fl_errf(err, errlen, "this fleetd was built without a broker link");
+  return FL_ECONFIG;
 }
 
 void fl_gw_set_remote(fl_gw *gw, const fl_remote_ops *ops, void *ctx) {

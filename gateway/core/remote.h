@@ -8,8 +8,9 @@
  * registered (single-host mode). The cross-host side may call the core's
  * internal API (gw_internal.h) freely; the dependency runs one way.
  *
- * Which backend starts is decided in one place, remote.c's table, in the
- * manner of redis's connection types: a new kind of link is a new row.
+ * Which backend starts is decided in one place, the composition root's
+ * module table (gateway/gateway.c), in the manner of redis's connection
+ * types: a new kind of link is a new row.
  *
  * Threading: everything here runs on the loop thread; no call blocks. */
 #ifndef FL_REMOTE_H
@@ -105,7 +106,8 @@ typedef struct fl_remote_ops {
   void (*free)(void *ctx);
 } fl_remote_ops;
 
-/* A kind of cross-host link, as remote.c's table lists them. */
+/* A kind of cross-host link, as the composition root (gateway/gateway.c)
+ * lists them in its module table. */
 typedef struct fl_remote_type {
   const char *name; /* "broker" */
   /* Starts the backend for gw and registers it with fl_gw_set_remote. 0,
@@ -113,17 +115,17 @@ typedef struct fl_remote_type {
   int (*start)(fl_gw *gw, char *err, size_t errlen);
 } fl_remote_type;
 
-/* The backend called name, or NULL. */
-const fl_remote_type *fl_remote_lookup(const char *name);
-
 /* Registers the backend on gw (ops is borrowed for gw's life, ctx until
  * ops->free). Called by a backend's start, at most once. */
 void fl_gw_set_remote(fl_gw *gw, const fl_remote_ops *ops, void *ctx);
 
-/* Starts the cross-host backend gw's configuration names (a broker URI:
- * the AMQP fabric), or none in single-host mode. 0, or a negative code with
+/* Starts backend t when gw's configuration names a broker URI and no
+ * backend is registered yet; else does nothing. 0, or a negative code with
  * err saying what to fix. */
-int fl_remote_start(fl_gw *gw, char *err, size_t errlen);
+int fl_remote_start(fl_gw *gw, const fl_remote_type *t, char *err, size_t errlen);
+/* After the modules started: FL_ECONFIG (err says why) when the
+ * configuration names a broker and no backend registered, else 0. */
+int fl_remote_check(fl_gw *gw, char *err, size_t errlen);
 
 /* 1 when a backend is registered (other hosts exist), else 0. */
 int fl_remote_on(const fl_gw *gw);

@@ -27,9 +27,9 @@
 #include "common/log.h"
 #include "gateway/core/forward.h"
 #include "gateway/core/gw_internal.h"
+#include "gateway/core/module.h"
 #include "gateway/core/nudge.h"
 #include "gateway/core/remote.h"
-#include "gateway/dash/dashboard.h"
 #include "gateway/proto/envelope.h"
 #include "gateway/verbs/ask.h"
 #include "gateway/verbs/fanout.h"
@@ -44,7 +44,7 @@ static void fl_trace_remember(fl_gw *gw, const fl_msg *m) {
   fl_copy(gw->traces.at[i].to_gid, FL_ID_LEN, m->to_gid);
   gw->traces.at[i].is_send = fl_envelope_is_kind(m->kind, FL_KIND_SEND);
   gw->traces.next = (i + 1) % FL_TRACE_RING;
-  fl_dash_note_msg(gw, m);
+  fl_modules_msg_routed(gw, m);
 }
 
 static const char *fl_trace_lookup(fl_gw *gw, const char *msg_id) {

@@ -15,11 +15,11 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/core/gw_internal.h"
+#include "gateway/core/module.h"
 #include "gateway/core/nudge.h"
 #include "gateway/core/remote.h"
 #include "gateway/inject/inject.h"
 #include "gateway/store/store_gids.h"
-#include "gateway/verbs/spawn.h"
 
 int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *ctx,
                  fl_client **out, char *err, size_t errlen) {
@@ -158,7 +158,7 @@ int fl_gw_attach(fl_gw *gw, const fl_ident *id, const fl_client_ops *ops, void *
   if (fl_store_count(gw->store, e->gid, fl_now_ms(), &held) == 0 && held)
     fl_nudge_arm(e);
   *out = c;
-  fl_spawn_attached(gw, e); /* the readiness gate of a spawn waiting for e's gid */
+  fl_modules_entity_attached(gw, e); /* e.g. the readiness gate of a spawn waiting for it */
   return 0;
 
 fail:

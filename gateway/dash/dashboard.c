@@ -37,8 +37,6 @@ extern const char fl_dashboard_html[];
 typedef struct fl_dash {
   fl_gw *gw;
   fl_http_server *server;
-  fl_dash_status_fn status;
-  void *status_ctx;
   int require_token;
   char token[FL_TOKEN_HEX + 1];
   char url[160];
@@ -165,7 +163,7 @@ static json_t *fl_dash_roster(fl_dash *d) {
 /* The state event the page renders: status (less its clock), roster and
  * recent flows, as one "event: state" message. fl_malloc'd; NULL on OOM. */
 static char *fl_state_event(fl_dash *d, size_t *len) {
-  json_t *st = d->status(d->status_ctx);
+  json_t *st = fl_gw_status_full(d->gw);
   if (st)
     json_object_del(st, "uptimeS");
   json_t *state = json_pack("{s:o?, s:o?, s:o?}", "status", st, "roster", fl_dash_roster(d),
@@ -220,7 +218,7 @@ static void fl_dash_serve(void *ctx, const fl_http_req *req, fl_http_resp *resp)
   }
   const char *p = req->path;
   if (strcmp(p, "/metrics") == 0) {
-    json_t *st = d->status(d->status_ctx);
+    json_t *st = fl_gw_status_full(d->gw);
     size_t len = 0;
     char *text = st ? fl_metrics_render(d->gw, st, &len) : NULL;
     json_decref(st);
@@ -233,7 +231,7 @@ static void fl_dash_serve(void *ctx, const fl_http_req *req, fl_http_resp *resp)
     resp->body = text;
     resp->len = len;
   } else if (strcmp(p, "/api/status") == 0) {
-    fl_answer_json(resp, d->status(d->status_ctx));
+    fl_answer_json(resp, fl_gw_status_full(d->gw));
   } else if (strcmp(p, "/api/roster") == 0) {
     fl_answer_json(resp, fl_dash_roster(d));
   } else if (strcmp(p, "/api/flows") == 0) {
@@ -294,7 +292,7 @@ static int fl_is_loopback(const char *listen) {
   return strncmp(listen, "127.", 4) == 0 || strncmp(listen, "[::1]:", 6) == 0;
 }
 
-int fl_dash_start(fl_gw *gw, fl_dash_status_fn status, void *ctx, char *err, size_t errlen) {
+int fl_dash_start(fl_gw *gw, char *err, size_t errlen) {
   if (!gw->cfg.http_on)
     return 0;
   fl_dash *d = fl_calloc(1, sizeof *d);
@@ -303,8 +301,6 @@ int fl_dash_start(fl_gw *gw, fl_dash_status_fn status, void *ctx, char *err, siz
     return FL_ENOMEM;
   }
   d->gw = gw;
-  d->status = status;
-  d->status_ctx = ctx;
   gw->dash = d;
   d->require_token = gw->cfg.http_require_token >= 0 ? gw->cfg.http_require_token
                                                      : !fl_is_loopback(gw->cfg.http_listen);

@@ -22,13 +22,11 @@
 typedef struct fl_gw fl_gw;
 struct fl_msg;
 
-/* What /api/status and the counters of /metrics read: fleetctl status's
- * JSON (new reference), from the layer that owns every counter. */
-typedef json_t *(*fl_dash_status_fn)(void *ctx);
-
 /* Starts serving when the configuration turns http on (else does nothing
- * and returns 0). 0, or a code with err saying what to fix. */
-int fl_dash_start(fl_gw *gw, fl_dash_status_fn status, void *ctx, char *err, size_t errlen);
+ * and returns 0). 0, or a code with err saying what to fix. /api/status
+ * and the counters of /metrics read fleetctl status's JSON from the layer
+ * that owns every counter (fl_gw_set_status_source). */
+int fl_dash_start(fl_gw *gw, char *err, size_t errlen);
 /* Stops the server (fl_gw_shutdown calls it); run the loop, then free. */
 void fl_dash_stop(fl_gw *gw);
 void fl_dash_free(fl_gw *gw);

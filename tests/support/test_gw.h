@@ -10,7 +10,7 @@
 #include <uv.h>
 
 #include "gateway/core/remote.h"
-#include "gateway/gw.h"
+#include "gateway/gateway.h"
 
 typedef struct fl_test_gw {
   char dir[64]; /* the state dir, removed by fl_test_gw_close */
