@@ -130,6 +130,7 @@ static void fl_fwd_settle(fl_wait *w, int injected, const char *why) {
     /* Typed: now a send waiting for its reply (replied or pending carries
      * the note too). */
     w->forward = 0;
+    w->verb = NULL;
     fl_router_expect_reply(w, w->reply_wait_s);
     return;
   }
@@ -655,9 +656,15 @@ static void fl_fwd_timeout(fl_wait *w) {
   fl_fwd_settle(w, 0, why);
 }
 
-static const fl_wait_ops fl_fwd_wait_ops = {.timeout = fl_fwd_timeout};
+static void fl_forward_confirmed(fl_wait *w, double wait_s);
 
-void fl_forward_confirmed(fl_wait *w) {
+static const fl_wait_ops fl_fwd_wait_ops = {.timeout = fl_fwd_timeout,
+                                            .expect_reply = fl_forward_confirmed};
+
+/* The broker confirmed a brief's publish: wait for the receipt (the wait
+ * for the reply, reply_wait_s, comes after it). */
+static void fl_forward_confirmed(fl_wait *w, double wait_s) {
+  (void)wait_s;
   if (w->receipt) {
     int injected = w->receipt == 1;
     char why[sizeof w->receipt_why];
@@ -681,6 +688,7 @@ int fl_forward_send(fl_gw *gw, fl_client *c, fl_entity *dst, fl_msg *m, double w
     rc = fl_remote_publish(gw, c, dst, m, fl_fwd_bound_s(gw), sent, cb, ctx, wait, err, errlen);
     if (rc == 0) {
       (*wait)->forward = 1;
+      (*wait)->verb = &fl_fwd_wait_ops;
       (*wait)->reply_wait_s = wait_s;
     }
     return rc;

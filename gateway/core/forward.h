@@ -68,9 +68,6 @@ void fl_forward_target(fl_gw *gw, const fl_entity *e, fl_inject_target *t);
  * callback runs and err says why. */
 int fl_forward_send(fl_gw *gw, fl_client *c, fl_entity *dst, fl_msg *m, double wait_s, fl_gw_cb cb,
                     void *ctx, fl_wait **wait, char *err, size_t errlen);
-/* The broker confirmed a brief's publish (router.c passes on a forward
- * waiter): wait for the receipt. */
-void fl_forward_confirmed(fl_wait *w);
 
 /* A brief for local entity to arrived from host sender_host: records it
  * (committed before the caller acknowledges) and queues it for typing. 0;

@@ -31,8 +31,6 @@
 #include "gateway/core/nudge.h"
 #include "gateway/core/remote.h"
 #include "gateway/proto/envelope.h"
-#include "gateway/verbs/ask.h"
-#include "gateway/verbs/fanout.h"
 
 /* ---- trace ring ---------------------------------------------------------------- */
 
@@ -78,8 +76,14 @@ static json_t *fl_msg_json(const fl_msg *m) {
                         "traceId", m->trace_id);
   if (o && m->in_reply_to[0])
     json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
-  if (o && m->turn_id[0])
-    fl_ask_msg_json(o, m);
+  if (o && m->turn_id[0]) { /* an ask's turn (ask.h) */
+    json_object_set_new(o, "turnId", json_string(m->turn_id));
+    if (m->expires_ms) {
+      char exp[32];
+      fl_rfc3339(m->expires_ms, exp);
+      json_object_set_new(o, "expiresAt", json_string(exp));
+    }
+  }
   if (o && fl_envelope_is_kind(m->kind, FL_KIND_COORD)) /* a lead's coordId travels as its name */
     json_object_set_new(o, "coordId", json_string(m->from_name));
   return o;
@@ -177,15 +181,22 @@ static const fl_wait_ops fl_send_wait_ops = {.timeout = fl_send_timeout};
 static const fl_wait_ops fl_poll_wait_ops = {.timeout = fl_poll_timeout};
 
 void fl_router_expect_reply(fl_wait *w, double wait_s) {
-  if (w->forward) { /* a brief: its receipt comes first */
-    fl_forward_confirmed(w);
-    return;
-  }
-  if (w->turn_side) { /* an ask's turn waits on, as ask.c says */
-    fl_ask_expect(w);
+  /* A brief waits for its receipt first (forward.c), an ask's turn for its
+   * answer (ask.c): their verbs say. */
+  if (w->verb && w->verb->expect_reply) {
+    w->verb->expect_reply(w, wait_s);
     return;
   }
   fl_wait_restart(w, FL_WAIT_SEND, &fl_send_wait_ops, wait_s);
+}
+
+/* Whether a waiter of c takes m by its own rule (wait.h's take: a brief
+ * sent to several, fanout.c); commit as there. */
+static int fl_waiter_takes(fl_client *c, const fl_msg *m, int commit) {
+  for (fl_wait *w = c->waits; w; w = w->next)
+    if (w->ops->take && w->ops->take(w, m, commit))
+      return 1; /* w may be gone: no further step */
+  return 0;
 }
 
 /* The send of c waiting for the reply m, or NULL. A send still waiting for
@@ -225,7 +236,8 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   fl_client *c = to->client;
   if (!c)
     return 0; /* fl_router_deliver hands nothing to an entity without a session */
-  if (fl_fanout_wake(gw, to, m)) /* a reply to a brief sent to several */
+  /* A waiter with its own rule first: e.g. a brief sent to several. */
+  if (fl_waiter_takes(c, m, 1))
     return 1;
   fl_wait *w = fl_reply_waiter(c, m);
   fl_msg buf;
@@ -326,7 +338,7 @@ int fl_router_accept(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errl
 
 int fl_router_deliver(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t errlen) {
   fl_client *c = to->client;
-  int taker = c && (fl_fanout_wants(to, m) || fl_reply_waiter(c, m) || fl_poll_waiter(c, m));
+  int taker = c && (fl_waiter_takes(c, m, 0) || fl_reply_waiter(c, m) || fl_poll_waiter(c, m));
   return fl_router_admit(gw, to, m, taker ? FL_ADMIT_HAND : FL_ADMIT_HOLD, err, errlen);
 }
 

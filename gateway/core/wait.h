@@ -18,6 +18,8 @@
 #include "common/limits.h"
 #include "gateway/gw.h"
 
+struct fl_msg;
+
 enum fl_wait_kind {
   FL_WAIT_SEND,    /* a send waiting for its reply */
   FL_WAIT_POLL,    /* a long poll */
@@ -39,6 +41,16 @@ typedef struct fl_wait_ops {
   /* w is being released (completed, cancelled, or its session ended): drop
    * every pointer to it. NULL = nothing to drop. */
   void (*forget)(fl_wait *w);
+  /* w's message was handed on (the broker confirmed it, or a brief was
+   * typed) and w now waits for what answers it, wait_s at most: re-arms w
+   * (fl_wait_restart) as its verb's kind of waiting. Read from w->verb;
+   * NULL = a send waiting wait_s for its reply (router.c). */
+  void (*expect_reply)(fl_wait *w, double wait_s);
+  /* m was just accepted for w's entity: 1 when w takes it into its own
+   * result (out of the store, fl_router_take), else 0. With commit 0 it
+   * only says whether it would, and changes nothing. Asked before the
+   * router's own matching of sends and polls. NULL = takes nothing. */
+  int (*take)(fl_wait *w, const struct fl_msg *m, int commit);
 } fl_wait_ops;
 
 struct fl_wait {
@@ -47,6 +59,10 @@ struct fl_wait {
   fl_wait *next; /* in the client's list, oldest first */
   enum fl_wait_kind kind;
   const fl_wait_ops *ops;
+  /* The ops of the verb that made w, kept while another phase runs (a
+   * CONFIRM of the broker link's): their expect_reply says what w waits for
+   * once its message is handed on. NULL = a plain send. */
+  const fl_wait_ops *verb;
   void *ext;       /* the creator's state for ops (a CONFIRM: its publish), or NULL */
   int wants_reply; /* a CONFIRM of a send that then waits for its reply */
   uv_timer_t timer;

@@ -331,7 +331,8 @@ static void fl_claim_timeout(fl_wait *w) {
 
 static void fl_claim_forget(fl_wait *w) { fl_free(w->ext); }
 
-static const fl_wait_ops fl_claim_wait_ops = {fl_claim_timeout, fl_claim_forget};
+static const fl_wait_ops fl_claim_wait_ops = {.timeout = fl_claim_timeout,
+                                              .forget = fl_claim_forget};
 
 int fl_gw_claim(fl_gw *gw, fl_client *c, const char *resource, double ttl_s, double wait_s,
                 fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {

@@ -115,7 +115,7 @@ static void fl_watch_forget(fl_wait *wt) {
   fl_free(w);
 }
 
-static const fl_wait_ops fl_watch_ops = {fl_watch_timeout, fl_watch_forget};
+static const fl_wait_ops fl_watch_ops = {.timeout = fl_watch_timeout, .forget = fl_watch_forget};
 
 void fl_rooms_appended(fl_rooms *r, const char *room_id) {
   fl_room_watch *w = r->watches;

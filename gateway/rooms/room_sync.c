@@ -54,7 +54,7 @@ static void fl_batch_forget(fl_wait *w) {
   fl_free(b);
 }
 
-static const fl_wait_ops fl_batch_ops = {fl_batch_timeout, fl_batch_forget};
+static const fl_wait_ops fl_batch_ops = {.timeout = fl_batch_timeout, .forget = fl_batch_forget};
 
 static void fl_pull_unlink(fl_room_pull *p) {
   for (fl_room_pull **pp = &p->r->pulls; *pp; pp = &(*pp)->next)

@@ -101,15 +101,6 @@ void fl_ask_free(fl_gw *gw) {
   }
 }
 
-void fl_ask_msg_json(json_t *o, const fl_msg *m) {
-  json_object_set_new(o, "turnId", json_string(m->turn_id));
-  if (m->expires_ms) {
-    char ts[32];
-    fl_rfc3339(m->expires_ms, ts);
-    json_object_set_new(o, "expiresAt", json_string(ts));
-  }
-}
-
 /* ---- results ---------------------------------------------------------------------- */
 
 static json_t *fl_peer_ref(fl_gw *gw, const char *gid) {
@@ -146,8 +137,12 @@ static void fl_answerer_timeout(fl_wait *w) {
   fl_wait_complete(w, fl_turn_result(w, "sent"), NULL);
 }
 
-static const fl_wait_ops fl_asker_ops = {.timeout = fl_asker_timeout};
-static const fl_wait_ops fl_answerer_ops = {.timeout = fl_answerer_timeout};
+static void fl_ask_expect(fl_wait *w, double wait_s);
+
+static const fl_wait_ops fl_asker_ops = {.timeout = fl_asker_timeout,
+                                         .expect_reply = fl_ask_expect};
+static const fl_wait_ops fl_answerer_ops = {.timeout = fl_answerer_timeout,
+                                            .expect_reply = fl_ask_expect};
 
 static void fl_turn_mark(fl_wait *w, const fl_msg *m, int side) {
   fl_copy(w->msg_id, sizeof w->msg_id, m->msg_id);
@@ -156,11 +151,16 @@ static void fl_turn_mark(fl_wait *w, const fl_msg *m, int side) {
   fl_copy(w->turn_id, sizeof w->turn_id, m->turn_id);
   w->turn_side = side;
   w->turn_expires_ms = m->expires_ms;
+  w->verb = side == FL_SIDE_ANSWERER ? &fl_answerer_ops : &fl_asker_ops;
   /* A turn waits for its own answer, never for a reply of the same peer. */
   w->wants_reply = 0;
 }
 
-void fl_ask_expect(fl_wait *w) {
+/* A turn's waiter whose publish the broker confirmed: waits on for the
+ * answer (asker, until the turn runs out) or the verdict (answerer), not
+ * for the send's wait_s. */
+static void fl_ask_expect(fl_wait *w, double wait_s) {
+  (void)wait_s;
   if (w->turn_side == FL_SIDE_ANSWERER) {
     fl_wait_restart(w, FL_WAIT_ANSWER, &fl_answerer_ops, FL_VERDICT_WAIT_S);
     return;

@@ -32,11 +32,6 @@ int fl_ask_kind(const char *kind, const char *turn_id);
  * does what its kind asks. m is borrowed. The caller acks the delivery: a
  * turn is never held. */
 void fl_ask_receive(fl_gw *gw, fl_entity *to, const fl_msg *m);
-/* A turn's waiter whose publish the broker confirmed: waits on for the
- * answer (asker) or the verdict (answerer). */
-void fl_ask_expect(fl_wait *w);
-/* Adds turnId and expiresAt of m to o, a message as a poll shows it. */
-void fl_ask_msg_json(json_t *o, const fl_msg *m);
 /* Forgets every turn (gateway freed). */
 void fl_ask_free(fl_gw *gw);
 

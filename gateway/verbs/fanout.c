@@ -1,4 +1,12 @@
-/* fanout.c — parallel briefs (see fanout.h).
+/* fanout.c — parallel briefs: one brief to several recipients, their
+ * replies gathered into one result.
+ *
+ * fl_gw_send_many (gw.h) sends the same content to each recipient as a
+ * separate SEND, all sharing one traceId, and parks one waiter
+ * (FL_WAIT_FANOUT) that collects the replies in arrival order until every
+ * recipient answered or the wait ran out. Replies that come later are held
+ * for a poll like any other. The waiter takes the replies it expects
+ * through its take operation (wait.h), which the router asks first.
  *
  * Every recipient is resolved before anything is sent, so a name that
  * resolves to nobody fails the whole call. Recipients on other hosts are
@@ -7,8 +15,6 @@
  * broker refuses later reads as pending with its error. The one waiter
  * holds which recipient got which msgId and the replies so far; the state
  * lives until both the waiter and every such publish let go of it. */
-#include "gateway/verbs/fanout.h"
-
 #include <string.h>
 
 #include "common/alloc.h"
@@ -17,6 +23,7 @@
 #include "gateway/core/gw_internal.h"
 #include "gateway/core/remote.h"
 #include "gateway/core/router.h"
+#include "gateway/gw.h"
 #include "gateway/proto/envelope.h"
 
 typedef struct fl_fanout fl_fanout;
@@ -90,38 +97,28 @@ static void fl_fanout_forget(fl_wait *w) {
   fl_fanout_unref(fo);
 }
 
-static const fl_wait_ops fl_fanout_ops = {.timeout = fl_fanout_timeout, .forget = fl_fanout_forget};
-
-/* The waiting parallel brief of to that expects the reply m, and which of
- * its recipients m answers; NULL if none. */
-static fl_wait *fl_fanout_match(const fl_entity *to, const fl_msg *m, size_t *slot) {
-  if (!to->client || !fl_envelope_is_kind(m->kind, FL_KIND_REPLY))
-    return NULL;
-  for (fl_wait *w = to->client->waits; w; w = w->next) {
-    if (w->kind != FL_WAIT_FANOUT || !w->ext)
+/* Which recipient of w's parallel brief the reply m answers, or -1. */
+static long fl_fanout_match(fl_wait *w, const fl_msg *m) {
+  fl_fanout *fo = w->ext;
+  if (!fo || !fl_envelope_is_kind(m->kind, FL_KIND_REPLY))
+    return -1;
+  for (size_t i = 0; i < fo->n; i++) {
+    if (fo->at[i].replied || strcmp(fo->at[i].to_gid, m->from_gid) != 0 ||
+        (m->in_reply_to[0] && strcmp(m->in_reply_to, fo->at[i].msg_id) != 0))
       continue;
-    fl_fanout *fo = w->ext;
-    for (size_t i = 0; i < fo->n; i++) {
-      if (fo->at[i].replied || strcmp(fo->at[i].to_gid, m->from_gid) != 0 ||
-          (m->in_reply_to[0] && strcmp(m->in_reply_to, fo->at[i].msg_id) != 0))
-        continue;
-      *slot = i;
-      return w;
-    }
+    return (long)i;
   }
-  return NULL;
+  return -1;
 }
 
-int fl_fanout_wants(const fl_entity *to, const fl_msg *m) {
-  size_t i;
-  return fl_fanout_match(to, m, &i) != NULL;
-}
-
-int fl_fanout_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
-  size_t i;
-  fl_wait *w = fl_fanout_match(to, m, &i);
-  if (!w)
-    return 0;
+/* The just-accepted m for w's entity: a reply w's brief expects is taken
+ * out of the store into its result (wait.h's take). */
+static int fl_fanout_take(fl_wait *w, const fl_msg *m, int commit) {
+  long i = fl_fanout_match(w, m);
+  if (i < 0 || !commit)
+    return i >= 0;
+  fl_gw *gw = w->gw;
+  fl_entity *to = w->client->entity;
   fl_fanout *fo = w->ext;
   fl_msg buf;
   const fl_msg *got = fl_router_take(gw, to, m, &buf);
@@ -145,6 +142,9 @@ int fl_fanout_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
     fl_wait_complete(w, fl_fanout_result(gw, fo, w->trace_id, 1), NULL);
   return 1;
 }
+
+static const fl_wait_ops fl_fanout_ops = {
+    .timeout = fl_fanout_timeout, .forget = fl_fanout_forget, .take = fl_fanout_take};
 
 int fl_gw_send_many(fl_gw *gw, fl_client *c, const char *const *to, size_t nto, const char *content,
                     double wait_s, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
