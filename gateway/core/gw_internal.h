@@ -15,6 +15,7 @@
 #include "common/names.h"
 #include "common/time.h"
 #include "gateway/core/gid_index.h"
+#include "gateway/core/histo.h"
 #include "gateway/core/roster.h"
 #include "gateway/core/router.h"
 #include "gateway/core/wait.h"
@@ -140,7 +141,8 @@ struct fl_gw {
   uv_timer_t sweep;
   long long started_ms;
   unsigned long long counters[FL_C_COUNT];
-  fl_trace_ring traces; /* router.c's */
+  fl_histo histos[FL_H_COUNT]; /* the latency histograms (histo.h) */
+  fl_trace_ring traces;        /* router.c's */
   int shutting_down;
   /* This gateway's key pair and the peers' pinned public keys. */
   fl_identity id;

@@ -32,7 +32,7 @@
 #include "common/log.h"
 #include "gateway/core/forward.h"
 #include "gateway/core/gw_internal.h"
-#include "gateway/dash/metrics.h"
+#include "gateway/core/histo.h"
 #include "gateway/inject/inject.h"
 
 /* The shortest gap between two looks at a pane that is not idle. */
@@ -74,7 +74,7 @@ static void fl_nudge_typed(void *ctx, int status, enum fl_inject_state seen, con
   fl_gw *gw = e->gw;
   e->nudge.typing = 0;
   if (status == 0) {
-    fl_metrics_observe(gw, FL_H_INJECT, fl_now_ms() - e->nudge.typed_at_ms);
+    fl_gw_observe(gw, FL_H_INJECT, fl_now_ms() - e->nudge.typed_at_ms);
     return;
   }
   if (status == FL_INJECT_NOT_TYPED && seen != FL_INJECT_GONE) {

@@ -40,7 +40,6 @@ typedef struct fl_dash {
   int require_token;
   char token[FL_TOKEN_HEX + 1];
   char url[160];
-  fl_histo histos[FL_H_COUNT];
   fl_flows flows;
   int stopping;
   uv_timer_t tick;
@@ -359,11 +358,6 @@ void fl_dash_http_stats(fl_gw *gw, struct fl_http_stats *add) {
     fl_http_server_stats(d->server, add);
 }
 
-fl_histo *fl_dash_histo(fl_gw *gw, enum fl_histo_id which) {
-  fl_dash *d = gw ? gw->dash : NULL;
-  return d && (unsigned)which < FL_H_COUNT ? &d->histos[which] : NULL;
-}
-
 void fl_dash_note_msg(fl_gw *gw, const fl_msg *m) {
   fl_dash *d = gw ? gw->dash : NULL;
   if (!d || !m)
@@ -378,5 +372,5 @@ void fl_dash_note_msg(fl_gw *gw, const fl_msg *m) {
   long long lat = fl_flows_add(&d->flows, m->msg_id, m->trace_id, m->kind, m->in_reply_to, from, to,
                                fl_now_ms());
   if (lat >= 0)
-    fl_histo_observe(&d->histos[FL_H_SEND_REPLY], lat);
+    fl_gw_observe(gw, FL_H_SEND_REPLY, lat);
 }

@@ -9,8 +9,8 @@
  * request must carry the token of <state>/http-token (created mode 0600 on
  * first start) as "Authorization: Bearer TOKEN" or "?token=TOKEN"; without
  * it the answer is 401. The dashboard also keeps what its pages show and
- * nothing else records: the latency histograms (metrics.h) and the ring of
- * recent flows (flows.h). */
+ * nothing else records: the ring of recent flows (flows.h), from which it
+ * observes the core's send→reply histogram (core/histo.h). */
 #ifndef FL_DASHBOARD_H
 #define FL_DASHBOARD_H
 
@@ -36,9 +36,6 @@ json_t *fl_dash_describe(fl_gw *gw);
 /* Adds what the dashboard's server refused (http_serve.h) into *add. */
 struct fl_http_stats;
 void fl_dash_http_stats(fl_gw *gw, struct fl_http_stats *add);
-
-/* The histogram which, or NULL when the dashboard is off. */
-fl_histo *fl_dash_histo(fl_gw *gw, enum fl_histo_id which);
 
 /* A message this gateway committed or published: a row of the flow list;
  * a reply closing a send observes the send→reply histogram. */

@@ -1,4 +1,4 @@
-/* metrics.c — histograms and the Prometheus exposition (see metrics.h). */
+/* metrics.c — the Prometheus exposition (see metrics.h). */
 #include "gateway/dash/metrics.h"
 
 #include <stdarg.h>
@@ -10,23 +10,6 @@
 #include "gateway/core/gw_internal.h"
 #include "gateway/core/remote.h"
 #include "gateway/dash/dashboard.h"
-
-const double fl_histo_bounds[FL_HISTO_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                  0.25,  0.5,    1,     2.5,  5,     10,   30};
-
-void fl_histo_observe(fl_histo *h, long long ms) {
-  if (!h)
-    return;
-  double s = ms > 0 ? (double)ms / 1000.0 : 0.0;
-  for (size_t i = 0; i < FL_HISTO_BUCKETS; i++) {
-    if (s <= fl_histo_bounds[i]) {
-      h->bucket[i]++;
-      break;
-    }
-  }
-  h->count++;
-  h->sum_s += s;
-}
 
 int fl_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) {
   for (;;) {
@@ -84,12 +67,6 @@ int fl_metrics_put_histo(char **buf, size_t *len, size_t *cap, const char *name,
                            "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
                            h->count, name, h->sum_s, name, h->count);
   return rc;
-}
-
-void fl_metrics_observe(fl_gw *gw, enum fl_histo_id which, long long ms) {
-  fl_histo *h = fl_dash_histo(gw, which);
-  if (h)
-    fl_histo_observe(h, ms);
 }
 
 /* ---- the exposition --------------------------------------------------------- */
@@ -217,7 +194,7 @@ char *fl_metrics_render(fl_gw *gw, json_t *status, size_t *len) {
                        "From typing a nudge into a terminal to the backend finishing."}};
   fl_histo zero = {0};
   for (int i = 0; i < FL_H_COUNT && !o.rc; i++) {
-    const fl_histo *h = fl_dash_histo(gw, (enum fl_histo_id)i);
+    const fl_histo *h = fl_gw_histo(gw, (enum fl_histo_id)i);
     o.rc = fl_metrics_put_histo(&o.buf, &o.len, &o.cap, names[i][0], names[i][1], h ? h : &zero);
   }
   if (o.rc) {

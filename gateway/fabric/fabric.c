@@ -32,7 +32,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/core/gw_internal.h"
-#include "gateway/dash/metrics.h"
+#include "gateway/core/histo.h"
 #include "gateway/fabric/confirm.h"
 #include "gateway/fabric/control.h"
 #include "gateway/fabric/dlq.h"
@@ -209,7 +209,7 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
   }
   if (status == 0) {
     fl_gw_count(gw, FL_C_REMOTE_PUBLISHED);
-    fl_metrics_observe(gw, FL_H_PUBLISH_CONFIRM, fl_now_ms() - fl_confirm_sent_ms(req));
+    fl_gw_observe(gw, FL_H_PUBLISH_CONFIRM, fl_now_ms() - fl_confirm_sent_ms(req));
   } else if (status != FL_ECANCELLED)
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);
   fl_confirm_done(gw, req, status, why);
