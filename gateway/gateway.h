@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "gateway/config/gw_config.h"
 #include "gateway/gw.h"
 
 /* Creates the gateway on loop: loads (or creates) the node identity and the

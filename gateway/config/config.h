@@ -6,9 +6,10 @@
 #ifndef FL_CONFIG_H
 #define FL_CONFIG_H
 
+#include <jansson.h>
 #include <stddef.h>
 
-#include "gateway/gw.h"
+#include "gateway/config/gw_config.h"
 
 typedef struct fl_config {
   fl_gw_config gw;

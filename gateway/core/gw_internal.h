@@ -14,6 +14,7 @@
 #include "common/limits.h"
 #include "common/names.h"
 #include "common/time.h"
+#include "gateway/config/gw_config.h"
 #include "gateway/core/gid_index.h"
 #include "gateway/core/histo.h"
 #include "gateway/core/roster.h"

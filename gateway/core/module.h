@@ -24,6 +24,7 @@
 
 #include "common/json_writer.h"
 #include "common/limits.h"
+#include "gateway/config/gw_config.h"
 #include "gateway/gw.h"
 
 typedef struct fl_entity fl_entity;

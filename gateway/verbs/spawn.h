@@ -16,6 +16,7 @@
 
 #include "common/ids.h"
 #include "common/limits.h"
+#include "gateway/config/gw_config.h"
 #include "gateway/gw.h"
 
 typedef struct fl_entity fl_entity;
