@@ -255,9 +255,8 @@ void fl_gw_shutdown(fl_gw *gw) {
         fl_wait_expire(e->client->waits);
     }
   }
-  /* The modules first (spawn, rooms, the dashboard, the cross-host link,
-   * the coordinator: module.h), while the core's own parts still run;
-   * then the core's forward path, roster timers and sweeper. */
+  /* The module rows first, in table order (module.h), while the core's
+   * own parts still run; then the forward path, roster timers, sweeper. */
   fl_modules_stop(gw);
   fl_forward_stop(gw);
   fl_roster_close(gw);

@@ -4,8 +4,10 @@
  * router.c, wait.c, nudge.c — shares these structures. The cross-host side
  * (fabric.c, presence.c, inbound.c) may read them and call the core's
  * internal API (roster.h, router.h, wait.h, fl_gw_count); the core reaches
- * the cross-host side only through remote.h, never by name. Nothing outside
- * gateway/ includes this. */
+ * the cross-host side only through remote.h, and the feature modules only
+ * through their rows (module.h) and their waiters' operations (wait.h),
+ * never by name. The pointers below to a module's state are opaque here.
+ * Nothing outside gateway/ includes this. */
 #ifndef FL_GW_INTERNAL_H
 #define FL_GW_INTERNAL_H
 

@@ -5,8 +5,8 @@
  * the deliveries it receives (fabric_settle.c), and runs presence
  * (presence.c) and the receive checks (inbound.c). The core knows none of
  * this: it sees the fabric only as the fl_remote_ops it registers
- * (remote.h). The one name exported is the backend's row in remote.c's
- * table. */
+ * (remote.h). The one name exported for it is the backend type the
+ * composition root (gateway/gateway.c) starts. */
 #ifndef FL_FABRIC_H
 #define FL_FABRIC_H
 

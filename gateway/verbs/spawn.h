@@ -3,8 +3,9 @@
  * fl_gw_spawn (gw.h) mints the new agent's gid, opens a terminal for it
  * through the profile's backend (inject.h's open), and then waits for the
  * readiness gate: an MCP session attaching with FLEET_GID = that gid. The
- * core's session.c tells this file of every attach (fl_spawn_attached);
- * gw.c closes what is left at shutdown. fl_gw_stop closes a spawned
+ * core tells this file of every attach (fl_spawn_attached, this module's
+ * entity_attached row in gateway.c) and closes what is left at shutdown
+ * (fl_spawn_shutdown, its stop). fl_gw_stop closes a spawned
  * agent's terminal and takes it out of the roster for good.
  *
  * Internal to gateway/. Loop thread only; nothing blocks (the terminal is
