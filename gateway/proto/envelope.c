@@ -34,7 +34,7 @@ const fl_envelope_field fl_envelope_fields[FL_ENVELOPE_NFIELDS] = {
     FIELD("ts", ts, 1, 1),
     FIELD("expiresAt", expires_at, 1, 0),
     FIELD("sealedTo", sealed_to, FL_SIGNED_IF_PRESENT, 0), /* sealed bodies (seal.h) */
-    FIELD("sig", sig, 0, 1),
+    FIELD("sig", sig, 0, 0), /* absent in the pair-sealed form (pairkey.h) */
 };
 
 #define FL_KIND_NAME_(name) #name,
@@ -45,6 +45,10 @@ const char *fl_envelope_kind_name(fl_envelope_kind kind) {
   if ((int)kind < 0 || kind >= FL_KIND_COUNT)
     return NULL;
   return kind_names[kind];
+}
+
+int fl_envelope_is_pair_sealed(const fl_envelope *env) {
+  return env && env->sealed_to[0] && !env->sig[0];
 }
 
 int fl_envelope_kind_parse(const char *s, fl_envelope_kind *out) {

@@ -17,11 +17,13 @@
 
 /* The envelope version this gateway writes, and the major it accepts (a
  * newer major is refused, see fl_envelope_check_version). 1.1 reads the
- * packed form (below) as well as one header per field; a gateway sends
- * the packed form only to a host whose host beat said 1.1 or later. */
+ * packed form (below) as well as one header per field; 1.2 reads the
+ * pair-sealed form (pairkey.h) as well as the signed one. A gateway sends
+ * either only to a host whose host beat said that minor or later. */
 #define FL_ENVELOPE_VERSION "1.1"
 #define FL_ENVELOPE_MAJOR 1
 #define FL_ENVELOPE_PACKED_MINOR 1
+#define FL_ENVELOPE_PAIRSEAL_MINOR 2
 
 /* One message's envelope. Each field is a NUL-terminated string in a slot
  * one byte larger than the field's maximum length; "" means absent. Wire
@@ -41,7 +43,7 @@ typedef struct fl_envelope {
   char ts[32];   /* RFC 3339 UTC with milliseconds */
   char expires_at[32];
   char sealed_to[64]; /* the host the body is sealed to (seal.h); "" = in clear */
-  char sig[128];      /* base64 Ed25519 signature (sign.h); "" = unsigned */
+  char sig[128];      /* base64 Ed25519 signature (sign.h); "" = pair-sealed or unsigned */
 } fl_envelope;
 
 /* ---- kinds ---- */
@@ -149,6 +151,11 @@ size_t fl_envelope_pack(const fl_envelope *env, char *out);
  * or FL_EPROTO (not the packed form, a field twice, a NUL byte), with err
  * saying which. */
 int fl_envelope_unpack(const char *s, size_t len, fl_envelope *env, char *err, size_t errlen);
+
+/* 1 when env is in the pair-sealed form: its body sealed to one recipient
+ * host (`sealedTo`) with their pair key, and no `sig` (pairkey.h). 0 for
+ * the signed form, whose seal, if any, is a crypto_box (seal.h). */
+int fl_envelope_is_pair_sealed(const fl_envelope *env);
 
 /* ---- checks ---- */
 

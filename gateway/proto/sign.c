@@ -73,13 +73,10 @@ int fl_b64_decode(const char *b64, unsigned char *out, size_t outsize, size_t *o
   return 0;
 }
 
-int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsigned char **out,
-                      size_t *outlen) {
-  if (!env || !out || !outlen || (!body && len))
-    return FL_EINVAL;
-  if (len > FL_MAX_WIRE_BODY)
-    return FL_ETOOBIG;
-  size_t vlen[FL_ENVELOPE_NFIELDS];
+/* The size of the canonical head of env (prefix and field lines), with
+ * each signed field's length in vlen; 0 when a field is not NUL-terminated
+ * within its slot. */
+static size_t sign_head_size(const fl_envelope *env, size_t vlen[FL_ENVELOPE_NFIELDS]) {
   size_t total = strlen(FL_SIGN_CANON_PREFIX);
   for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
     const fl_envelope_field *f = &fl_envelope_fields[i];
@@ -87,17 +84,18 @@ int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsi
       continue;
     vlen[i] = strnlen(fl_envelope_get(env, f), f->size);
     if (vlen[i] == f->size)
-      return FL_EINVAL; /* no NUL inside the slot */
+      return 0; /* no NUL inside the slot */
     if (f->is_signed == FL_SIGNED_IF_PRESENT && vlen[i] == 0)
       continue;
     total += strlen(f->key) + 1 + sign_digits(vlen[i]) + 1 + vlen[i] + 1;
   }
-  total += strlen("body:") + sign_digits(len) + 1 + len;
+  return total;
+}
 
-  unsigned char *buf = fl_malloc(total);
-  if (!buf)
-    return FL_ENOMEM;
-  unsigned char *p = buf;
+/* Writes the canonical head at p (sized by sign_head_size) and returns the
+ * position after it. */
+static unsigned char *sign_put_fields(unsigned char *p, const fl_envelope *env,
+                                      const size_t vlen[FL_ENVELOPE_NFIELDS]) {
   memcpy(p, FL_SIGN_CANON_PREFIX, strlen(FL_SIGN_CANON_PREFIX));
   p += strlen(FL_SIGN_CANON_PREFIX);
   for (size_t i = 0; i < FL_ENVELOPE_NFIELDS; i++) {
@@ -109,6 +107,40 @@ int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsi
     p += vlen[i];
     *p++ = '\n';
   }
+  return p;
+}
+
+int fl_sign_canonical_head(const fl_envelope *env, unsigned char out[FL_SIGN_HEAD_MAX],
+                           size_t *outlen) {
+  if (!env || !out || !outlen)
+    return FL_EINVAL;
+  *outlen = 0;
+  size_t vlen[FL_ENVELOPE_NFIELDS];
+  size_t total = sign_head_size(env, vlen);
+  if (total == 0)
+    return FL_EINVAL;
+  if (total > FL_SIGN_HEAD_MAX)
+    return FL_ETOOBIG; /* cannot be: every field fits its slot (test_trust checks the bound) */
+  *outlen = (size_t)(sign_put_fields(out, env, vlen) - out);
+  return 0;
+}
+
+int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsigned char **out,
+                      size_t *outlen) {
+  if (!env || !out || !outlen || (!body && len))
+    return FL_EINVAL;
+  if (len > FL_MAX_WIRE_BODY)
+    return FL_ETOOBIG;
+  size_t vlen[FL_ENVELOPE_NFIELDS];
+  size_t total = sign_head_size(env, vlen);
+  if (total == 0)
+    return FL_EINVAL;
+  total += strlen("body:") + sign_digits(len) + 1 + len;
+
+  unsigned char *buf = fl_malloc(total);
+  if (!buf)
+    return FL_ENOMEM;
+  unsigned char *p = sign_put_fields(buf, env, vlen);
   p = sign_put_head(p, "body", len);
   if (len)
     memcpy(p, body, len);

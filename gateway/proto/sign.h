@@ -64,6 +64,15 @@ int fl_b64_decode(const char *b64, unsigned char *out, size_t outsize, size_t *o
 int fl_sign_canonical(const fl_envelope *env, const char *body, size_t len, unsigned char **out,
                       size_t *outlen);
 
+/* The canonical head of env: the canonical form up to, not including,
+ * "body:" — the prefix line and every signed field's line. It is the
+ * associated data of the pair-sealed form (pairkey.h), where the body is
+ * inside the seal. Written into out (FL_SIGN_HEAD_MAX bytes), its length in
+ * *outlen. Returns 0 or FL_EINVAL (a field not NUL-terminated in its slot). */
+#define FL_SIGN_HEAD_MAX 1024 /* every field at its longest fits in about 700 bytes */
+int fl_sign_canonical_head(const fl_envelope *env, unsigned char out[FL_SIGN_HEAD_MAX],
+                           size_t *outlen);
+
 /* Signs env and body with the 64-byte libsodium secret key sk and writes the
  * base64 of the detached signature into env->sig (any old value is
  * replaced; it is not covered). Returns 0 or an error of fl_sign_canonical;

@@ -39,11 +39,10 @@ const FIELD_ORDER = [
 // Fields written after those only when present (a sealed body's sealedTo).
 const WHEN_PRESENT = ['sealedTo'];
 
-// Builds the canonical byte string: a prefix line, one NAME:LEN:VALUE line
-// per field (absent = length 0), a line for each present WHEN_PRESENT
-// field, then body:LEN:BODY. Lengths count bytes. body: a string (its UTF-8
-// bytes) or a Buffer.
-function canonical(envelope, body) {
+// Builds the canonical head: a prefix line, one NAME:LEN:VALUE line per
+// field (absent = length 0), then a line for each present WHEN_PRESENT field.
+// Lengths count bytes. It is the associated data of the pair-sealed form.
+function canonicalHead(envelope) {
   const parts = [Buffer.from('fleet-envelope/1\n', 'ascii')];
   const line = (name, v) => {
     const value = Buffer.from(v, 'utf8');
@@ -51,9 +50,14 @@ function canonical(envelope, body) {
   };
   for (const name of FIELD_ORDER) line(name, envelope[name] ?? '');
   for (const name of WHEN_PRESENT) if (envelope[name]) line(name, envelope[name]);
-  const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
-  parts.push(Buffer.from(`body:${b.length}:`, 'ascii'), b);
   return Buffer.concat(parts);
+}
+
+// Builds the canonical byte string: the head, then body:LEN:BODY. body: a
+// string (its UTF-8 bytes) or a Buffer.
+function canonical(envelope, body) {
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  return Buffer.concat([canonicalHead(envelope), Buffer.from(`body:${b.length}:`, 'ascii'), b]);
 }
 
 // A raw 32-byte Ed25519 public key as a KeyObject, through JWK.
@@ -213,5 +217,86 @@ for (const vec of vectorsDoc.sealed ?? []) {
     assert.equal(crypto.verify(null, canonical(stripped, sealed), pub, sig), false, 'sealedTo stripped');
     assert.equal(crypto.verify(null, canonical({ ...vec.envelope, sealedTo: sealedTo + 'x' }, sealed), pub, sig), false,
       'sealedTo changed');
+  });
+}
+
+// The pair-sealed form (envelope 1.2): no signature; the body sealed with
+// XChaCha20-Poly1305 under the key of the ordered pair of hosts, with the
+// canonical head as associated data. Checked here with libsodium-wrappers
+// for X25519, BLAKE2b and the AEAD, and Node for the Ed25519 key pairs.
+test('the pair-sealed vectors cover the required cases', () => {
+  const vs = vectorsDoc.pairSealed;
+  assert.ok(Array.isArray(vs) && vs.length >= 2, 'at least 2 pair-sealed vectors');
+  assert.ok(vs.some((v) => v.body === ''), 'one with an empty body');
+  assert.ok(vs.some((v) => /[^\x00-\x7f]/.test(v.body)), 'one with a non-ASCII body');
+  assert.equal(envelopeDoc.pairSealing.nonceBytes, sodium.crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
+  assert.equal(envelopeDoc.pairSealing.tagBytes, sodium.crypto_aead_xchacha20poly1305_ietf_ABYTES);
+});
+
+/** The key of messages from host `from` to host `to`: own (sk, x pk) is one
+ *  end, peerX the other end's X25519 public key; sending: own is `from`. */
+function pairKey(ownSk, peerPk, from, to, sending) {
+  const ownX = sodium.crypto_sign_ed25519_sk_to_curve25519(ownSk);
+  const ownXPk = sodium.crypto_scalarmult_base(ownX);
+  const peerX = sodium.crypto_sign_ed25519_pk_to_curve25519(peerPk);
+  const q = sodium.crypto_scalarmult(ownX, peerX);
+  const host = (name, h) => {
+    const v = Buffer.from(h, 'utf8');
+    return Buffer.concat([Buffer.from(`${name}:${v.length}:`, 'ascii'), v, Buffer.from('\n', 'ascii')]);
+  };
+  const input = Buffer.concat([
+    Buffer.from('fleet-pairkey/1\n', 'ascii'), host('from', from), host('to', to), Buffer.from(q),
+    Buffer.from(sending ? ownXPk : peerX), Buffer.from(sending ? peerX : ownXPk),
+  ]);
+  return Buffer.from(sodium.crypto_generichash(32, input, null));
+}
+
+for (const vec of vectorsDoc.pairSealed ?? []) {
+  test(`pair-sealed vector ${vec.name}`, () => {
+    const s = pairOf(vec.senderSeed);
+    const r = pairOf(vec.recipientSeed);
+    assert.equal(s.pk.toString('base64'), vec.senderPublicKey);
+    assert.equal(r.pk.toString('base64'), vec.recipientPublicKey);
+    const k = pairKey(s.sk, r.pk, vec.senderHost, vec.recipientHost, true);
+    assert.equal(k.toString('hex'), vec.pairKey, "pair key at the sender's end");
+    assert.equal(pairKey(r.sk, s.pk, vec.senderHost, vec.recipientHost, false).toString('hex'), vec.pairKey,
+      "pair key at the recipient's end");
+    const kr = pairKey(r.sk, s.pk, vec.recipientHost, vec.senderHost, true);
+    assert.equal(kr.toString('hex'), vec.reverseKey, 'the other direction');
+    assert.notEqual(vec.reverseKey, vec.pairKey);
+
+    assert.equal(vec.envelope.sig, undefined, 'the pair-sealed form carries no sig');
+    assert.equal(vec.envelope.host, vec.senderHost);
+    assert.equal(vec.envelope.sealedTo, vec.recipientHost);
+    const head = canonicalHead(vec.envelope);
+    assert.equal(head.toString('hex'), vec.headHex, 'canonical head (the associated data)');
+
+    const nonce = Buffer.from(vec.nonce, 'hex');
+    const body = Buffer.from(vec.body, 'utf8');
+    const ct = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(body, head, null, nonce, k);
+    const sealed = Buffer.concat([nonce, Buffer.from(ct)]);
+    assert.equal(sealed.toString('hex'), vec.sealedHex, 'sealed bytes: nonce || ciphertext || tag');
+    assert.equal(sealed.length, body.length + 40);
+
+    const open = (bytes, ad, key) => {
+      try {
+        return Buffer.from(sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+          null, bytes.subarray(24), ad, bytes.subarray(0, 24), key));
+      } catch {
+        return null;
+      }
+    };
+    assert.equal(open(sealed, head, k)?.toString('utf8'), vec.body, 'the recipient opens it');
+    assert.equal(open(sealed, head, kr), null, "the other direction's key does not open it");
+    for (let at = 0; at < sealed.length; at += Math.max(1, Math.floor(sealed.length / 16))) {
+      const bad = Buffer.from(sealed);
+      bad[at] ^= 0x01;
+      assert.equal(open(bad, head, k), null, `byte ${at} flipped: does not open`);
+    }
+    for (const name of [...FIELD_ORDER, ...WHEN_PRESENT]) {
+      const v = vec.envelope[name];
+      const changed = { ...vec.envelope, [name]: v ? v.slice(0, -1) + (v.endsWith('x') ? 'y' : 'x') : 'x' };
+      assert.equal(open(sealed, canonicalHead(changed), k), null, `${name} changed: does not open`);
+    }
   });
 }
