@@ -26,6 +26,7 @@
 #include "gateway/core/module.h"
 #include "gateway/core/remote.h"
 #include "gateway/http/http_serve.h"
+#include "gateway/proto/pairkey.h"
 #include "gateway/store/store_gids.h"
 
 /* How often held messages past their expiry are swept. */
@@ -197,6 +198,8 @@ int fl_gw_peer_add(fl_gw *gw, const char *host, const char *pk, const char *url,
 
 int fl_gw_peer_remove(fl_gw *gw, const char *host, char *err, size_t errlen) {
   int rc = fl_peers_remove(gw->peers, host);
+  if (rc == 0) /* its keys go with its pin; a new pin makes new ones */
+    fl_pairkeys_drop(gw->pairkeys, host);
   if (rc == FL_ENOTFOUND) {
     fl_errf(err, errlen, "no pin for host '%s' (fleetctl peer list shows the pins)", host);
     return rc;

@@ -153,9 +153,10 @@ struct fl_gw {
   /* The cross-host backend (remote.h), NULL in single-host mode. */
   const struct fl_remote_ops *remote;
   void *remote_ctx;
-  /* Box keys per peer host (wire.c), made on first use; freed with the
-   * cross-host backend (fl_wire_keys_free). */
-  struct fl_wire_keys *wire_keys;
+  /* Keys per peer host (pairkey.h; wire.c makes them on first use),
+   * dropped when a pin is removed, wiped with the cross-host backend
+   * (fl_wire_keys_free). */
+  struct fl_pairkeys *pairkeys;
   /* Spawns waiting for their agent to register (spawn.c). */
   struct fl_spawn *spawns;
   /* Results of calls completed while a store batch is open, given out once

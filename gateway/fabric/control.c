@@ -518,7 +518,7 @@ int fl_control_receive(fl_control *c, const fl_broker_delivery *d) {
    * on the checks read the opened body (pd). */
   fl_broker_delivery pd;
   char *opened;
-  int bad = fl_inbound_open(gw, d, &pd, &opened, why, sizeof why);
+  int bad = fl_inbound_open(gw, d, 1, &pd, &opened, why, sizeof why);
   if (bad)
     return fl_ctl_refuse(c, d, bad == FL_C_COUNT ? FL_C_VERIFY_MALFORMED : bad, why);
   int rc = fl_control_check(c, &pd);

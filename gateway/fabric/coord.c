@@ -266,7 +266,7 @@ static void fl_coord_on_mail(fl_coord *co, const fl_broker_delivery *d) {
   char why[160];
   fl_broker_delivery pd;
   char *opened;
-  int bad = fl_inbound_open(gw, d, &pd, &opened, why, sizeof why);
+  int bad = fl_inbound_open(gw, d, 0, &pd, &opened, why, sizeof why);
   if (bad == FL_C_COUNT) {
     fl_broker_reject(co->broker, d->tag, 1); /* out of memory: it comes again */
     return;

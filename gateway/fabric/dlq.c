@@ -87,18 +87,27 @@ void fl_dlq_free(fl_gw *gw) {
 /* The checks a receiving gateway runs first, on d as it is now: its origin
  * (signature under the pinned key), then its body as the sealing policy
  * takes it (sealed to this host and opening, or in clear only where that is
- * accepted). A body sealed to another host is that host's to open. 0, or
- * the failed check's counter with why. */
-static int fl_dead_verify(fl_gw *gw, const fl_broker_dead *d, char *why, size_t n) {
+ * accepted). A signed body sealed to another host is that host's to open;
+ * its signature is checked here. A pair-sealed message carries no
+ * signature: only its recipient host can check it at all (*elsewhere is
+ * set to 1 and why says so). 0, or the failed check's counter with why. */
+static int fl_dead_verify(fl_gw *gw, const fl_broker_dead *d, char *why, size_t n, int *elsewhere) {
   fl_broker_delivery del = {
       .env = &d->env, .body = d->body, .len = d->len, .routing_key = d->routing_key};
-  int bad = fl_inbound_verify_origin(gw, &del, why, n);
-  if (bad || (d->env.sealed_to[0] && strcmp(d->env.sealed_to, gw->cfg.host_id) != 0))
-    return bad;
-  const char *body;
-  size_t len;
+  *elsewhere = 0;
+  if (d->env.sealed_to[0] && strcmp(d->env.sealed_to, gw->cfg.host_id) != 0) {
+    if (!fl_envelope_is_pair_sealed(&d->env))
+      return fl_inbound_verify_origin(gw, &del, why, n);
+    *elsewhere = 1;
+    snprintf(why, n,
+             "it is pair-sealed to host '%s': only that host can check who sent it (run fleetctl "
+             "dlq there)",
+             d->env.sealed_to);
+    return FL_C_VERIFY_SEALED_ELSEWHERE;
+  }
+  fl_broker_delivery pd;
   char *opened = NULL;
-  bad = fl_wire_open(gw, &del, &body, &len, &opened, why, n);
+  int bad = fl_inbound_open(gw, &del, 1, &pd, &opened, why, n);
   fl_free(opened);
   return bad == FL_C_COUNT ? 0 : bad; /* out of memory says nothing of the message */
 }
@@ -106,10 +115,11 @@ static int fl_dead_verify(fl_gw *gw, const fl_broker_dead *d, char *why, size_t 
 static json_t *fl_dead_json(fl_gw *gw, const fl_broker_dead *d, int with_body) {
   const char *fleet = d->env_ok ? fl_dlq_reason_of(gw, d->env.msg_id) : NULL;
   char reason[512], now[384] = "";
-  int fails_now = d->env_ok && fl_dead_verify(gw, d, now, sizeof now) != 0;
+  int elsewhere = 0;
+  int fails_now = d->env_ok && fl_dead_verify(gw, d, now, sizeof now, &elsewhere) != 0;
   if (fleet)
     snprintf(reason, sizeof reason, "%s", fleet);
-  else if (fails_now) /* another gateway rejected it; this one says why it would */
+  else if (fails_now && !elsewhere) /* another gateway rejected it; this one says why it would */
     snprintf(reason, sizeof reason, "%s", now);
   else if (!d->env_ok)
     snprintf(reason, sizeof reason, "malformed: %s", d->bad);
@@ -137,7 +147,8 @@ static json_t *fl_dead_json(fl_gw *gw, const fl_broker_dead *d, int with_body) {
       "exchange", d->exchange, "routingKey", d->routing_key, "count", (json_int_t)d->count, "time",
       died[0] ? died : NULL, "bytes", (json_int_t)d->len);
   if (o)
-    json_object_set_new(o, "verifiesNow", json_boolean(d->env_ok && !fails_now));
+    json_object_set_new(o, "verifiesNow",
+                        elsewhere ? json_null() : json_boolean(d->env_ok && !fails_now));
   if (o && with_body)
     json_object_set_new(o, "content", d->body ? json_stringn(d->body, d->len) : json_string(""));
   return o;
@@ -235,8 +246,10 @@ void fl_dlq_done(fl_gw *gw, void *req, int status, const char *why, const fl_bro
     return;
   }
   char vwhy[384] = "";
-  if (fl_dead_verify(gw, d, vwhy, sizeof vwhy) != 0) {
-    snprintf(msg, sizeof msg, "refused to replay %s: it still fails verification: %s", r->id, vwhy);
+  int elsewhere = 0;
+  if (fl_dead_verify(gw, d, vwhy, sizeof vwhy, &elsewhere) != 0) {
+    snprintf(msg, sizeof msg, "refused to replay %s: %s%s", r->id,
+             elsewhere ? "" : "it still fails verification: ", vwhy);
     fl_warn(d->env.trace_id, "dlq: %s", msg);
     fl_req_finish(r, NULL, msg);
     return;

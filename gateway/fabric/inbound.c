@@ -3,8 +3,10 @@
  * A message another gateway published reaches us on the inbox of the local
  * entity it is for. Before the core sees it, it must pass, in this order
  * (docs/wire-format.md): a version we understand; a signature that verifies
- * under the pinned key of the envelope's host; a body sealed to this host
- * that opens (or, while broker.acceptUnsealed holds, one in clear; wire.c);
+ * under the pinned key of the envelope's host and a body sealed to this host
+ * that opens (or, while broker.acceptUnsealed holds, one in clear; wire.c),
+ * or, in the pair-sealed form, a seal that opens under the pair key of that
+ * host and this one with every envelope field as associated data;
  * a kind we deliver and UUIDs
  * where UUIDs belong; a `from` that lives on that host as signed presence
  * says (a sender not announced yet is parked, not refused: its first beat
@@ -69,8 +71,9 @@ static long long fl_ts_ms(const char *s) {
 /* Message bodies become JSON strings: they must be UTF-8 without NUL. */
 static int fl_utf8_ok(const char *s, size_t n) { return !memchr(s, 0, n) && fl_utf8_valid(s, n); }
 
-int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, char *why, size_t whylen) {
-  const fl_envelope *env = d->env;
+/* The version rule, the first check of every delivery. 0, or the
+ * fl_counter of the failure with why. */
+static int fl_inbound_check_version(const fl_envelope *env, char *why, size_t whylen) {
   int vrc = fl_envelope_check_version(env);
   if (vrc == FL_EVERSION) {
     fl_errf(why, whylen, "envelope major version is newer than this fleetd understands");
@@ -80,6 +83,14 @@ int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, char *why, 
     fl_errf(why, whylen, "envelope version is not MAJOR.MINOR");
     return FL_C_VERIFY_MALFORMED;
   }
+  return 0;
+}
+
+int fl_inbound_verify_origin(fl_gw *gw, const fl_broker_delivery *d, char *why, size_t whylen) {
+  const fl_envelope *env = d->env;
+  int bad = fl_inbound_check_version(env, why, whylen);
+  if (bad)
+    return bad;
   unsigned char pk[FL_SIGN_PK_BYTES];
   if (strcmp(env->host, gw->cfg.host_id) == 0) {
     memcpy(pk, gw->id.pk, sizeof pk);
@@ -242,12 +253,22 @@ enum fl_inbound_dup fl_inbound_dup_rule(int held, int redelivered) {
 static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
                              const fl_broker_delivery *pd, fl_entity *to);
 
-int fl_inbound_open(fl_gw *gw, const fl_broker_delivery *d, fl_broker_delivery *pd, char **opened,
-                    char *why, size_t whylen) {
+int fl_inbound_open(fl_gw *gw, const fl_broker_delivery *d, int pair_ok, fl_broker_delivery *pd,
+                    char **opened, char *why, size_t whylen) {
   *opened = NULL;
-  int bad = fl_inbound_verify_origin(gw, d, why, whylen);
-  if (bad)
+  int bad;
+  if (fl_envelope_is_pair_sealed(d->env)) {
+    /* No signature: opening the seal under the pair key is the origin
+     * check (wire.c), and only a message to one host may take this form. */
+    if ((bad = fl_inbound_check_version(d->env, why, whylen)))
+      return bad;
+    if (!pair_ok) {
+      fl_errf(why, whylen, "it carries no signature, and this kind of message must be signed");
+      return FL_C_VERIFY_BAD_SIGNATURE;
+    }
+  } else if ((bad = fl_inbound_verify_origin(gw, d, why, whylen))) {
     return bad;
+  }
   *pd = *d;
   return fl_wire_open(gw, d, &pd->body, &pd->len, opened, why, whylen);
 }
@@ -263,7 +284,7 @@ void fl_inbound_receive(fl_inbound *in, const fl_broker_delivery *d) {
   char why[160];
   fl_broker_delivery pd;
   char *opened;
-  int bad = fl_inbound_open(gw, d, &pd, &opened, why, sizeof why);
+  int bad = fl_inbound_open(gw, d, 1, &pd, &opened, why, sizeof why);
   if (bad == FL_C_COUNT) {
     in->ops->reject(in->ctx, d->tag, 1); /* out of memory: it comes again */
     return;

@@ -2,8 +2,9 @@
  * entities' inboxes.
  *
  * Each delivery runs the checks in the documented order (version, signature
- * under the pinned key of its host, `from` lives on that host, `to` matches
- * the routing key, not expired, not seen); one that fails is dead-lettered
+ * under the pinned key of its host — or, pair-sealed, a seal that opens
+ * under the pair key of that host and this one —, `from` lives on that
+ * host, `to` matches the routing key, not expired, not seen); one that fails is dead-lettered
  * with its reason and counted, one that passes is handed to the core
  * (fl_router_accept, then fl_router_wake). Settling a delivery (ack, hold until drained,
  * reject) and parking one whose sender is not announced yet are done by the
@@ -50,12 +51,15 @@ void fl_inbound_dead_letter(fl_inbound *in, const fl_broker_delivery *d, int cou
                             const char *why);
 /* The first checks of any delivery (an inbox's, a control message, a
  * coordinator mailbox's): its origin (fl_inbound_verify_origin), then its
- * body opened under the sealing policy (wire.h's fl_wire_open). 0 with *pd
- * a copy of d whose body is the clear text (*opened, when not NULL, is the
+ * body opened under the sealing policy (wire.h's fl_wire_open). A delivery
+ * in the pair-sealed form (no signature) is taken only where pair_ok is 1
+ * (messages to one entity and control messages; coordinator mail must be
+ * signed), and then opening its seal is its origin check. 0 with *pd a
+ * copy of d whose body is the clear text (*opened, when not NULL, is the
  * buffer to fl_free after pd is done with); else the failed check's
  * fl_counter with why, or FL_C_COUNT when out of memory (give d back). */
-int fl_inbound_open(fl_gw *gw, const fl_broker_delivery *d, fl_broker_delivery *pd, char **opened,
-                    char *why, size_t whylen);
+int fl_inbound_open(fl_gw *gw, const fl_broker_delivery *d, int pair_ok, fl_broker_delivery *pd,
+                    char **opened, char *why, size_t whylen);
 
 /* What to do with a delivery whose msgId this gateway has already seen. */
 enum fl_inbound_dup {

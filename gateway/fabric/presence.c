@@ -76,7 +76,7 @@ typedef struct fl_host_seen {
   fl_profile_ad *profiles; /* owned; nprofiles of them, as its last beat said */
   size_t nprofiles;
   int lists_agents; /* its host beat lists its entities (beat.h) */
-  int reads_packed; /* its host beat's envelope is 1.1 or later: it reads the packed form */
+  int minor;        /* its host beat's envelope minor (of our major; else -1): the forms it reads */
 } fl_host_seen;
 
 struct fl_presence {
@@ -251,15 +251,15 @@ void fl_presence_forget(fl_presence *p, const char *host, const char *gid, long 
     fl_gw_count(gw, FL_C_STORE_ERRORS);
 }
 
-int fl_presence_host_reads_packed(const fl_presence *p, const char *host) {
+int fl_presence_host_minor(const fl_presence *p, const char *host) {
   /* Asked once per publish (a broadcast, once per host): the list is
    * sorted by host, so the walk stops where host would be. */
   for (const fl_host_seen *h = p ? p->hosts : NULL; h; h = h->next) {
     int cmp = strcmp(h->host, host);
     if (cmp >= 0)
-      return cmp == 0 && h->reads_packed;
+      return cmp == 0 ? h->minor : -1;
   }
-  return 0;
+  return -1;
 }
 
 int fl_presence_peers_need_entity_beats(const fl_presence *p) {
@@ -429,8 +429,7 @@ static void fl_presence_take_gateway(fl_presence *p, const fl_broker_delivery *d
   h->profiles = ads;
   h->nprofiles = b->nprofiles;
   h->lists_agents = b->lists_agents;
-  h->reads_packed = fl_envelope_major(env) == FL_ENVELOPE_MAJOR &&
-                    fl_envelope_minor(env) >= FL_ENVELOPE_PACKED_MINOR;
+  h->minor = fl_envelope_major(env) == FL_ENVELOPE_MAJOR ? fl_envelope_minor(env) : -1;
   h->ts_ms = ts;
   h->expires_ms = fl_mono_ms() + p->ttl_ms;
   for (size_t i = 0; i < b->nagents; i++)

@@ -64,10 +64,11 @@ void fl_presence_receive(fl_presence *p, const fl_broker_delivery *d);
  * logged. */
 int fl_presence_take(fl_presence *p, const char *host, const char *gid, const fl_beat *b,
                      long long beat_ts_ms);
-/* Does host read the envelope packed into one header (its last host beat
- * carried envelope 1.1 or later)? 0 for a host never heard from, so a
- * message to it goes the way every gateway reads. NULL-safe. */
-int fl_presence_host_reads_packed(const fl_presence *p, const char *host);
+/* The envelope minor version of host's last host beat, which says the forms
+ * it reads (1: the packed envelope, 2: the pair-sealed form; envelope.h);
+ * -1 for a host never heard from, or one of another major, so a message to
+ * it goes the way every gateway reads. NULL-safe. */
+int fl_presence_host_minor(const fl_presence *p, const char *host);
 /* Does some live, pinned host refresh its entities only with entity beats
  * (its host beat has no `agents`)? Then this gateway beats each of its
  * entities every interval too, so that host keeps seeing them. */

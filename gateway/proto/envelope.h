@@ -20,7 +20,7 @@
  * packed form (below) as well as one header per field; 1.2 reads the
  * pair-sealed form (pairkey.h) as well as the signed one. A gateway sends
  * either only to a host whose host beat said that minor or later. */
-#define FL_ENVELOPE_VERSION "1.1"
+#define FL_ENVELOPE_VERSION "1.2"
 #define FL_ENVELOPE_MAJOR 1
 #define FL_ENVELOPE_PACKED_MINOR 1
 #define FL_ENVELOPE_PAIRSEAL_MINOR 2

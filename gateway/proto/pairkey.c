@@ -79,9 +79,8 @@ int fl_aead_seal(const unsigned char k[FL_PAIRKEY_BYTES], const unsigned char *a
   else
     randombytes_buf(buf, FL_AEAD_NONCE_BYTES);
   unsigned long long clen = 0;
-  crypto_aead_xchacha20poly1305_ietf_encrypt(buf + FL_AEAD_NONCE_BYTES, &clen,
-                                             (const unsigned char *)body, len, ad, adlen, NULL, buf,
-                                             k);
+  crypto_aead_xchacha20poly1305_ietf_encrypt(
+      buf + FL_AEAD_NONCE_BYTES, &clen, (const unsigned char *)body, len, ad, adlen, NULL, buf, k);
   *out = buf;
   *outlen = FL_AEAD_NONCE_BYTES + (size_t)clen;
   return 0;
@@ -103,8 +102,8 @@ int fl_aead_open(const unsigned char k[FL_PAIRKEY_BYTES], const unsigned char *a
     return FL_ENOMEM;
   unsigned long long got = 0;
   if (crypto_aead_xchacha20poly1305_ietf_decrypt(
-          (unsigned char *)buf, &got, NULL, sealed + FL_AEAD_NONCE_BYTES,
-          len - FL_AEAD_NONCE_BYTES, ad, adlen, sealed, k) != 0) {
+          (unsigned char *)buf, &got, NULL, sealed + FL_AEAD_NONCE_BYTES, len - FL_AEAD_NONCE_BYTES,
+          ad, adlen, sealed, k) != 0) {
     fl_free(buf);
     return FL_EBADSIG;
   }

@@ -664,9 +664,9 @@ static void test_host_beat_lists_entities(void **state) {
   assert_int_equal(gw->counters[FL_C_PRESENCE_REFUSED], 1);
   assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 0);
   /* Its beat's envelope is this gateway's version, so it reads the packed
-   * envelope; a host never heard from does not. */
-  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostB"), 1);
-  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostQ"), 0);
+   * and the pair-sealed forms; a host never heard from reads neither. */
+  assert_int_equal(fl_presence_host_minor(f->p, "hostB"), FL_ENVELOPE_PAIRSEAL_MINOR);
+  assert_int_equal(fl_presence_host_minor(f->p, "hostQ"), -1);
   /* Its host and profile as fleet_list's hosts show them (written, then
    * parsed back). */
   json_t *hosts = fl_presence_hosts(f->p);
@@ -710,21 +710,21 @@ static void test_host_beat_lists_entities(void **state) {
                  "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[]}",
                  fl_now_ms(), "1.0");
   assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 1);
-  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostC"), 0);
+  assert_int_equal(fl_presence_host_minor(f->p, "hostC"), 0);
   receive_beat(f, &c, "hostC", FL_GID_GATEWAY,
                "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[],"
                "\"agents\":[]}",
                fl_now_ms() + 1);
   assert_int_equal(fl_presence_peers_need_entity_beats(f->p), 0);
-  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostC"), 1);
-  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostB"), 1);
-  assert_int_equal(fl_presence_host_reads_packed(f->p, "host"), 0); /* sorts before them all */
+  assert_int_equal(fl_presence_host_minor(f->p, "hostC"), FL_ENVELOPE_PAIRSEAL_MINOR);
+  assert_int_equal(fl_presence_host_minor(f->p, "hostB"), FL_ENVELOPE_PAIRSEAL_MINOR);
+  assert_int_equal(fl_presence_host_minor(f->p, "host"), -1); /* sorts before them all */
   /* Downgraded: its next beat says 1.0 again. */
   receive_beat_v(f, &c, "hostC", FL_GID_GATEWAY,
                  "{\"host\":\"hostC\",\"version\":\"0.1.0\",\"entities\":0,\"profiles\":[],"
                  "\"agents\":[]}",
                  fl_now_ms() + 2, "1.0");
-  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostC"), 0);
+  assert_int_equal(fl_presence_host_minor(f->p, "hostC"), 0);
 }
 
 static void test_host_beat_unpinned_hint(void **state) {
@@ -734,7 +734,7 @@ static void test_host_beat_unpinned_hint(void **state) {
   receive_beat(f, &s, "hostB", FL_GID_GATEWAY, host_beat_body(), fl_now_ms());
   assert_null(fl_entity_by_gid(f->g.gw, GID_B));
   assert_int_equal(f->g.gw->counters[FL_C_VERIFY_UNPINNED], 1);
-  assert_int_equal(fl_presence_host_reads_packed(f->p, "hostB"), 0); /* not believed */
+  assert_int_equal(fl_presence_host_minor(f->p, "hostB"), -1); /* not believed */
   char host[64] = "";
   assert_int_equal(fl_presence_unpinned_claim(f->p, "carol", host, sizeof host), 1);
   assert_string_equal(host, "hostB");
