@@ -82,6 +82,58 @@ export async function sealBody(body, recipientPkB64, senderSkB64) {
   return Buffer.concat([Buffer.from(nonce), Buffer.from(sodium.crypto_box_easy(b, nonce, rx, sx))]);
 }
 
+/** The canonical head of envelope: the canonical form without its body part. */
+export function canonicalHead(envelope) {
+  const c = canonical(envelope, Buffer.alloc(0));
+  return c.subarray(0, c.length - 'body:0:'.length);
+}
+
+/** libsodium's 64-byte secret key (seed || public key) of a private KeyObject. */
+export function sodiumSecretKey(privateKey) {
+  const jwk = privateKey.export({ format: 'jwk' });
+  return Buffer.concat([Buffer.from(jwk.d, 'base64url'), Buffer.from(jwk.x, 'base64url')]);
+}
+
+/**
+ * The pair key of messages from host `from` to host `to`, as
+ * docs/wire-format.md gives it, computed at one end: ownSk is that end's
+ * libsodium secret key (Buffer, 64 bytes), peerPkB64 the other end's
+ * Ed25519 public key, sending true when this end is `from`.
+ */
+export async function pairKey(ownSk, peerPkB64, from, to, sending) {
+  await sodium.ready;
+  const ownX = sodium.crypto_sign_ed25519_sk_to_curve25519(ownSk);
+  const ownXPk = sodium.crypto_scalarmult_base(ownX);
+  const peerX = sodium.crypto_sign_ed25519_pk_to_curve25519(Buffer.from(peerPkB64, 'base64'));
+  const q = sodium.crypto_scalarmult(ownX, peerX);
+  const line = (name, h) => Buffer.from(`${name}:${Buffer.byteLength(h)}:${h}\n`, 'utf8');
+  const input = Buffer.concat([
+    Buffer.from('fleet-pairkey/1\n', 'ascii'), line('from', from), line('to', to), Buffer.from(q),
+    Buffer.from(sending ? ownXPk : peerX), Buffer.from(sending ? peerX : ownXPk),
+  ]);
+  return Buffer.from(sodium.crypto_generichash(32, input, null));
+}
+
+/** The pair-sealed body of envelope (no sig; sealedTo set) and body under key. */
+export async function pairSeal(envelope, body, key) {
+  await sodium.ready;
+  const nonce = Buffer.from(sodium.randombytes_buf(24));
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  const ct = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(b, canonicalHead(envelope), null, nonce, key);
+  return Buffer.concat([nonce, Buffer.from(ct)]);
+}
+
+/** Opens a pair-sealed body; null when it does not open. */
+export async function pairOpen(envelope, sealed, key) {
+  await sodium.ready;
+  try {
+    return Buffer.from(sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+      null, sealed.subarray(24), canonicalHead(envelope), sealed.subarray(0, 24), key));
+  } catch {
+    return null;
+  }
+}
+
 /** The `sig` for envelope and body under privateKey (standard padded base64). */
 export function signEnvelope(envelope, body, privateKey) {
   return crypto.sign(null, canonical(envelope, body), privateKey).toString('base64');
