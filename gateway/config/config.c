@@ -41,7 +41,7 @@ static const char *const fl_top_keys[] = {
 static const char *const fl_coord_keys[] = {"uri", "fleet", NULL};
 static const char *const fl_broker_keys[] = {
     "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
-    "presenceTtlMs", "seal",   "acceptUnsealed", NULL};
+    "presenceTtlMs", "seal",   "acceptUnsealed", "pairSeal", NULL};
 static const char *const fl_nudge_keys[] = {"enabled", "firstDelayMs", "backoffMs", "maxBackoffMs",
                                             "text",    "prompt",       "quietMs",   NULL};
 
@@ -242,11 +242,13 @@ static int fl_apply_broker(fl_config *cfg, json_t *broker, const char *file, cha
     return FL_ECONFIG;
   gw->broker_prefetch = prefetch;
   gw->broker_heartbeat_s = hb;
-  int seal = 1, accept = 0;
+  int seal = 1, accept = 0, pair = 1;
   if (fl_config_file_bool(broker, "broker", "seal", &seal, file, err, errlen) ||
-      fl_config_file_bool(broker, "broker", "acceptUnsealed", &accept, file, err, errlen))
+      fl_config_file_bool(broker, "broker", "acceptUnsealed", &accept, file, err, errlen) ||
+      fl_config_file_bool(broker, "broker", "pairSeal", &pair, file, err, errlen))
     return FL_ECONFIG;
   gw->broker_no_seal = !seal;
+  gw->broker_no_pair_seal = !pair;
   gw->broker_accept_unsealed = accept;
   if (gw->broker_queue_type[0] && strcmp(gw->broker_queue_type, "classic") != 0 &&
       strcmp(gw->broker_queue_type, "quorum") != 0) {

@@ -77,6 +77,7 @@ typedef struct fl_gw_config {
   unsigned store_max_seen;       /* store.maxSeen: the seen-set's count bound; 0 = FL_MAX_SEEN */
   int broker_no_seal;            /* broker.seal: false — bodies cross the broker in clear */
   int broker_accept_unsealed;    /* broker.acceptUnsealed: take a peer's body in clear */
+  int broker_no_pair_seal;       /* broker.pairSeal: false — always the signed form */
   fl_nudge_config nudge;
   fl_inject_config inject;
   fl_profile profiles[FL_MAX_PROFILES]; /* sorted by name */

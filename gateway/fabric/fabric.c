@@ -217,12 +217,12 @@ static void fl_on_publish_done(void *ctx, void *req, int status, const char *why
 
 /* flags, plus what the one host the publish goes to reads, as its last
  * host beat said: the envelope packed into one header (1.1), the
- * pair-sealed form (1.2). */
+ * pair-sealed form (1.2, unless broker.pairSeal is false here). */
 static unsigned fl_publish_flags(fl_fabric *f, unsigned flags, const char *to_host) {
   int minor = to_host ? fl_presence_host_minor(f->presence, to_host) : -1;
   if (minor >= FL_ENVELOPE_PACKED_MINOR)
     flags |= FL_BROKER_PACKED;
-  if (minor >= FL_ENVELOPE_PAIRSEAL_MINOR)
+  if (minor >= FL_ENVELOPE_PAIRSEAL_MINOR && !f->gw->cfg.broker_no_pair_seal)
     flags |= FL_WIRE_PAIR_SEAL;
   return flags;
 }

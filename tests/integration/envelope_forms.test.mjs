@@ -19,7 +19,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { callTool, selfGid, waitFor } from './harness.mjs';
-import { useBroker, hostsTest } from './broker-harness.mjs';
+import { useBroker, hostsTest, pinAll } from './broker-harness.mjs';
 import {
   amqpClient,
   canonical,
@@ -139,7 +139,10 @@ hostsTest('to a host on envelope 1.2 a message goes pair-sealed; both forms are 
       const r = await hostA.fleetctl(['peer', 'add', h.host, h.key.publicKey]);
       assert.equal(r.code, 0, r.stderr);
     }
-    P.queue = (await ch.assertQueue('', { exclusive: true, autoDelete: true })).queue;
+    // pia's inbox, dead-lettering into fleet.dlq like a gateway's.
+    P.queue = (await ch.assertQueue(`agent.${P.agent.gid}.inbox.v2`, {
+      exclusive: true, autoDelete: true, arguments: { 'x-dead-letter-exchange': 'fleet.dlx' },
+    })).queue;
     await ch.bindQueue(P.queue, 'fleet.msg', P.agent.gid);
     const beat = hostBeat(P.host, '1.2', P.agent, P.key);
     await mq.publish('fleet.roster', `roster.${P.host}._gateway`, beat.headers, beat.body);
@@ -249,7 +252,79 @@ hostsTest('to a host on envelope 1.2 a message goes pair-sealed; both forms are 
 
     const none = await callTool(alice, 'fleet_poll', { wait_s: 0 });
     assert.deepEqual(none.messages, [], `nothing refused reached alice: ${JSON.stringify(none)}`);
+
+    // A pair-sealed message to hostP, dead-lettered there: hostA cannot
+    // check who sent it (only its recipient can), so it does not say it
+    // verifies, and refuses to replay it, naming the host to ask.
+    const again = await callTool(alice, 'fleet_send', { to: 'pia', content: 'to pia, then the dlq' });
+    const dm = await waitFor(() => ch.get(P.queue), { what: 'the second message to pia' });
+    ch.nack(dm, false, false);
+    const listed = await waitFor(async () => {
+      const r = await hostA.fleetctl(['--json', 'dlq', 'list']);
+      const all = JSON.parse(r.stdout).messages ?? [];
+      return all.find((x) => x.msgId === again.msgId);
+    }, { what: 'the dead letter listed on hostA' });
+    assert.equal(listed.verifiesNow, null, `not checkable on hostA: ${JSON.stringify(listed)}`);
+    const rp = await hostA.fleetctl(['dlq', 'replay', again.msgId]);
+    assert.notEqual(rp.code, 0);
+    assert.match(rp.stderr, /pair-sealed to host 'hostP': only that host can check who sent it/);
     await hostA.closeClient(alice);
+  } finally {
+    await ch.close().catch(() => {});
+    await mq.close();
+  }
+});
+
+// A rolling upgrade, or an operator who wants every message signed: hostB
+// runs with broker.pairSeal false. It still reads the pair-sealed form and
+// still announces 1.2, so hostA pair-seals to it; it signs what it sends.
+// A queue of the test's own, bound to both agents' keys, sees each form.
+hostsTest('a gateway with broker.pairSeal false signs what it sends and takes the pair-sealed form', brokerRef, { start: false }, async ({ hostA, hostB, broker }) => {
+  hostB.brokerConfig.pairSeal = false;
+  await Promise.all([hostA.startFleetd(), hostB.startFleetd()]);
+  await pinAll([hostA, hostB]);
+  const mq = await amqpClient(broker.uri);
+  const ch = await mq.conn.createChannel();
+  try {
+    const alice = await hostA.mcpClient('alice');
+    const bob = await hostB.mcpClient('bob');
+    const aliceGid = selfGid(await callTool(alice, 'fleet_list', {}));
+    const bobGid = selfGid(await callTool(bob, 'fleet_list', {}));
+    const tap = (await ch.assertQueue('', { exclusive: true, autoDelete: true })).queue;
+    await ch.bindQueue(tap, 'fleet.msg', aliceGid);
+    await ch.bindQueue(tap, 'fleet.msg', bobGid);
+    await waitFor(async () => {
+      const a = await callTool(alice, 'fleet_list', {});
+      const b = await callTool(bob, 'fleet_list', {});
+      return a.entities.some((e) => e.name === 'bob' && e.status === 'online') &&
+        b.entities.some((e) => e.name === 'alice' && e.status === 'online');
+    }, { what: 'alice and bob see each other' });
+
+    const toBob = await callTool(alice, 'fleet_send', { to: 'bob', content: 'alice to bob' });
+    assert.equal(toBob.status, 'sent', JSON.stringify(toBob));
+    const atBob = await callTool(bob, 'fleet_poll', { wait_s: 10 });
+    assert.deepEqual(atBob.messages.map((m) => m.content), ['alice to bob']);
+    const toAlice = await callTool(bob, 'fleet_send', { to: 'alice', content: 'bob to alice' });
+    assert.equal(toAlice.status, 'sent', JSON.stringify(toAlice));
+    const atAlice = await callTool(alice, 'fleet_poll', { wait_s: 10 });
+    assert.deepEqual(atAlice.messages.map((m) => m.content), ['bob to alice']);
+
+    const seen = {};
+    await waitFor(async () => {
+      for (let m; (m = await ch.get(tap, { noAck: true })); ) {
+        const env = envelopeOf(m);
+        seen[env.host] = env;
+      }
+      return seen.hostA && seen.hostB;
+    }, { what: 'both messages on the tap queue' });
+    assert.equal(seen.hostA.sig, undefined, 'hostA (pairSeal default) pair-seals to hostB');
+    assert.equal(seen.hostA.sealedTo, 'hostB');
+    assert.ok(seen.hostB.sig, 'hostB (pairSeal false) signs');
+    assert.equal(seen.hostB.sealedTo, 'hostA');
+    const c = await counters(hostB);
+    assert.equal(c.remote_dead_lettered ?? 0, 0);
+    await hostA.closeClient(alice);
+    await hostB.closeClient(bob);
   } finally {
     await ch.close().catch(() => {});
     await mq.close();

@@ -164,7 +164,8 @@ static void test_unknown_nested_keys(void **state) {
   fx_write(f, "{\"broker\": {\"url\": \"amqp://h/\"}}");
   assert_int_equal(fx_load(f, ARGC(argv), argv), FL_ECONFIG);
   assert_err_has(f, ": unknown key \"broker.url\" (known: uri, caFile, queueType, prefetch, "
-                    "heartbeatS, presenceIntervalMs, presenceTtlMs, seal, acceptUnsealed)");
+                    "heartbeatS, presenceIntervalMs, presenceTtlMs, seal, acceptUnsealed, "
+                    "pairSeal)");
 }
 
 static void test_wrong_types(void **state) {
@@ -428,10 +429,12 @@ static void test_seal_keys(void **state) {
   assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
   assert_int_equal(f->cfg.gw.broker_no_seal, 1);
   assert_int_equal(f->cfg.gw.broker_accept_unsealed, 1);
-  fx_write(f, "{\"broker\": {\"uri\": \"amqp://h/\", \"seal\": true}}");
+  assert_int_equal(f->cfg.gw.broker_no_pair_seal, 0);
+  fx_write(f, "{\"broker\": {\"uri\": \"amqp://h/\", \"seal\": true, \"pairSeal\": false}}");
   assert_int_equal(fx_load(f, ARGC(argv), argv), 0);
   assert_int_equal(f->cfg.gw.broker_no_seal, 0);
   assert_int_equal(f->cfg.gw.broker_accept_unsealed, 0);
+  assert_int_equal(f->cfg.gw.broker_no_pair_seal, 1);
 }
 
 static void test_log_level_not_in_list(void **state) {
