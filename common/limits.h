@@ -145,6 +145,13 @@
 #define FL_MAX_MAX_SEEN 10000000
 #define FL_ENVELOPE_MAX_LIFE_MS (7LL * 24 * 3600 * 1000)
 
+/* SQLite's page cache for the store, in KiB. SQLite's default (2,000 KiB)
+ * was the largest single part of a receiving gateway's heap after the
+ * cross-host throughput benchmark (bench/README.md); the store's hot pages
+ * (the seen-set's index and the held rows being drained) fit in far less,
+ * and a page that falls out is read back from the OS's file cache. */
+#define FL_STORE_CACHE_KIB 512
+
 /* ---- broker link (gateway/broker/broker.c) ---- */
 
 /* Publishes accepted by fl_broker_publish and not yet reported through

@@ -439,6 +439,9 @@ static int fl_setup_db(fl_store *s) {
   }
   if (sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
     return fl_store_db_fail(s, NULL, "setting synchronous=NORMAL");
+  if (sqlite3_exec(s->db, "PRAGMA cache_size=-" FL_STORE_STR(FL_STORE_CACHE_KIB), NULL, NULL,
+                   NULL) != SQLITE_OK)
+    return fl_store_db_fail(s, NULL, "setting cache_size");
   if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
     return fl_store_db_fail(s, NULL, "begin schema");
   if ((rc = fl_pragma(s, "PRAGMA user_version", val, sizeof val)))
