@@ -253,6 +253,28 @@ hostsTest('to a host on envelope 1.2 a message goes pair-sealed; both forms are 
     const none = await callTool(alice, 'fleet_poll', { wait_s: 0 });
     assert.deepEqual(none.messages, [], `nothing refused reached alice: ${JSON.stringify(none)}`);
 
+    // On its recipient host, fleetctl dlq checks a pair-sealed message: one
+    // whose seal opens verifies, one changed does not and is not replayed.
+    const opens = fromPia({ from: aliceGid });
+    await mq.publish('fleet.msg', aliceGid, headersFor(opens), await pairSeal(opens, 'x', kPA));
+    const broken = fromPia();
+    const brokenBody = await pairSeal(broken, 'y', kPA);
+    brokenBody[brokenBody.length - 1] ^= 0x01;
+    await mq.publish('fleet.msg', aliceGid, headersFor(broken), brokenBody);
+    const dead = await waitFor(async () => {
+      const r = await hostA.fleetctl(['--json', 'dlq', 'list']);
+      const all = JSON.parse(r.stdout).messages ?? [];
+      const a = all.find((x) => x.msgId === opens.msgId);
+      const b = all.find((x) => x.msgId === broken.msgId);
+      return a && b && { a, b };
+    }, { what: 'both dead letters listed on hostA' });
+    assert.equal(dead.a.verifiesNow, true, `its seal opens on hostA: ${JSON.stringify(dead.a)}`);
+    assert.equal(dead.b.verifiesNow, false, `a changed seal does not: ${JSON.stringify(dead.b)}`);
+    const rb = await hostA.fleetctl(['dlq', 'replay', broken.msgId]);
+    assert.notEqual(rb.code, 0);
+    assert.match(rb.stderr, /refused to replay .*still fails verification: it does not open under the pair key/);
+    assert.equal((await hostA.fleetctl(['dlq', 'purge'])).code, 0);
+
     // A pair-sealed message to hostP, dead-lettered there: hostA cannot
     // check who sent it (only its recipient can), so it does not say it
     // verifies, and refuses to replay it, naming the host to ask.
@@ -296,9 +318,11 @@ hostsTest('a gateway with broker.pairSeal false signs what it sends and takes th
     await waitFor(async () => {
       const a = await callTool(alice, 'fleet_list', {});
       const b = await callTool(bob, 'fleet_list', {});
+      // A host's beat (its hosts entry) says which envelope it reads.
       return a.entities.some((e) => e.name === 'bob' && e.status === 'online') &&
-        b.entities.some((e) => e.name === 'alice' && e.status === 'online');
-    }, { what: 'alice and bob see each other' });
+        b.entities.some((e) => e.name === 'alice' && e.status === 'online') &&
+        (a.hosts ?? []).some((h) => h.host === 'hostB') && (b.hosts ?? []).some((h) => h.host === 'hostA');
+    }, { what: "alice and bob see each other, and each gateway took the other's host beat" });
 
     const toBob = await callTool(alice, 'fleet_send', { to: 'bob', content: 'alice to bob' });
     assert.equal(toBob.status, 'sent', JSON.stringify(toBob));
