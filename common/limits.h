@@ -266,10 +266,13 @@
  * starts nothing new. 30 days. */
 #define FL_SPAWN_RECORD_KEEP_MS (30LL * 24 * 3600 * 1000)
 
-/* One log line, and how many traced lines fleetd remembers for
- * `fleetctl trace` (a fixed ring: 4096 x 1 KiB). */
+/* One log line, and what fleetd remembers of traced lines for `fleetctl
+ * trace`: the newest, at most FL_LOG_TRACE_LINES of them packed at their own
+ * length in FL_LOG_TRACE_BYTES (a traced line is about 150-250 bytes, so
+ * some 2,500 lines; a ring of 4096 full-size slots held 4 MiB). */
 #define FL_LOG_LINE_MAX 1024
 #define FL_LOG_TRACE_LINES 4096
+#define FL_LOG_TRACE_BYTES (512u * 1024u)
 
 /* ---- rooms (gateway/rooms/room.c) ---- */
 

@@ -11,11 +11,50 @@
 #include "common/error.h"
 #include "common/limits.h"
 
-/* Traced lines kept for `fleetctl trace`: FL_LOG_TRACE_LINES of at most
- * FL_LOG_LINE_MAX bytes, a fixed ring, so it never grows. */
-static char fl_ring[FL_LOG_TRACE_LINES][FL_LOG_LINE_MAX];
-static size_t fl_ring_next;
+/* Traced lines kept for `fleetctl trace`: the newest of them, each at its
+ * own length, packed in a fixed buffer of FL_LOG_TRACE_BYTES (at most
+ * FL_LOG_TRACE_LINES lines), so it never grows and a short line costs only
+ * its bytes. Lines are written one after another and wrap to the start when
+ * the next does not fit; the oldest lines in the way are dropped. */
+static char fl_ring_buf[FL_LOG_TRACE_BYTES];
+static struct {
+  size_t off, size; /* in fl_ring_buf, the NUL included */
+} fl_ring_line[FL_LOG_TRACE_LINES];
+static size_t fl_ring_head;  /* the oldest line's slot */
+static size_t fl_ring_count; /* lines kept */
+static size_t fl_ring_pos;   /* where the next line goes */
 static pthread_mutex_t fl_ring_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The k-th kept line, oldest first. */
+static const char *fl_ring_at(size_t k) {
+  return fl_ring_buf + fl_ring_line[(fl_ring_head + k) % FL_LOG_TRACE_LINES].off;
+}
+
+static void fl_ring_drop_oldest(void) {
+  fl_ring_head = (fl_ring_head + 1) % FL_LOG_TRACE_LINES;
+  fl_ring_count--;
+}
+
+/* Keeps line (size bytes, its NUL included; at most FL_LOG_LINE_MAX).
+ * Called with fl_ring_lock held. The lines from fl_ring_pos on are the
+ * oldest, in order, so the ones in the way are always the oldest. */
+static void fl_ring_keep(const char *line, size_t size) {
+  if (fl_ring_pos + size > sizeof fl_ring_buf)
+    fl_ring_pos = 0;
+  while (fl_ring_count > 0) {
+    size_t off = fl_ring_line[fl_ring_head].off;
+    int in_the_way = off >= fl_ring_pos && off < fl_ring_pos + size;
+    if (!in_the_way && fl_ring_count < FL_LOG_TRACE_LINES)
+      break;
+    fl_ring_drop_oldest();
+  }
+  size_t slot = (fl_ring_head + fl_ring_count) % FL_LOG_TRACE_LINES;
+  fl_ring_line[slot].off = fl_ring_pos;
+  fl_ring_line[slot].size = size;
+  memcpy(fl_ring_buf + fl_ring_pos, line, size);
+  fl_ring_pos += size;
+  fl_ring_count++;
+}
 
 static enum fl_log_level fl_min_level = FL_LOG_INFO;
 
@@ -49,8 +88,7 @@ void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...) {
   if (trace && *trace) {
     line[n] = '\0';
     pthread_mutex_lock(&fl_ring_lock);
-    memcpy(fl_ring[fl_ring_next], line, (size_t)n + 1);
-    fl_ring_next = (fl_ring_next + 1) % FL_LOG_TRACE_LINES;
+    fl_ring_keep(line, (size_t)n + 1);
     pthread_mutex_unlock(&fl_ring_lock);
   }
 }
@@ -62,10 +100,9 @@ int fl_log_trace_of(const char *text, char *trace_out, size_t n) {
     return FL_EINVAL;
   trace_out[0] = '\0';
   pthread_mutex_lock(&fl_ring_lock);
-  /* Newest first: the ring's last written slot is just before fl_ring_next. */
-  for (size_t k = 1; k <= FL_LOG_TRACE_LINES && rc != 0; k++) {
-    const char *l = fl_ring[(fl_ring_next + FL_LOG_TRACE_LINES - k) % FL_LOG_TRACE_LINES];
-    const char *t = l[0] ? strstr(l, tag) : NULL;
+  /* Newest first. */
+  for (size_t k = fl_ring_count; k > 0 && rc != 0; k--) {
+    const char *t = strstr(fl_ring_at(k - 1), tag);
     if (!t)
       continue;
     t += sizeof tag - 1;
@@ -89,9 +126,9 @@ void fl_log_find_trace(const char *trace, void (*cb)(void *ctx, const char *line
   char needle[96];
   snprintf(needle, sizeof needle, "[trace=%s]", trace);
   pthread_mutex_lock(&fl_ring_lock);
-  for (size_t k = 0; k < FL_LOG_TRACE_LINES; k++) {
-    const char *l = fl_ring[(fl_ring_next + k) % FL_LOG_TRACE_LINES];
-    if (l[0] && strstr(l, needle))
+  for (size_t k = 0; k < fl_ring_count; k++) {
+    const char *l = fl_ring_at(k);
+    if (strstr(l, needle))
       cb(ctx, l);
   }
   pthread_mutex_unlock(&fl_ring_lock);

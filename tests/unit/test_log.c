@@ -9,9 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 
-static char found[512];
+static char found[FL_LOG_LINE_MAX];
 
 static void keep(void *ctx, const char *line) {
   (void)ctx;
@@ -30,9 +31,81 @@ static void test_control_bytes_cannot_break_a_line(void **state) {
     assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
 }
 
+static int hits;
+static void count(void *ctx, const char *line) {
+  (void)line;
+  hits++;
+  if (ctx)
+    snprintf(found, sizeof found, "%.*s", (int)(sizeof found - 1), line);
+}
+
+static int kept(const char *trace) {
+  hits = 0;
+  fl_log_find_trace(trace, count, NULL);
+  return hits;
+}
+
+/* Short lines: the ring keeps the newest FL_LOG_TRACE_LINES, whole. */
+static void test_ring_keeps_the_newest_lines(void **state) {
+  (void)state;
+  char trace[32];
+  for (int i = 0; i < FL_LOG_TRACE_LINES + 500; i++) {
+    snprintf(trace, sizeof trace, "short-%d", i);
+    fl_info(trace, "line %d", i);
+  }
+  assert_int_equal(kept("short-0"), 0);
+  assert_int_equal(kept("short-499"), 0);
+  assert_int_equal(kept("short-500"), 1);
+  assert_int_equal(kept("short-4595"), 1);
+  hits = 0;
+  fl_log_find_trace("short-4000", count, found);
+  assert_int_equal(hits, 1);
+  assert_non_null(strstr(found, "[trace=short-4000] line 4000"));
+  char tr[64];
+  assert_int_equal(fl_log_trace_of("line 4001", tr, sizeof tr), 0);
+  assert_string_equal(tr, "short-4001");
+}
+
+/* Long lines: as many as fit in FL_LOG_TRACE_BYTES, the newest, each whole
+ * across the wrap. */
+static void test_ring_bounds_bytes_not_lines(void **state) {
+  (void)state;
+  char trace[32], pad[900];
+  memset(pad, 'x', sizeof pad - 1);
+  pad[sizeof pad - 1] = '\0';
+  int n = 3 * (int)(FL_LOG_TRACE_BYTES / 900);
+  for (int i = 0; i < n; i++) {
+    snprintf(trace, sizeof trace, "long-%d", i);
+    fl_info(trace, "%s %d", pad, i);
+  }
+  int fit = (int)(FL_LOG_TRACE_BYTES / 1024); /* surely kept: each line is < 1 KiB */
+  for (int i = n - fit; i < n; i++) {
+    snprintf(trace, sizeof trace, "long-%d", i);
+    hits = 0;
+    fl_log_find_trace(trace, count, found);
+    assert_int_equal(hits, 1);
+    char tail[32];
+    snprintf(tail, sizeof tail, "x %d", i);
+    assert_non_null(strstr(found, tail));
+  }
+  int total = 0;
+  for (int i = 0; i < n; i++) {
+    snprintf(trace, sizeof trace, "long-%d", i);
+    total += kept(trace);
+  }
+  assert_true(total >= fit);
+  assert_true(total <= (int)(FL_LOG_TRACE_BYTES / 900) + 1);
+  assert_int_equal(kept("long-0"), 0);
+}
+
 int main(void) {
+  /* Thousands of lines: not to the test's output. */
+  if (!freopen("/dev/null", "w", stderr))
+    return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_control_bytes_cannot_break_a_line),
+      cmocka_unit_test(test_ring_keeps_the_newest_lines),
+      cmocka_unit_test(test_ring_bounds_bytes_not_lines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
