@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
-# check-layers.sh — checks that every #include "…" follows fleet's layers.
+# check-layers.sh — checks that every #include "…" follows fleet's ranks.
 #
-# The layers, lowest first: common/ <- gateway/ <- mcp/ <- clients/. A .c or
-# .h file in a layer may include headers of its own layer or a lower one,
-# never a higher one and never anything outside the layers (tests/, bench/).
-# Files under tests/ and bench/ (unit tests, fuzz targets, benchmarks) may
-# include anything. Every quoted include must also name a header that
-# exists, found beside the including file or from the root, as the compiler
-# looks (the root is the one include directory the build adds). Angle-bracket
-# includes are system headers and not checked. Since an include can only go
-# down, no two layers can depend on each other in a circle.
+# The ranks come from ROOT/scripts/ranks.txt, one row per folder, lowest
+# first: common/, each folder of gateway/, the top of gateway/, mcp/,
+# clients/. A .c or .h file may include headers of its own folder or of a
+# lower rank, never a higher one, and two folders of the same rank never
+# include each other; so no two folders include each other in a circle.
+# Nothing ranked includes a file in no row (tests/, bench/). Files under
+# tests/ and bench/ (unit tests, fuzz targets, benchmarks) may include
+# anything. Every quoted include must also name a header that exists, found
+# beside the including file or from the root, as the compiler looks (the root
+# is the one include directory the build adds). Angle-bracket includes are
+# system headers and not checked.
 #
-# Inside gateway/, the core (core/, inject/) reaches the cross-host side
-# (fabric/, broker/) only through core/remote.h's table of operations, so a
-# core file may not include a cross-host header. remote.c, the seam that starts the
-# backend, is the one exception.
+# Includes that break a rank and are known, still to be removed, are listed
+# in ROOT/scripts/ranks-allow-includes.txt as "FILE -> HEADER". A listed
+# include passes; a listed one that is gone fails as stale, so the list only
+# shrinks. When ROOT has docs/architecture.md, its rank table (the table
+# after the line "<!-- rank table -->") must give each folder and file of
+# ranks.txt the same rank.
 #
 # Usage: scripts/check-layers.sh [ROOT]   (ROOT defaults to the repository)
 # Prints one line per problem, "file:line: #include "x": why", and exits 1 if
-# there was any, 0 if none, 2 if ROOT is not a directory. Skips build trees
-# (build/, build-*/), node_modules/, dot directories and tests/layers/ (the
-# fixture trees of this check's own test, which are wrong on purpose).
+# there was any, 0 if none, 2 if ROOT is not a directory or has no rank
+# table. Skips build trees (build/, build-*/), node_modules/, dot directories
+# and tests/layers/ (the fixture trees of this check's own test, which are
+# wrong on purpose).
 set -euo pipefail
 
 root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -29,31 +34,46 @@ if [ ! -d "$root" ]; then
   exit 2
 fi
 cd "$root"
+table=scripts/ranks.txt
+allow=scripts/ranks-allow-includes.txt
+if [ ! -f "$table" ]; then
+  printf 'check-layers: %s has no rank table (%s)\n' "$root" "$table" >&2
+  exit 2
+fi
 
-# Relative paths keep the report short and the same on every machine.
+# Pass 1 prints each problem as "E<TAB>line" (always a failure) or
+# "R<TAB>FILE -> HEADER<TAB>line" (a broken rank, which the allow-list may
+# pass); pass 2 applies the allow-list. Relative paths keep the report short
+# and the same on every machine.
+found=$(mktemp)
+trap 'rm -f "$found"' EXIT
 status=0
 find . \( -path ./build -o -path './build-*' -o -name node_modules -o -path './.*' \
   -o -path ./tests/layers \) -prune -o -type f \( -name '*.c' -o -name '*.h' \) -print |
   sed 's|^\./||' | LC_ALL=C sort | tr '\n' '\0' |
-  xargs -0 -r awk '
-    # The layer a path is in: its rank, or 0 for tests/bench (anything goes)
-    # and -1 for a file outside every layer that is not a test either.
-    function rank(p,   top) {
-      top = p
-      sub(/\/.*/, "", top)
-      if (top == p) return -1
-      if (top == "common") return 1
-      if (top == "gateway") return 2
-      if (top == "mcp") return 3
-      if (top == "clients") return 4
-      if (top == "tests" || top == "bench") return 0
-      return -1
+  xargs -0 -r awk -v table="$table" '
+    # The rank table: "rank folder [file...]"; "acyclic" lines are for
+    # check-modules.sh.
+    FILENAME == table {
+      sub(/#.*/, "")
+      if (NF < 2 || $1 == "acyclic") next
+      for (i = 2; i <= NF; i++) {
+        p = $i
+        sub(/\/$/, "", p)
+        rowrank[p] = $1 + 0
+        rowfolder[p] = $2
+        sub(/\/$/, "", rowfolder[p])
+      }
+      next
     }
-    function layer(p,   top) {
-      top = p
-      sub(/\/.*/, "", top)
-      return top == p ? "the top level" : top "/"
+    # The row of a path: its longest matching folder or file, or "".
+    function row(p,   best, r) {
+      best = ""
+      for (r in rowrank)
+        if ((p == r || substr(p, 1, length(r) + 1) == r "/") && length(r) > length(best)) best = r
+      return best
     }
+    function free(p) { return p ~ /^(tests|bench)\// }
     # a/b/../c -> a/c, ./x -> x; a path climbing above the root stays as is.
     function norm(p,   n, parts, out, k, i) {
       n = split(p, parts, "/")
@@ -77,49 +97,80 @@ find . \( -path ./build -o -path './build-*' -o -name node_modules -o -path './.
     FNR == 1 {
       dir = FILENAME
       if (!sub(/\/[^\/]*$/, "", dir)) dir = "."
-      from = rank(FILENAME)
+      from = row(FILENAME)
     }
     /^[ \t]*#[ \t]*include[ \t]*"/ {
       inc = $0
       sub(/^[ \t]*#[ \t]*include[ \t]*"/, "", inc)
       if (!sub(/".*/, "", inc)) next
+      where = FILENAME ":" FNR ": #include \"" inc "\": "
       # As the compiler does: beside the including file first, then the root.
       beside = norm(dir "/" inc)
       if (exists(beside)) target = beside
       else if (exists(norm(inc))) target = norm(inc)
       else {
-        printf "%s:%d: #include \"%s\": no such header (not at %s nor %s)\n", \
-          FILENAME, FNR, inc, beside, norm(inc)
-        bad++
+        printf "E\t%sno such header (not at %s nor %s)\n", where, beside, norm(inc)
         next
       }
-      if (from <= 0) next
-      to = rank(target)
-      if (to <= 0) {
-        printf "%s:%d: #include \"%s\": %s is in no layer; %s may include only common/, gateway/, mcp/, clients/ headers at or below its own layer\n", \
-          FILENAME, FNR, inc, target, layer(FILENAME)
-        bad++
-      } else if (to > from) {
-        printf "%s:%d: #include \"%s\": %s may not include %s, a higher layer (common <- gateway <- mcp <- clients: include only your own layer or a lower one)\n", \
-          FILENAME, FNR, inc, layer(FILENAME), layer(target)
-        bad++
-      }
-      if (FILENAME ~ /^gateway\/(core|inject)\// && target ~ /^gateway\/(fabric\/(fabric|presence|inbound)\.h|broker\/)/ &&
-          FILENAME != "gateway/core/remote.c") {
-        printf "%s:%d: #include \"%s\": the gateway core may not include the cross-host side; reach it through gateway/core/remote.h\n", \
-          FILENAME, FNR, inc
-        bad++
+      if (from == "" || free(FILENAME)) next
+      to = row(target)
+      ff = rowfolder[from]
+      tf = rowfolder[to]
+      if (to == "") {
+        printf "E\t%s%s is in no folder of %s; %s/ may include only ranked folders at or below its own rank\n", \
+          where, target, table, ff
+      } else if (tf == ff) {
+        next
+      } else if (rowrank[to] > rowrank[from]) {
+        printf "R\t%s -> %s\t%s%s/ (rank %d) may not include %s/ (rank %d), a higher rank\n", \
+          FILENAME, target, where, ff, rowrank[from], tf, rowrank[to]
+      } else if (rowrank[to] == rowrank[from]) {
+        printf "R\t%s -> %s\t%s%s/ and %s/ are both rank %d: neither may include the other\n", \
+          FILENAME, target, where, ff, tf, rowrank[from]
       }
     }
-    END { exit bad ? 1 : 0 }
-  ' || status=$?
-# xargs says 123 when an awk run found problems; anything else is a failure
-# of the check itself.
-case $status in
-0) exit 0 ;;
-1 | 123) exit 1 ;;
-*)
+  ' "$table" >"$found" || status=$?
+# xargs says 123 when an awk run failed.
+if [ "$status" -ne 0 ]; then
   printf 'check-layers: the check itself failed (status %s)\n' "$status" >&2
   exit 2
-  ;;
-esac
+fi
+
+# The docs' copy of the table: rows "| rank | `folder/`, `file` | …" after
+# the marker, up to the first line that is not a table row.
+docs=docs/architecture.md
+if [ -f "$docs" ]; then
+  want=$(awk '{ sub(/#.*/, "") } NF >= 2 && $1 != "acyclic" {
+      for (i = 2; i <= NF; i++) { p = $i; sub(/\/$/, "", p); print $1 + 0, p } }' "$table" | LC_ALL=C sort)
+  have=$(awk -F'|' '
+      /^<!-- rank table -->/ { on = 1; next }
+      on && !/^\|/ && n > 0 { exit }
+      on && /^\|/ {
+        n++
+        r = $2; gsub(/[ \t]/, "", r); sub(/^−/, "-", r)
+        if (r !~ /^-?[0-9]+$/) next
+        k = split($3, cell, ",")
+        for (i = 1; i <= k; i++) { p = cell[i]; gsub(/[ \t`]/, "", p); sub(/\/$/, "", p); print r + 0, p }
+      }' "$docs" | LC_ALL=C sort)
+  if [ "$want" != "$have" ]; then
+    printf 'E\t%s: the rank table (after "<!-- rank table -->") does not match %s: it has [%s], the file [%s]\n' \
+      "$docs" "$table" "$(printf '%s' "$have" | tr '\n' ';')" "$(printf '%s' "$want" | tr '\n' ';')" >>"$found"
+  fi
+fi
+
+awk -F'\t' -v allow="$allow" '
+  BEGIN {
+    while ((getline line < allow) > 0) {
+      sub(/#.*/, "", line)
+      gsub(/^[ \t]+|[ \t]+$/, "", line)
+      if (line != "") listed[line] = 1
+    }
+  }
+  $1 == "E" { print $2; bad++; next }
+  $1 == "R" { hit[$2] = 1; if (!($2 in listed)) { print $3; bad++ } }
+  END {
+    for (k in listed)
+      if (!(k in hit)) { printf "%s: stale allow entry (no such include any more; take it off the list): %s\n", allow, k; bad++ }
+    exit bad ? 1 : 0
+  }
+' "$found"

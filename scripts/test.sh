@@ -8,11 +8,12 @@
 #    install).
 #    rabbitmq-server is installed but no broker is left running: suites that
 #    need one start their own private broker.
-# 2. Checks the includes follow the layers (scripts/check-layers.sh) and the
+# 2. Checks the includes follow the ranks (scripts/check-layers.sh) and the
 #    sources follow .clang-format (scripts/check-format.sh).
 # 3. Builds build/ (warnings are errors) and build-asan/ (Debug, AddressSanitizer
 #    + UBSan, warnings are errors).
-# 4. Runs the unit tests (ctest) in both trees, the fault suite's short
+# 4. Runs the unit tests (ctest, which also runs scripts/check-modules.sh on
+#    each tree's objects) in both trees, the fault suite's short
 #    profile and the real agent CLIs (tests/clis, their own npm install) against
 #    the optimized binaries, then the integration suite (node's test runner)
 #    against the sanitizer binaries.

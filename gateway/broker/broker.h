@@ -22,8 +22,9 @@
  * per non-empty field of the envelope's field table.
  *
  * The implementation is split by concept: broker.c (this API),
- * broker_conn.c, broker_topology.c and broker_headers.c share
- * broker_internal.h. */
+ * broker_conn.c, broker_settle.c, broker_topology.c, broker_dlq.c,
+ * broker_why.c, broker_headers.c and broker_acks.c share broker_internal.h,
+ * which says what each holds. */
 #ifndef FL_BROKER_H
 #define FL_BROKER_H
 

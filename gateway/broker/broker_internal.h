@@ -7,8 +7,12 @@
  *   broker_conn.c      the broker thread: connect, TLS, reconnect with
  *                      backoff, the frame pump, publishes and their
  *                      confirms and returns, deliveries;
+ *   broker_settle.c    on the broker thread: acks and rejects on the wire,
+ *                      a burst's acks as one `multiple` ack where it can;
  *   broker_topology.c  on the broker thread: declaring exchanges, queues and
  *                      bindings, and each inbox's channel and consumer;
+ *   broker_dlq.c       on the broker thread: reading, purging and replaying
+ *                      fleet.dlq;
  *   broker_headers.c   the envelope as AMQP headers (pure);
  *   broker_acks.c      which deliveries of a channel are settled, for
  *                      `multiple` acks (pure);

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # run.sh — the test of scripts/check-layers.sh, run by ctest (check_layers).
 #
-# good/ is a tiny fake tree (common/, gateway/, mcp/, clients/, tests/) whose
-# includes all follow the layers, including relative and "../" ones; the
+# good/ is a tiny fake tree with its own rank table (scripts/ranks.txt):
+# common/ (-1) <- gateway/core/ and gateway/gw.h (0) <- gateway/verbs/,
+# gateway/rooms/ (1) <- gateway/ (2) <- mcp/ (3) <- clients/ (4), plus tests/.
+# Its includes all follow the ranks, including relative and "../" ones; the
 # check must pass on it and print nothing. bad/ is the same tree with one
 # wrong include, gateway/x.c including "mcp/y.h"; the check must fail and
-# name exactly that file, line and include. Three more wrong trees are made
-# from good/ in a temporary directory: a missing header, a layer file
-# including a test header, common/ including gateway/, and the gateway core
-# including a cross-host header.
+# name exactly that file, line and include. More wrong trees are made from
+# good/ in a temporary directory: a missing header, a ranked file including
+# a test header, common/ including gateway/, the core including a higher
+# rank, two folders of the same rank, an allow-listed include (passes), a
+# stale allow entry, and a docs rank table that differs from the file.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -44,7 +47,7 @@ expect() {
 
 expect "good tree passes" "$here/good" 0
 expect "gateway including mcp fails" "$here/bad" 1 \
-  '^gateway/x\.c:5: #include "mcp/y\.h": gateway/ may not include mcp/, a higher layer'
+  '^gateway/x\.c:5: #include "mcp/y\.h": gateway/ \(rank 2\) may not include mcp/ \(rank 3\), a higher rank$'
 
 cp -r "$here/good" "$tmp/missing"
 printf '#include "gateway/nope.h"\n' >>"$tmp/missing/mcp/y.c"
@@ -56,19 +59,45 @@ mkdir -p "$tmp/testhdr/tests/support"
 printf '/* util.h */\n' >"$tmp/testhdr/tests/support/util.h"
 printf '#include "tests/support/util.h"\n' >>"$tmp/testhdr/clients/tool.c"
 expect "a layer including tests/ fails" "$tmp/testhdr" 1 \
-  '^clients/tool\.c:7: #include "tests/support/util\.h": tests/support/util\.h is in no layer'
+  '^clients/tool\.c:7: #include "tests/support/util\.h": tests/support/util\.h is in no folder of scripts/ranks\.txt'
 
 cp -r "$here/good" "$tmp/common"
 printf '#include "../gateway/x.h"\n' >>"$tmp/common/common/base.c"
 expect "common including gateway (relative path) fails" "$tmp/common" 1 \
-  '^common/base\.c:5: #include "\.\./gateway/x\.h": common/ may not include gateway/'
+  '^common/base\.c:5: #include "\.\./gateway/x\.h": common/ \(rank -1\) may not include gateway/ \(rank 2\)'
 
 cp -r "$here/good" "$tmp/core"
-mkdir -p "$tmp/core/gateway/fabric" "$tmp/core/gateway/core"
-printf '/* fabric.h */\n' >"$tmp/core/gateway/fabric/fabric.h"
-printf '#include "gateway/fabric/fabric.h"\n' >"$tmp/core/gateway/core/router.c"
-expect "the gateway core including the cross-host side fails" "$tmp/core" 1 \
-  '^gateway/core/router\.c:1: #include "gateway/fabric/fabric\.h": the gateway core may not include the cross-host side'
+printf '#include "gateway/verbs/verb.h"\n' >>"$tmp/core/gateway/core/core.h"
+expect "the core including a higher rank fails" "$tmp/core" 1 \
+  '^gateway/core/core\.h:6: #include "gateway/verbs/verb\.h": gateway/core/ \(rank 0\) may not include gateway/verbs/ \(rank 1\), a higher rank$'
+
+cp -r "$here/good" "$tmp/same"
+printf '#include "../rooms/room.h"\n' >>"$tmp/same/gateway/verbs/verb.h"
+expect "two folders of the same rank fail" "$tmp/same" 1 \
+  '^gateway/verbs/verb\.h:7: #include "\.\./rooms/room\.h": gateway/verbs/ and gateway/rooms/ are both rank 1: neither may include the other$'
+
+cp -r "$tmp/same" "$tmp/listed"
+printf '# known\ngateway/verbs/verb.h -> gateway/rooms/room.h\n' >"$tmp/listed/scripts/ranks-allow-includes.txt"
+expect "an allow-listed include passes" "$tmp/listed" 0
+
+cp -r "$here/good" "$tmp/stale"
+printf 'gateway/verbs/verb.h -> gateway/rooms/room.h\n' >"$tmp/stale/scripts/ranks-allow-includes.txt"
+expect "a stale allow entry fails" "$tmp/stale" 1 \
+  'stale allow entry \(no such include any more; take it off the list\): gateway/verbs/verb\.h -> gateway/rooms/room\.h$'
+
+cp -r "$here/good" "$tmp/docs"
+mkdir -p "$tmp/docs/docs"
+docs_table() {
+  printf '# map\n\n<!-- rank table -->\n| rank | folder | holds |\n| ---: | --- | --- |\n'
+  printf '| −1 | `common/` | base |\n| 0 | `gateway/core/`, `gateway/gw.h` | core |\n'
+  printf '| 1 | `gateway/verbs/` | verbs |\n| %s | `gateway/rooms/` | rooms |\n' "$1"
+  printf '| 2 | `gateway/` | top |\n| 3 | `mcp/` | mcp |\n| 4 | `clients/` | clients |\n\nafter\n'
+}
+docs_table 1 >"$tmp/docs/docs/architecture.md"
+expect "a docs rank table that matches passes" "$tmp/docs" 0
+docs_table 2 >"$tmp/docs/docs/architecture.md"
+expect "a docs rank table that differs fails" "$tmp/docs" 1 \
+  '^docs/architecture\.md: the rank table .*does not match scripts/ranks\.txt: it has \[.*2 gateway/rooms;.*\], the file \[.*1 gateway/rooms;.*\]$'
 
 expect "a missing root is a usage error" "$tmp/no-such-dir" 2 'no-such-dir is not a directory'
 

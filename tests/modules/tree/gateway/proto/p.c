@@ -1,0 +1,3 @@
+/* p.c — rank 0: uses nothing. */
+int p_fn(void);
+int p_fn(void) { return 1; }
