@@ -46,8 +46,8 @@ int fl_client_sibling(const char *name, char *out, size_t n) {
   return FL_ENOTFOUND;
 }
 
-/* s as one shell word: as is when it is plain, else in single quotes. */
-static void fl_shell_word(const char *s, char *out, size_t n) {
+/* See client_paths.h. */
+void fl_client_shell_word(const char *s, char *out, size_t n) {
   if (s[0] &&
       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+:@,=") ==
           strlen(s)) {
@@ -74,7 +74,7 @@ void fl_client_start_cmd(const char *socket_path, char *out, size_t n) {
   char fleetd[PATH_MAX], fleetd_w[2 * PATH_MAX];
   if (fl_client_sibling("fleetd", fleetd, sizeof fleetd) != 0)
     snprintf(fleetd, sizeof fleetd, "fleetd");
-  fl_shell_word(fleetd, fleetd_w, sizeof fleetd_w);
+  fl_client_shell_word(fleetd, fleetd_w, sizeof fleetd_w);
 
   /* An explicit socket only when fleetd would not pick it by itself. */
   char def[FL_MAX_PATH], abs[PATH_MAX + FL_MAX_PATH], sock_w[2 * (PATH_MAX + FL_MAX_PATH)];
@@ -88,7 +88,7 @@ void fl_client_start_cmd(const char *socket_path, char *out, size_t n) {
       snprintf(abs, sizeof abs, "%s/%s", cwd, socket_path);
     else
       snprintf(abs, sizeof abs, "%s", socket_path);
-    fl_shell_word(abs, sock_w, sizeof sock_w);
+    fl_client_shell_word(abs, sock_w, sizeof sock_w);
   }
 
   int w = snprintf(out, n, "%s%s%s &", fleetd_w, sock_w[0] ? " --socket " : "", sock_w);
@@ -102,7 +102,25 @@ void fl_client_start_cmd(const char *socket_path, char *out, size_t n) {
   snprintf(setup, sizeof setup, "%s/../scripts/setup.sh", dir);
   if (!realpath(setup, real) || access(real, R_OK) != 0)
     return;
-  fl_shell_word(real, setup_w, sizeof setup_w);
+  fl_client_shell_word(real, setup_w, sizeof setup_w);
   snprintf(out + w, n - (size_t)w, "  (or %s%s%sbash %s)", sock_w[0] ? "FLEET_SOCKET=" : "", sock_w,
            sock_w[0] ? " " : "", setup_w);
+}
+
+/* See client_paths.h. */
+int fl_client_on_path(const char *name, char *out, size_t n) {
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t dl = strcspn(path, ":");
+    if (dl > 0 && path[0] == '/') {
+      int w = snprintf(out, n, "%.*s/%s", (int)dl, path, name);
+      if (w > 0 && (size_t)w < n && access(out, X_OK) == 0)
+        return 0;
+    }
+    path += dl;
+    if (*path == ':')
+      path++;
+  }
+  out[0] = '\0';
+  return -1;
 }

@@ -19,6 +19,14 @@
  * exists and is executable, else FL_ENOTFOUND (out is then ""). */
 int fl_client_sibling(const char *name, char *out, size_t n);
 
+/* s as one shell word, into out (n bytes): as it is when it is plain, else
+ * in single quotes. */
+void fl_client_shell_word(const char *s, char *out, size_t n);
+
+/* The first executable `name` in an absolute directory of PATH, into out
+ * (n bytes). Returns 0, or -1 (out is then ""). */
+int fl_client_on_path(const char *name, char *out, size_t n);
+
 /* A shell command that starts fleetd listening on socket_path (the socket
  * the client tried; NULL for the default), into out (n bytes): the fleetd
  * next to this binary by absolute path (else plain "fleetd"), with

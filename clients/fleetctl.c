@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "clients/fleetctl_args.h"
+#include "clients/fleetctl_hooks.h"
 #include "clients/fleetctl_internal.h"
 #include "clients/fleetctl_mcp_config.h"
 #include "clients/fleetctl_profile.h"
@@ -51,6 +52,7 @@ enum {
   CTL_TAKES_SPAWN = 1u << 4, /* --host, --name and --brief */
   CTL_TAKES_OLDER = 1u << 5, /* --older-than */
   CTL_TAKES_DIR = 1u << 6,   /* --dir and --cwd */
+  CTL_TAKES_CHECK = 1u << 7, /* --check */
 };
 
 typedef struct ctl_cmd {
@@ -68,6 +70,7 @@ static int cmd_send(ctl *c);
 static int cmd_poll(ctl *c);
 static int cmd_mcp_config(ctl *c);
 static int cmd_profile(ctl *c);
+static int cmd_hooks(ctl *c);
 static int cmd_identity(ctl *c);
 static int cmd_peer_add(ctl *c);
 static int cmd_peer_list(ctl *c);
@@ -113,6 +116,10 @@ static const ctl_cmd fl_ctl_cmds[] = {
      "why;\n"
      "CWD is the agent's working directory",
      CTL_TAKES_DIR},
+    {"hooks", 1, 1, cmd_hooks, "hooks claude [--check FILE]",
+     "print the Claude Code hooks that run fleet-hook\n(the profile's settings have them); with "
+     "--check,\nsay whether settings FILE has them right",
+     CTL_TAKES_CHECK},
     {"systemd", 0, 0, cmd_systemd, "systemd",
      "print a systemd user unit for the fleetd beside\nthis fleetctl, and how to enable it", 0},
     {"identity", 0, 0, cmd_identity, "identity", "this gateway's host id and public key", 0},
@@ -543,6 +550,8 @@ static int cmd_profile(ctl *c) {
   return fl_ctl_profile(c->args[0], c->o->dir, c->o->cwd, c->o->json);
 }
 
+static int cmd_hooks(ctl *c) { return fl_ctl_hooks(c->args[0], c->o->check, c->o->json); }
+
 /* ---- the dispatch ------------------------------------------------------------------- */
 
 /* Whether the command word w is the first word of name; *sub is then the
@@ -734,6 +743,8 @@ int main(int argc, char **argv) {
   }
   if ((o.dir || o.cwd) && !(cmd->takes & CTL_TAKES_DIR))
     return fl_ctl_usage_fail(NULL, "--dir and --cwd are for profile");
+  if (o.check && !(cmd->takes & CTL_TAKES_CHECK))
+    return fl_ctl_usage_fail(NULL, "--check is for hooks");
   if ((st = check_as(cmd, &o)) != 0)
     return st;
 

@@ -119,6 +119,10 @@ int fl_ctl_parse_args(int argc, char **argv, fl_ctl_opts *o) {
         if (m == CTL_OPT_NO_VALUE || !*v)
           return fl_ctl_usage_fail(NULL, "--cwd needs a DIR");
         o->cwd = v;
+      } else if ((m = opt_value("--check", argc, argv, &i, &v)) != CTL_OPT_OTHER) {
+        if (m == CTL_OPT_NO_VALUE || !*v)
+          return fl_ctl_usage_fail(NULL, "--check needs a settings FILE");
+        o->check = v;
       } else {
         return fl_ctl_usage_fail(NULL, "unknown option '%s'", a);
       }

@@ -26,6 +26,7 @@ typedef struct fl_ctl_opts {
   long older_than_s; /* dlq purge --older-than, in seconds; -1 = not given */
   const char *dir;   /* profile --dir */
   const char *cwd;   /* profile --cwd */
+  const char *check; /* hooks --check */
   const char *cmd;
   const char *args[FL_CTL_MAX_ARGS]; /* the first FL_CTL_MAX_ARGS of them */
   int nargs;                         /* all of them, kept or not */

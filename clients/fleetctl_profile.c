@@ -18,6 +18,9 @@
  *    <state dir>/profiles/<agent>), so nothing of the user's own agent
  *    config is touched.
  *
+ * The Claude Code row also writes the hooks that run fleet-hook
+ * (fleetctl_hooks.c) into its settings.json.
+ *
  * The Claude Code row is what tests/clis/claude.test.mjs runs. Nothing is
  * written here: the output (--json: {profile, files, notes}) is what a user
  * or a test writes. */
@@ -31,6 +34,7 @@
 #include <unistd.h>
 
 #include "clients/client_paths.h"
+#include "clients/fleetctl_hooks.h"
 #include "clients/fleetctl_report.h"
 #include "clients/fleetctl_rpc.h"
 #include "common/alloc.h"
@@ -43,13 +47,14 @@
 
 /* What every agent's builder gets. */
 typedef struct fl_profile_ctx {
-  const char *dir;       /* absolute: where the files go */
-  const char *cwd;       /* absolute: the agent's working directory */
-  const char *fleet_mcp; /* absolute path of fleet-mcp (or the bare name) */
-  json_t *command;       /* the profile's command; [0] is the agent */
-  json_t *env;           /* the profile's env */
-  json_t *files;         /* [{path, content}] */
-  json_t *notes;         /* [string] */
+  const char *dir;        /* absolute: where the files go */
+  const char *cwd;        /* absolute: the agent's working directory */
+  const char *fleet_mcp;  /* absolute path of fleet-mcp (or the bare name) */
+  const char *fleet_hook; /* absolute path of fleet-hook (or the bare name) */
+  json_t *command;        /* the profile's command; [0] is the agent */
+  json_t *env;            /* the profile's env */
+  json_t *files;          /* [{path, content}] */
+  json_t *notes;          /* [string] */
 } fl_profile_ctx;
 
 typedef struct fl_profile_agent {
@@ -62,24 +67,6 @@ typedef struct fl_profile_agent {
 } fl_profile_agent;
 
 /* ---- helpers --------------------------------------------------------------------- */
-
-/* The first executable `name` in a directory of PATH, into out; 0 or -1. */
-static int find_on_path(const char *name, char *out, size_t n) {
-  const char *path = getenv("PATH");
-  while (path && *path) {
-    size_t dl = strcspn(path, ":");
-    if (dl > 0 && path[0] == '/') {
-      int w = snprintf(out, n, "%.*s/%s", (int)dl, path, name);
-      if (w > 0 && (size_t)w < n && access(out, X_OK) == 0)
-        return 0;
-    }
-    path += dl;
-    if (*path == ':')
-      path++;
-  }
-  out[0] = '\0';
-  return -1;
-}
 
 /* p made absolute against the current directory (and without a trailing
  * '/'), into out; 0 or -1 when it does not fit. */
@@ -145,7 +132,8 @@ static int build_claude(fl_profile_ctx *x) {
 
   json_t *mcp = json_pack("{s:{s:{s:s, s:s, s:[]}}}", "mcpServers", "fleet", "type", "stdio",
                           "command", x->fleet_mcp, "args");
-  json_t *settings = json_pack("{s:{s:[s]}}", "permissions", "allow", "mcp__fleet");
+  json_t *settings = json_pack("{s:{s:[s], s:s}, s:o}", "permissions", "allow", "mcp__fleet",
+                               "defaultMode", "default", "hooks", fl_hooks_claude(x->fleet_hook));
   json_t *state = json_pack("{s:b, s:{s:{s:b}}}", "hasCompletedOnboarding", 1, "projects", x->cwd,
                             "hasTrustDialogAccepted", 1);
   const char *key = getenv("ANTHROPIC_API_KEY");
@@ -167,6 +155,18 @@ static int build_claude(fl_profile_ctx *x) {
       note(x, "settings.json allows the fleet tools (permissions.allow [\"mcp__fleet\"]): without "
               "it Claude Code stops at a permission prompt on the first fleet call, and claude -p "
               "refuses every fleet call.") ||
+      note(x, "settings.json sets the hooks that run fleet-hook (`fleetctl hooks claude --check "
+              "FILE` checks a settings file for them): fleet sees the worker busy from "
+              "UserPromptSubmit, idle from Stop, blocked from PermissionRequest and the "
+              "permission_prompt, idle_prompt and elicitation_dialog notifications; a message "
+              "for an idle worker wakes it through the asyncRewake hook (SessionStart, Stop), a "
+              "busy one gets it with its next prompt (additionalContext), and nothing is typed; "
+              "a lead's fleet_approve answers its permission dialogs.") ||
+      note(x, "settings.json sets permissions.defaultMode \"default\": a tool call outside "
+              "permissions.allow asks, and that request reaches the worker's lead through the "
+              "PermissionRequest hook. Claude Code's auto mode checks each call on Anthropic's "
+              "servers, and where that check cannot be reached (a model behind a gateway) it "
+              "stops at a dialog of its own that no hook answers.") ||
       note(x, "The worker keeps its own Claude Code config (CLAUDE_CONFIG_DIR, the config "
               "directory here), so nothing of yours is touched. Its .claude.json pre-answers the "
               "first-run dialogs that would block a spawned worker: onboarding "
@@ -357,18 +357,21 @@ int fl_ctl_profile(const char *agent, const char *dir_opt, const char *cwd_opt, 
   if (realpath(cwd, real) && strlen(real) < sizeof cwd)
     memcpy(cwd, real, strlen(real) + 1);
 
-  int found = find_on_path(a->program, exe, sizeof exe) == 0;
+  int found = fl_client_on_path(a->program, exe, sizeof exe) == 0;
   if (!found)
     snprintf(exe, sizeof exe, "%s", a->program);
   if (fl_client_sibling("fleet-mcp", mcp, sizeof mcp) != 0 &&
-      find_on_path("fleet-mcp", mcp, sizeof mcp) != 0)
+      fl_client_on_path("fleet-mcp", mcp, sizeof mcp) != 0)
     snprintf(mcp, sizeof mcp, "fleet-mcp");
+  char hook[PATH_MAX];
+  fl_hooks_find(hook, sizeof hook);
 
   int st = FL_EXIT_FAIL;
   json_t *profile = NULL;
   fl_profile_ctx x = {.dir = dir,
                       .cwd = cwd,
                       .fleet_mcp = mcp,
+                      .fleet_hook = hook,
                       .command = json_pack("[s]", exe),
                       .env = json_object(),
                       .files = json_array(),

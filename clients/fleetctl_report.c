@@ -18,8 +18,14 @@
 
 static int fl_ctl_json;      /* --json was given */
 static int fl_ctl_json_done; /* the first failure is already on stdout */
+static int fl_ctl_quiet;     /* write nothing (fleet-hook) */
+static int fl_ctl_code;      /* the newest failure's JSON-RPC code */
 
 void fl_ctl_report_json(int on) { fl_ctl_json = on; }
+
+void fl_ctl_report_quiet(int on) { fl_ctl_quiet = on; }
+
+int fl_ctl_last_code(void) { return fl_ctl_code; }
 
 /* The failure as one JSON object on stdout. Out of memory: the text on
  * stderr has already said it all, so nothing more is tried. */
@@ -47,6 +53,9 @@ static void fl_ctl_report_stdout(int status, int code, const char *usage, const 
 }
 
 int fl_ctl_report(int status, int code, const char *usage, const char *msg) {
+  fl_ctl_code = code;
+  if (fl_ctl_quiet)
+    return status;
   fprintf(stderr, "fleetctl: %s\n", msg);
   if (usage)
     fprintf(stderr, "usage: fleetctl %s\n", usage);

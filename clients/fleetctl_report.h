@@ -18,6 +18,16 @@ enum { FL_EXIT_OK = 0, FL_EXIT_FAIL = 1, FL_EXIT_USAGE = 2 };
 /* From now on, also write failures as JSON on stdout (--json). */
 void fl_ctl_report_json(int on);
 
+/* From now on, write nothing for a failure (fleet-hook: a hook that fails
+ * must leave no trace in the agent); fl_ctl_last_code still says what
+ * happened. */
+void fl_ctl_report_quiet(int on);
+
+/* The JSON-RPC error code of the newest failure: fleetd answered with an
+ * error (non-zero), or 0 when fleetd could not be reached, did not answer in
+ * time, or the failure was fleetctl's own. */
+int fl_ctl_last_code(void);
+
 /* Reports a failure and returns status (the exit status to use). code is
  * fleetd's JSON-RPC error code, 0 for none. usage (may be NULL) is the
  * command's synopsis without "fleetctl ", for a usage error's second line;

@@ -68,6 +68,21 @@
 /* A stop of another host's agent waits this long for that host's answer:
  * it only closes a pane and deletes an inbox there. */
 #define FL_REMOTE_STOP_WAIT_S 15
+
+/* fleet-hook (clients/fleet-hook.c), the client an agent's hooks run. A
+ * report (prompt submitted, turn stopped, a notification) is one short call:
+ * a fleetd that does not answer in FL_HOOK_CALL_S is treated as absent, so
+ * the agent is never held up by fleet. A permission request waits up to
+ * FL_HOOK_APPROVE_WAIT_S for a lead's fleet_approve, then leaves the agent's
+ * own dialog to its user. The waiter an idle session keeps (an asyncRewake
+ * hook) lives a day at most: after that the session is reached by typing,
+ * as one without hooks. The summary of a tool's input that a BLOCKED
+ * message carries is cut at FL_HOOK_SUMMARY_MAX bytes: enough to see what
+ * the tool would do, bounded whatever the tool's input. */
+#define FL_HOOK_CALL_S 5
+#define FL_HOOK_APPROVE_WAIT_S 120
+#define FL_HOOK_WAKE_S 86400
+#define FL_HOOK_SUMMARY_MAX 512
 #define FL_DEFAULT_WAIT_S 30
 /* A parallel brief (fleet_send with `to` a list) goes to 2..16 recipients. */
 #define FL_MIN_FANOUT 2
