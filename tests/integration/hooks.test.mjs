@@ -21,64 +21,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { bin } from './harness.mjs';
+import { stubFleetd } from './hook_stub.mjs';
 
 const dir = mkdtempSync('/tmp/fl-hooks-');
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-/**
- * A stub of fleetd's socket: answers initialize, and fleet/hook with
- * script(params, n) (a result object, {error}, or {close: true} to drop
- * the connection unanswered; may be a promise). Records every fleet/hook.
- */
-async function stubFleetd(script) {
-  const sock = path.join(dir, `stub-${Math.random().toString(16).slice(2)}.sock`);
-  const calls = [];
-  const conns = new Set();
-  const server = net.createServer((c) => {
-    conns.add(c);
-    c.on('close', () => conns.delete(c));
-    let buf = '';
-    c.setEncoding('utf8');
-    c.on('data', async (d) => {
-      buf += d;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        const msg = JSON.parse(line);
-        if (msg.id == null) continue;
-        if (msg.method === 'initialize') {
-          c.write(`${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: {} } })}\n`);
-        } else if (msg.method === 'fleet/hook') {
-          calls.push(msg.params);
-          const r = await script(msg.params, calls.length);
-          if (r.close) {
-            c.destroy();
-            return;
-          }
-          const body = r.error ? { error: r.error } : { result: r };
-          c.write(`${JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...body })}\n`);
-        } else {
-          c.write(`${JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'no such method' } })}\n`);
-        }
-      }
-    });
-  });
-  await new Promise((r) => server.listen(sock, r));
-  return {
-    sock,
-    calls,
-    close: () =>
-      new Promise((r) => {
-        for (const c of conns) c.destroy();
-        server.close(() => r());
-      }),
-  };
-}
 
 /** Runs fleet-hook with input (an object) on stdin; resolves { code, stdout, stderr }. */
 function hook(input, { args = [], env = {}, timeout = 30000 } = {}) {
@@ -123,7 +72,7 @@ const PERM = (input) => ({
 });
 
 test('fleet-hook is silent and exits 0 when fleet is absent: no FLEET_GID, no fleetd, an error from fleetd', async () => {
-  const stub = await stubFleetd(() => ({ action: 'context', text: 'never' }));
+  const stub = await stubFleetd(dir, () => ({ action: 'context', text: 'never' }));
   try {
     const r1 = await hook(UPS, { env: { FLEET_GID: '', FLEET_SOCKET: stub.sock } });
     assert.deepEqual(r1, { code: 0, stdout: '', stderr: '' }, 'not a fleet worker');
@@ -141,7 +90,7 @@ test('fleet-hook is silent and exits 0 when fleet is absent: no FLEET_GID, no fl
   } finally {
     await stub.close();
   }
-  const old = await stubFleetd(() => ({ error: { code: -32601, message: 'unknown method fleet/hook' } }));
+  const old = await stubFleetd(dir, () => ({ error: { code: -32601, message: 'unknown method fleet/hook' } }));
   try {
     for (const args of [[], ['--wake']]) {
       const r = await hook(args.length ? STOP : UPS, { args, env: { FLEET_SOCKET: old.sock } });
@@ -154,7 +103,7 @@ test('fleet-hook is silent and exits 0 when fleet is absent: no FLEET_GID, no fl
 
 test('fleet-hook: the request it sends, and each answer in Claude Code format', async () => {
   const answers = [];
-  const stub = await stubFleetd((p, n) => answers[n - 1] || { action: 'none' });
+  const stub = await stubFleetd(dir, (p, n) => answers[n - 1] || { action: 'none' });
   const env = { FLEET_SOCKET: stub.sock };
   try {
     answers.push({ action: 'context', text: 'fleet: a message for you' });
@@ -216,7 +165,7 @@ test('fleet-hook: the request it sends, and each answer in Claude Code format', 
 });
 
 test('fleet-hook --wake asks again when fleetd goes away before answering', async () => {
-  const stub = await stubFleetd((p, n) => (n === 1 ? { close: true } : { action: 'wake', text: 'after the restart' }));
+  const stub = await stubFleetd(dir, (p, n) => (n === 1 ? { close: true } : { action: 'wake', text: 'after the restart' }));
   try {
     const r = await hook(STOP, { args: ['--wake'], env: { FLEET_SOCKET: stub.sock } });
     assert.equal(r.code, 2, r.stderr);

@@ -1,0 +1,179 @@
+// claude_hooks.test.mjs — the hooks `fleetctl profile claude` writes, run
+// by the real Claude Code (tests/clis, pinned) against the fake model on
+// loopback, with fleet-hook talking to a scripted stand-in for fleetd's side
+// of fleet/hook (tests/integration/hook_stub.mjs). It proves the agent's half
+// of the door, each step counted at the model:
+//
+// 1. The waiter: SessionStart runs `fleet-hook --wake` in the background; a
+//    `wake` answer wakes the idle session, and the text reaches the model
+//    once, as a system reminder, with nothing typed into the pane. The turn
+//    it starts ends with Stop, whose waiter asks again.
+// 2. UserPromptSubmit reports the prompt; a `context` answer reaches the
+//    model with that turn (additionalContext), once.
+// 3. A tool call that needs permission: PermissionRequest reports the tool
+//    and its input while Claude Code shows its dialog; `allow` closes the
+//    dialog and the tool runs, `deny` refuses it and the model gets the
+//    reason; with no answer the dialog stays, and Notification reports
+//    permission_prompt.
+//
+// Claude Code runs in a pane of a private tmux server, as fleetd would start
+// it (the profile's command and env, FLEET_GID and FLEET_SOCKET in the
+// window), with HOME and its config dir in the test's temp dir.
+
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { stubFleetd } from '../integration/hook_stub.mjs';
+import { TmuxServer, bin, cliPath, fleetTest, gate, onCleanup, profileFor, quietEnv, sleep, startModel, waitFor } from './cli_harness.mjs';
+
+const API_KEY = 'sk-ant-fleet-test-0123456789abcdefghij';
+const WAKE_TEXT = 'fleet-wake: a brief handed over by the hook';
+const CONTEXT_TEXT = 'fleet-context: a message added to this turn';
+const DENY_REASON = 'fleet-deny: the lead said no';
+
+/** Every text the model was given in request r (user, system and tool result parts). */
+function textsOf(r) {
+  const out = [];
+  for (const m of r.body.messages || []) {
+    const parts = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content || [];
+    for (const p of parts) {
+      if (p.type === 'text') out.push(p.text);
+      if (p.type === 'tool_result') out.push(typeof p.content === 'string' ? p.content : JSON.stringify(p.content));
+    }
+  }
+  return out;
+}
+
+/** The requests (side calls left out) whose newest message holds text. */
+function carrying(model, text) {
+  return model.requests.filter((r) => {
+    if (r.api !== 'anthropic' || r.side) return false;
+    const msgs = r.body.messages || [];
+    const last = msgs.filter((m) => m.role === 'user').slice(-1)[0];
+    const sys = msgs.filter((m) => m.role === 'system');
+    return [last, ...sys].some((m) => m && textsOf({ body: { messages: [m] } }).some((t) => t.includes(text)));
+  });
+}
+
+/** A shell word for sh -c. */
+const q = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
+
+fleetTest('Claude Code hooks: the waiter wakes an idle session, additionalContext, permission allow/deny/none', { timeout: 300000 }, async (f, t) => {
+  const model = await startModel(f, (r) => {
+    if (r.side) return { text: 'ok' };
+    const mark = (r.lastUser || '').match(/DOBASH-(\w+)/);
+    if (mark) return { toolCalls: [{ name: 'Bash', input: { command: `touch ${path.join(f.dir, `ran-${mark[1]}`)}`, description: 'touch a marker' } }] };
+    return { text: 'done' };
+  });
+  const env = {
+    ...quietEnv,
+    HOME: path.join(f.dir, 'home'),
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: API_KEY,
+    PATH: `${path.dirname(cliPath('claude'))}:${process.env.PATH}`,
+  };
+  const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: API_KEY } });
+  const settings = JSON.parse(prof.files.find((x) => x.path.endsWith('/settings.json')).content);
+  assert.equal(settings.hooks.Stop[0].hooks[0].command, `${bin('fleet-hook')} --wake`, 'the hooks run the built fleet-hook');
+
+  // fleetd's side, scripted per event.
+  const wakeGate = gate();
+  const contexts = [];
+  const decisions = [];
+  const stub = await stubFleetd(f.dir, async (p) => {
+    if (p.event === 'SessionStart' && p.wake) {
+      await wakeGate.promise;
+      return { action: 'wake', text: WAKE_TEXT };
+    }
+    if (p.wake) return new Promise(() => {}); // an idle session's waiter, parked
+    if (p.event === 'UserPromptSubmit' && contexts.length) return { action: 'context', text: contexts.shift() };
+    if (p.event === 'PermissionRequest' && decisions.length) return decisions.shift();
+    return { action: 'none' };
+  });
+  onCleanup(f, () => stub.close());
+  const events = (name, pred = () => true) => stub.calls.filter((c) => c.event === name && pred(c));
+
+  const tm = new TmuxServer(f);
+  const windowEnv = { ...env, ...prof.profile.env, FLEET_GID: 'gid-hooks-w1', FLEET_SOCKET: stub.sock };
+  const pane = await tm.start(`cd ${q(prof.cwd)} && exec ${prof.profile.command.map(q).join(' ')}`, { env: windowEnv });
+  onCleanup(f, async () => f.notes.push(`screen:\n${await tm.capture(pane).catch((e) => e.message)}\nhook calls:\n${JSON.stringify(stub.calls, null, 1)}`));
+  const promptRe = new RegExp(prof.profile.prompt);
+  const idle = () => waitFor(async () => promptRe.test(await tm.cursorLine(pane)), { timeout: 60000, what: 'the idle input line' });
+  const type = async (text) => {
+    await idle();
+    await tm.run('send-keys', '-t', pane, '-l', text);
+    await sleep(300);
+    await tm.run('send-keys', '-t', pane, 'Enter');
+  };
+
+  await t.test('the SessionStart waiter wakes the idle session: the text reaches the model once, nothing typed', async () => {
+    await idle();
+    await waitFor(() => events('SessionStart', (c) => c.wake).length === 1, { timeout: 30000, what: 'the SessionStart waiter asking fleetd' });
+    const w = events('SessionStart')[0];
+    assert.equal(w.gid, 'gid-hooks-w1');
+    assert.equal(w.agent, 'claude');
+    assert.equal(typeof w.hook.sessionId, 'string');
+    const before = model.requests.length;
+    wakeGate.open();
+    await waitFor(() => carrying(model, WAKE_TEXT).length >= 1, { timeout: 60000, what: 'the wake text at the model' });
+    await waitFor(() => events('Stop', (c) => c.wake).length >= 1, { timeout: 60000, what: "the woken turn's Stop waiter" });
+    const got = carrying(model, WAKE_TEXT);
+    assert.equal(got.length, 1, 'the wake text reached the model once');
+    const user = got[0].body.messages.filter((m) => m.role === 'user').slice(-1)[0];
+    const text = textsOf({ body: { messages: [user] } }).join('\n');
+    assert.match(text, /SYSTEM NOTIFICATION - NOT USER INPUT/, 'as a system reminder');
+    // The label names the hook that woke it: "SessionStart:startup" here, "Stop" after a turn.
+    assert.ok(text.includes(`Stop hook blocking error from command "SessionStart:startup": ${WAKE_TEXT}`), text);
+    assert.equal(got[0].lastUser, '', 'no typed text in that turn');
+    assert.ok(model.requests.slice(before).every((r) => !r.lastUser), 'nothing was typed for it');
+    // The woken turn ran UserPromptSubmit with the reminder as its prompt.
+    assert.ok(events('UserPromptSubmit').length >= 1);
+    await idle();
+  });
+
+  await t.test('UserPromptSubmit: a context answer reaches the model with that turn, once', async () => {
+    contexts.push(CONTEXT_TEXT);
+    const n = events('UserPromptSubmit').length;
+    await type('prompt one: hello');
+    await waitFor(() => carrying(model, CONTEXT_TEXT).length >= 1, { timeout: 60000, what: 'the context at the model' });
+    const got = carrying(model, CONTEXT_TEXT);
+    assert.equal(got.length, 1, 'once');
+    assert.equal(got[0].lastUser, 'prompt one: hello');
+    const sys = got[0].body.messages.filter((m) => m.role === 'system').flatMap((m) => textsOf({ body: { messages: [m] } }));
+    assert.ok(sys.some((s) => s.includes(`UserPromptSubmit hook additional context: ${CONTEXT_TEXT}`)), JSON.stringify(sys).slice(0, 400));
+    assert.ok(events('UserPromptSubmit').length > n);
+    await idle();
+  });
+
+  await t.test('PermissionRequest: allow runs the tool, deny refuses it with the reason, no answer leaves the dialog', async () => {
+    // allow
+    decisions.push({ action: 'allow' });
+    await type('run DOBASH-a');
+    await waitFor(() => existsSync(path.join(f.dir, 'ran-a')), { timeout: 60000, what: 'the allowed tool running' });
+    const pr = events('PermissionRequest')[0];
+    assert.equal(pr.hook.tool, 'Bash');
+    assert.ok(pr.hook.input.includes('ran-a'), pr.hook.input);
+    await waitFor(() => model.requests.some((r) => r.toolResults.some((x) => x.name === 'Bash' && !x.isError)), { timeout: 60000, what: 'the tool result at the model' });
+    await idle();
+
+    // deny
+    decisions.push({ action: 'deny', reason: DENY_REASON });
+    await type('run DOBASH-d');
+    await waitFor(() => model.requests.some((r) => r.toolResults.some((x) => x.name === 'Bash' && x.isError && x.text.includes(DENY_REASON))), {
+      timeout: 60000,
+      what: 'the refusal, with its reason, at the model',
+    });
+    assert.equal(existsSync(path.join(f.dir, 'ran-d')), false, 'the denied tool did not run');
+    await idle();
+
+    // no answer: the agent's own dialog stays, and the notification reports it
+    await type('run DOBASH-n');
+    await tm.waitScreen(pane, /Do you want to proceed\?/, { timeout: 60000, what: "Claude Code's own permission dialog" });
+    await waitFor(() => events('Notification', (c) => c.hook.notificationType === 'permission_prompt').length >= 1, {
+      timeout: 60000,
+      what: 'the permission_prompt notification',
+    });
+    assert.equal(existsSync(path.join(f.dir, 'ran-n')), false);
+    await tm.run('send-keys', '-t', pane, 'Escape');
+  });
+});
