@@ -156,17 +156,18 @@ static int build_claude(fl_profile_ctx *x) {
               "it Claude Code stops at a permission prompt on the first fleet call, and claude -p "
               "refuses every fleet call.") ||
       note(x, "settings.json sets the hooks that run fleet-hook (`fleetctl hooks claude --check "
-              "FILE` checks a settings file for them): fleet sees the worker busy from "
-              "UserPromptSubmit, idle from Stop, blocked from PermissionRequest and the "
-              "permission_prompt, idle_prompt and elicitation_dialog notifications; a message "
-              "for an idle worker wakes it through the asyncRewake hook (SessionStart, Stop), a "
-              "busy one gets it with its next prompt (additionalContext), and nothing is typed; "
-              "a lead's fleet_approve answers its permission dialogs.") ||
+              "FILE` checks a settings file for them). They report to fleetd when a prompt is "
+              "submitted (UserPromptSubmit), a turn ends (Stop), a tool asks for permission "
+              "(PermissionRequest) and a dialog or the idle prompt shows (Notification), and "
+              "let fleetd answer: a message for the turn (additionalContext), a wake-up of the "
+              "idle session (the asyncRewake waiter of SessionStart and Stop), a decision on the "
+              "permission. With no fleetd, or one that does not serve fleet/hook, fleet-hook "
+              "exits 0 silently and the worker runs as without them.") ||
       note(x, "settings.json sets permissions.defaultMode \"default\": a tool call outside "
-              "permissions.allow asks, and that request reaches the worker's lead through the "
-              "PermissionRequest hook. Claude Code's auto mode checks each call on Anthropic's "
-              "servers, and where that check cannot be reached (a model behind a gateway) it "
-              "stops at a dialog of its own that no hook answers.") ||
+              "permissions.allow asks at a dialog, which the PermissionRequest hook reports. "
+              "Claude Code's auto mode checks each call on Anthropic's servers, and where that "
+              "check cannot be reached (a model behind a gateway) it stops at a dialog of its "
+              "own that no hook answers.") ||
       note(x, "The worker keeps its own Claude Code config (CLAUDE_CONFIG_DIR, the config "
               "directory here), so nothing of yours is touched. Its .claude.json pre-answers the "
               "first-run dialogs that would block a spawned worker: onboarding "
