@@ -195,10 +195,18 @@ int print_roster(ctl *c, json_t *sc) {
       if (gs && gl < sizeof groups)
         gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%s", gl ? "," : "", gs);
     }
+    /* What its hooks report, beside the status: "online (blocked)". */
+    char status[128];
+    const char *act = json_string_value(json_object_get(json_object_get(e, "activity"), "state"));
+    const char *stv = str_of(e, "status", NULL);
+    if (act)
+      snprintf(status, sizeof status, "%s (%s)", stv ? stv : "-", act);
+    else
+      snprintf(status, sizeof status, "%s", stv ? stv : "");
     const char *cells[NCOLS] = {str_of(e, "name", NULL),
                                 str_of(e, "role", NULL),
                                 str_of(e, "host", NULL),
-                                str_of(e, "status", NULL),
+                                status,
                                 held,
                                 groups,
                                 str_of(e, "gid", NULL)};

@@ -17,6 +17,7 @@
 #include "gateway/rooms/claims.h"
 #include "gateway/rooms/room.h"
 #include "gateway/verbs/ask.h"
+#include "gateway/verbs/hook.h"
 #include "gateway/verbs/spawn.h"
 
 /* The cross-host backend: the AMQP fabric, when a broker URI is set. */
@@ -59,9 +60,14 @@ static const fl_module fl_dlq_row = {.name = "dlq", .free = fl_dlq_free};
 
 static const fl_module fl_ask_row = {.name = "ask", .free = fl_ask_free};
 
+static const fl_module fl_hooks_row = {.name = "hooks",
+                                       .describe = fl_hooks_describe,
+                                       .free = fl_hooks_free,
+                                       .entity_write = fl_hooks_entity_write};
+
 static const fl_module *const fl_rows[] = {
-    &fl_spawn_row,  &fl_rooms_row, &fl_claims_row, &fl_dash_row,
-    &fl_broker_row, &fl_coord_row, &fl_dlq_row,    &fl_ask_row,
+    &fl_spawn_row, &fl_rooms_row, &fl_claims_row, &fl_dash_row,  &fl_broker_row,
+    &fl_coord_row, &fl_dlq_row,   &fl_ask_row,    &fl_hooks_row,
 };
 
 int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, size_t errlen) {

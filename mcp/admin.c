@@ -152,3 +152,23 @@ void fl_admin_trace(fl_session *s, json_t *id, json_t *params) {
   }
   fl_session_reply(s, id, json_pack("{s:s, s:o}", "traceId", trace, "lines", lines));
 }
+
+void fl_admin_hook(fl_session *s, json_t *id, json_t *params) {
+  const char *gid = json_string_value(json_object_get(params, "gid"));
+  const char *event = json_string_value(json_object_get(params, "event"));
+  json_t *hook = json_object_get(params, "hook");
+  if (!gid || !event || (hook && !json_is_object(hook))) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
+                           "fleet/hook needs params.gid and params.event (strings) and an "
+                           "optional params.hook object");
+    return;
+  }
+  char err[256] = "";
+  json_t *result = NULL;
+  int rc = fl_gw_hook(fl_session_gw(s), gid, event, hook, &result, err, sizeof err);
+  if (rc != 0) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
+    return;
+  }
+  fl_session_reply(s, id, result);
+}

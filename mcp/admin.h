@@ -1,6 +1,6 @@
 /* admin.h — fleet's own JSON-RPC methods for operators (fleetctl): fleet/status,
- * fleet/identity, fleet/peers, fleet/peer.add, fleet/peer.remove and
- * fleet/trace.
+ * fleet/identity, fleet/peers, fleet/peer.add, fleet/peer.remove,
+ * fleet/trace, and fleet/hook (for fleet-hook).
  *
  * Each is an fl_method_fn (mcp_internal.h): it answers request id (borrowed)
  * from params (borrowed, may be NULL) through the gateway's public verbs.
@@ -33,5 +33,8 @@ void fl_admin_gid_release(fl_session *s, json_t *id, json_t *params);
  * traceId may also be a msgId (any id a remembered line mentions): the
  * answer is then the flow of the newest line naming it, with its trace id. */
 void fl_admin_trace(fl_session *s, json_t *id, json_t *params);
+/* fleet/hook {gid, agent, event, wake, hook}: what an agent's hook reports
+ * (clients/fleet-hook.c); answers {action} (fl_gw_hook). */
+void fl_admin_hook(fl_session *s, json_t *id, json_t *params);
 
 #endif

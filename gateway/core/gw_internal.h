@@ -175,6 +175,8 @@ struct fl_gw {
   struct fl_dash *dash;
   /* What fleetctl dlq needs on the loop (dlq.h), NULL until first used. */
   struct fl_dlq *dlq;
+  /* What agents' hooks reported (hook.h), NULL until the first report. */
+  struct fl_hooks *hooks;
 };
 
 #endif

@@ -76,6 +76,7 @@ static void fl_list_entity(fl_gw *gw, fl_client *c, const fl_entity *e, long lon
     fl_jw_key(w, "coordId");
     fl_jw_str(w, coord_id);
   }
+  fl_modules_entity_write(gw, e, w); /* "activity", from its hooks */
   fl_jw_obj_close(w);
 }
 

@@ -88,3 +88,11 @@ void fl_modules_list_write(fl_gw *gw, fl_jw *w) {
       m->list_write(gw, w);
   }
 }
+
+void fl_modules_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w) {
+  for (size_t i = 0; i < gw->nmodules; i++) {
+    const fl_module *m = gw->modules[i];
+    if (m->entity_write)
+      m->entity_write(gw, e, w);
+  }
+}

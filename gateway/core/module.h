@@ -54,6 +54,8 @@ typedef struct fl_module {
    * (key and value) to w. */
   int (*list_id)(fl_gw *gw, const fl_entity *e, char id[FL_MAX_COORD_ID + 1]);
   void (*list_write)(fl_gw *gw, fl_jw *w);
+  /* fleet_list's entry of entity e: adds e's own members (key and value). */
+  void (*entity_write)(fl_gw *gw, const fl_entity *e, fl_jw *w);
 } fl_module;
 
 /* Creates the gateway on loop, as fl_gw_new (gateway/gateway.h) says,
@@ -76,5 +78,6 @@ void fl_modules_msg_routed(fl_gw *gw, const struct fl_msg *m);
 void fl_modules_entity_attached(fl_gw *gw, fl_entity *e);
 int fl_modules_list_id(fl_gw *gw, const fl_entity *e, char id[FL_MAX_COORD_ID + 1]);
 void fl_modules_list_write(fl_gw *gw, fl_jw *w);
+void fl_modules_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w);
 
 #endif

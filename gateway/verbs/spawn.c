@@ -532,6 +532,13 @@ int fl_spawn_for_host(fl_gw *gw, const fl_spawn_origin *o, const char *spawn_id,
   return fl_spawn_launch(gw, &a, &s, err, errlen);
 }
 
+int fl_spawn_pending(fl_gw *gw, const char *gid) {
+  for (fl_spawn *sp = gw->spawns; sp; sp = sp->next)
+    if (!sp->finished && strcmp(sp->gid, gid) == 0)
+      return 1;
+  return 0;
+}
+
 int fl_spawn_known(fl_gw *gw, const char *gid, json_t **result, char *err, size_t errlen) {
   *result = NULL;
   for (fl_spawn *s = gw->spawns; s; s = s->next) {

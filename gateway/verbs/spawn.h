@@ -50,6 +50,8 @@ int fl_spawn_for_host(fl_gw *gw, const fl_spawn_origin *o, const char *spawn_id,
  * when it never ran it. Reads the armed spawns, the roster and the store's
  * record, so it holds across a restart. */
 int fl_spawn_known(fl_gw *gw, const char *gid, json_t **result, char *err, size_t errlen);
+/* 1 when a spawn of this host waits for the agent with gid to register. */
+int fl_spawn_pending(fl_gw *gw, const char *gid);
 
 /* Authority comes from this host's config, never from what a session
  * says of itself. An entry of an authority list a (fl_gw_config) matches a

@@ -24,7 +24,21 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { stubFleetd } from '../integration/hook_stub.mjs';
-import { TmuxServer, bin, cliPath, fleetTest, gate, onCleanup, profileFor, quietEnv, sleep, startModel, waitFor } from './cli_harness.mjs';
+import {
+  TmuxServer,
+  bin,
+  callTool,
+  cliPath,
+  fleetTest,
+  fleetctlJson,
+  gate,
+  onCleanup,
+  profileFor,
+  quietEnv,
+  sleep,
+  startModel,
+  waitFor,
+} from './cli_harness.mjs';
 
 const API_KEY = 'sk-ant-fleet-test-0123456789abcdefghij';
 const WAKE_TEXT = 'fleet-wake: a brief handed over by the hook';
@@ -175,5 +189,82 @@ fleetTest('Claude Code hooks: the waiter wakes an idle session, additionalContex
     });
     assert.equal(existsSync(path.join(f.dir, 'ran-n')), false);
     await tm.run('send-keys', '-t', pane, 'Escape');
+  });
+});
+
+// 4. With fleetd: a worker spawned from the printed profile reports its
+//    activity through its hooks, and fleet_list and fleetctl roster show it:
+//    idle once started, busy while a turn runs, blocked at a permission
+//    dialog (with the tool as the reason), idle again after the turn.
+fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, in fleet_list and fleetctl', { timeout: 300000 }, async (f, t) => {
+  const holds = new Map();
+  const model = await startModel(f, (r) => {
+    if (r.side || r.lastUser == null) return { text: 'done' };
+    const hold = (r.lastUser.match(/HOLD-\w+/) || [])[0];
+    if (hold) {
+      const g = holds.get(hold) || gate();
+      holds.set(hold, g);
+      return g.promise.then(() => ({ text: `finished ${hold}` }));
+    }
+    const mark = r.lastUser.match(/DOBASH-(\w+)/);
+    if (mark) return { toolCalls: [{ name: 'Bash', input: { command: `touch ${path.join(f.dir, `ran-${mark[1]}`)}`, description: 'touch a marker' } }] };
+    return { text: 'noted' };
+  });
+  const env = {
+    ...quietEnv,
+    HOME: path.join(f.dir, 'home'),
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: API_KEY,
+    PATH: `${path.dirname(cliPath('claude'))}:${process.env.PATH}`,
+  };
+  const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: API_KEY } });
+  const tm = new TmuxServer(f);
+  await tm.start('exec cat', { env });
+  await f.startFleetd({ config: { profiles: { claude: prof.profile } } });
+  const lead = await f.mcpClient('lead', { role: 'lead' });
+  const ctl = (args) => fleetctlJson(f, args, { env: { TMUX: tm.tmuxEnv() }, timeout: 90000 });
+  const activity = async () => (await callTool(lead, 'fleet_list', {})).entities.find((e) => e.name === 'w1')?.activity;
+  const until = (state, what) =>
+    waitFor(async () => (await activity())?.state === state, { timeout: 60000, interval: 100, what: `w1 ${state}: ${what}` });
+  let pane = null;
+  onCleanup(f, async () => {
+    if (pane) f.notes.push(`worker screen:\n${await tm.capture(pane).catch((e) => e.message)}`);
+  });
+
+  await t.test('spawned, it is idle by its SessionStart hook', async () => {
+    const before = await tm.panes();
+    const sp = await ctl(['spawn', 'claude', '--name', 'w1', '--wait', '55']);
+    assert.equal(sp.status, 'ready', JSON.stringify(sp));
+    pane = (await tm.panes()).find((p) => !before.includes(p));
+    await until('idle', 'after SessionStart');
+    const a = await activity();
+    assert.equal(a.source, 'hooks');
+    assert.ok(!Number.isNaN(Date.parse(a.since)), a.since);
+  });
+
+  await t.test('busy while a turn runs, idle after it', async () => {
+    const r = await callTool(lead, 'fleet_send', { to: 'w1', content: 'HOLD-1: a long job', wait_s: 0 });
+    assert.equal(r.status, 'injected', JSON.stringify(r));
+    await until('busy', 'UserPromptSubmit');
+    await waitFor(() => holds.has('HOLD-1'), { what: 'the model holding the turn' });
+    holds.get('HOLD-1').open();
+    await until('idle', 'Stop');
+  });
+
+  await t.test('blocked at a permission dialog, with the tool; fleetctl roster shows it; idle once answered', async () => {
+    const r = await callTool(lead, 'fleet_send', { to: 'w1', content: 'DOBASH-1 please', wait_s: 0 });
+    assert.equal(r.status, 'injected', JSON.stringify(r));
+    await until('blocked', 'PermissionRequest');
+    const a = await activity();
+    assert.equal(a.reason, 'permission: Bash');
+    await tm.waitScreen(pane, /Do you want to proceed\?/, { what: "Claude Code's permission dialog" });
+    const roster = await f.fleetctl(['roster']);
+    assert.match(roster.stdout.split('\n').find((l) => l.startsWith('w1 ')) || '', /online \(blocked\)/, roster.stdout);
+    // Someone at the pane says yes: the tool runs and the turn ends.
+    await tm.run('send-keys', '-t', pane, 'Enter');
+    await waitFor(() => existsSync(path.join(f.dir, 'ran-1')), { timeout: 60000, what: 'the tool running' });
+    await until('idle', 'Stop after the tool');
+    const st = await fleetctlJson(f, ['status']);
+    assert.ok(st.hooks?.reports >= 5, JSON.stringify(st.hooks));
   });
 });

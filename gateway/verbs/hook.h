@@ -1,0 +1,29 @@
+/* hook.h — what an agent's hooks report (fleet-hook, fleet/hook): the
+ * worker's activity, busy, idle or blocked with the reason.
+ *
+ * fl_gw_hook (gw.h) takes one report for a local entity by gid and updates
+ * its activity by the rules in hook.c; fleet_list shows it as
+ *
+ *   activity: {state: "busy" | "idle" | "blocked", reason?, since, source: "hooks"}
+ *
+ * for an entity whose hooks have reported (the module row's entity_write).
+ * An entity with no reports has no activity: fleet reads it off its screen
+ * as before.
+ *
+ * Internal to gateway/. Loop thread only. */
+#ifndef FL_HOOK_H
+#define FL_HOOK_H
+
+#include <jansson.h>
+
+#include "common/json_writer.h"
+#include "gateway/gw.h"
+
+typedef struct fl_entity fl_entity;
+
+/* The module row's members (gateway.c). */
+json_t *fl_hooks_describe(fl_gw *gw);
+void fl_hooks_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w);
+void fl_hooks_free(fl_gw *gw);
+
+#endif
