@@ -195,7 +195,8 @@ fleetTest('Claude Code hooks: the waiter wakes an idle session, additionalContex
 // 4. With fleetd: a worker spawned from the printed profile reports its
 //    activity through its hooks, and fleet_list and fleetctl roster show it:
 //    idle once started, busy while a turn runs, blocked at a permission
-//    dialog (with the tool as the reason), idle again after the turn.
+//    dialog (with the tool as the reason), idle again after the turn. A
+//    brief sent while it is blocked waits, and goes in once, after the dialog.
 fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, in fleet_list and fleetctl', { timeout: 300000 }, async (f, t) => {
   const holds = new Map();
   const model = await startModel(f, (r) => {
@@ -260,10 +261,24 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     await tm.waitScreen(pane, /Do you want to proceed\?/, { what: "Claude Code's permission dialog" });
     const roster = await f.fleetctl(['roster']);
     assert.match(roster.stdout.split('\n').find((l) => l.startsWith('w1 ')) || '', /online \(blocked\)/, roster.stdout);
+    // A brief sent while it is blocked waits: nothing is typed into the dialog.
+    let answered = null;
+    const late = callTool(lead, 'fleet_send', { to: 'w1', content: 'BRIEF-WHILE-BLOCKED: after the dialog', wait_s: 0 }, { timeout: 200000 }).then(
+      (r) => (answered = r)
+    );
+    await sleep(3000);
+    assert.equal(answered, null, 'the brief is not handed over while the worker is blocked');
+    assert.equal(model.prompts().filter((p) => p.includes('BRIEF-WHILE-BLOCKED')).length, 0, 'not at the model yet');
+    assert.match(await tm.capture(pane), /Do you want to proceed\?/, 'the dialog is still open');
     // Someone at the pane says yes: the tool runs and the turn ends.
     await tm.run('send-keys', '-t', pane, 'Enter');
     await waitFor(() => existsSync(path.join(f.dir, 'ran-1')), { timeout: 60000, what: 'the tool running' });
-    await until('idle', 'Stop after the tool');
+    // Then the held brief goes in, once.
+    assert.equal((await late).status, 'injected', JSON.stringify(answered));
+    await waitFor(() => model.prompts().some((p) => p.includes('BRIEF-WHILE-BLOCKED')), { timeout: 60000, what: 'the held brief at the model' });
+    await sleep(500);
+    assert.equal(model.prompts().filter((p) => p.includes('BRIEF-WHILE-BLOCKED')).length, 1, 'the held brief reached the model once');
+    await until('idle', 'Stop after the tool and the brief');
     const st = await fleetctlJson(f, ['status']);
     assert.ok(st.hooks?.reports >= 5, JSON.stringify(st.hooks));
   });
