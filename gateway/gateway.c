@@ -63,7 +63,8 @@ static const fl_module fl_ask_row = {.name = "ask", .free = fl_ask_free};
 static const fl_module fl_hooks_row = {.name = "hooks",
                                        .describe = fl_hooks_describe,
                                        .free = fl_hooks_free,
-                                       .entity_write = fl_hooks_entity_write};
+                                       .entity_write = fl_hooks_entity_write,
+                                       .screen_seen = fl_hooks_screen_seen};
 
 static const fl_module *const fl_rows[] = {
     &fl_spawn_row, &fl_rooms_row, &fl_claims_row, &fl_dash_row,  &fl_broker_row,

@@ -31,6 +31,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/core/gw_internal.h"
+#include "gateway/core/module.h"
 #include "gateway/core/remote.h"
 #include "gateway/core/router.h"
 #include "gateway/inject/inject.h"
@@ -494,6 +495,9 @@ static void fl_slot_seen(void *ctx, enum fl_inject_state st) {
   s->busy = 0;
   if (s->fw->stopped)
     return;
+  /* What the screen says, for a module that knows better (the hooks). */
+  if (st == FL_INJECT_READY || st == FL_INJECT_BUSY)
+    fl_modules_screen_seen(s->fw->gw, s->e, st == FL_INJECT_READY);
   if (st == FL_INJECT_READY && s->e->nudge.typing) {
     /* The nudge line is going in right now: look again in a moment. */
     s->msg_id[0] = '\0';

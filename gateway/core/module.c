@@ -96,3 +96,11 @@ void fl_modules_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w) {
       m->entity_write(gw, e, w);
   }
 }
+
+void fl_modules_screen_seen(fl_gw *gw, const fl_entity *e, int idle) {
+  for (size_t i = 0; i < gw->nmodules; i++) {
+    const fl_module *m = gw->modules[i];
+    if (m->screen_seen)
+      m->screen_seen(gw, e, idle);
+  }
+}

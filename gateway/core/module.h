@@ -56,6 +56,9 @@ typedef struct fl_module {
   void (*list_write)(fl_gw *gw, fl_jw *w);
   /* fleet_list's entry of entity e: adds e's own members (key and value). */
   void (*entity_write)(fl_gw *gw, const fl_entity *e, fl_jw *w);
+  /* The forward path read e's screen (forward.c): idle (at an empty
+   * prompt) or not. */
+  void (*screen_seen)(fl_gw *gw, const fl_entity *e, int idle);
 } fl_module;
 
 /* Creates the gateway on loop, as fl_gw_new (gateway/gateway.h) says,
@@ -79,5 +82,6 @@ void fl_modules_entity_attached(fl_gw *gw, fl_entity *e);
 int fl_modules_list_id(fl_gw *gw, const fl_entity *e, char id[FL_MAX_COORD_ID + 1]);
 void fl_modules_list_write(fl_gw *gw, fl_jw *w);
 void fl_modules_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w);
+void fl_modules_screen_seen(fl_gw *gw, const fl_entity *e, int idle);
 
 #endif

@@ -34,6 +34,10 @@
 /* A reason is one line for a roster: the tool, or the dialog's message,
  * cut to this many bytes. */
 #define FL_HOOK_REASON_MAX 160
+/* The screen and the hooks disagree only about a state the hooks have held
+ * this long: the screen redraws a moment after each event (the spinner
+ * starts after UserPromptSubmit, the prompt comes back around Stop). */
+#define FL_HOOK_SETTLE_MS 2000
 
 typedef struct fl_hook_row {
   char gid[FL_ID_LEN];
@@ -41,12 +45,18 @@ typedef struct fl_hook_row {
   char reason[FL_HOOK_REASON_MAX + 1];
   long long since_ms; /* wall clock: when the state last changed */
   long long last_ms;  /* wall clock: the newest report */
+  int disagreed;      /* this state's disagreement with the screen is counted */
+  /* When the screen was first seen idle while the hooks said otherwise;
+   * 0 when it was not. A Stop soon after clears it (the prompt is drawn a
+   * moment before Stop runs); any other report, or its age, makes it a
+   * disagreement. */
+  long long screen_idle_ms;
 } fl_hook_row;
 
 struct fl_hooks {
   fl_hook_row *rows;
   size_t n, cap;
-  unsigned long long reports, refused;
+  unsigned long long reports, refused, disagreements;
 };
 
 static struct fl_hooks *fl_hooks_of(fl_gw *gw) {
@@ -100,9 +110,30 @@ static void fl_hook_reason(fl_hook_row *r, const char *what, const char *text) {
   }
 }
 
+/* Counts and logs a disagreement of r's state with the screen, once per
+ * hook state. */
+static void fl_hook_disagree(fl_gw *gw, fl_hook_row *r) {
+  r->screen_idle_ms = 0;
+  if (r->disagreed)
+    return;
+  r->disagreed = 1;
+  gw->hooks->disagreements++;
+  fl_entity *e = fl_entity_by_gid(gw, r->gid);
+  fl_info(NULL, "'%s': its hooks say %s, its screen says idle; going by the screen",
+          e ? e->name : r->gid, r->state);
+}
+
+/* A screen seen idle long enough ago, with no Stop since, disagreed. */
+static void fl_hook_settle(fl_gw *gw, fl_hook_row *r, long long now) {
+  if (r->screen_idle_ms && now - r->screen_idle_ms >= FL_HOOK_SETTLE_MS)
+    fl_hook_disagree(gw, r);
+}
+
 static void fl_hook_set(fl_hook_row *r, const char *state, long long now) {
-  if (!r->state || strcmp(r->state, state) != 0)
+  if (!r->state || strcmp(r->state, state) != 0) {
     r->since_ms = now;
+    r->disagreed = 0;
+  }
   r->state = state;
   if (strcmp(state, "blocked") != 0)
     r->reason[0] = '\0';
@@ -145,6 +176,9 @@ int fl_gw_hook(fl_gw *gw, const char *gid, const char *event, json_t *hook, json
     if (!r)
       return fl_errf(err, errlen, "out of memory"), FL_ENOMEM;
     int was_blocked = r->state && strcmp(r->state, "blocked") == 0 && r->reason[0];
+    if (r->screen_idle_ms && strcmp(state, "idle") != 0)
+      fl_hook_disagree(gw, r); /* the screen was idle, and no Stop came */
+    r->screen_idle_ms = 0;
     fl_hook_set(r, state, now);
     r->last_ms = now;
     if (strcmp(event, "PermissionRequest") == 0)
@@ -181,12 +215,37 @@ void fl_hooks_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w) {
   fl_jw_obj_close(w);
 }
 
+/* The screen is the fallback: the forward path goes by it. Where it shows
+ * the idle prompt while the hooks say busy or blocked and no Stop follows
+ * (hooks gone silent: a turn interrupted without Stop, hooks removed, an
+ * agent update that changed them), the disagreement is logged and counted,
+ * once per hook state. The other way round (hooks idle, screen not) is not
+ * counted: the screen is not idle for many ordinary reasons (still
+ * drawing, not yet still for quietMs, the agent starting up after its
+ * SessionStart), and fleet waits then anyway. */
+void fl_hooks_screen_seen(fl_gw *gw, const fl_entity *e, int idle) {
+  fl_hook_row *r = gw->hooks && !e->remote ? fl_hook_find(gw->hooks, e->gid) : NULL;
+  if (!r || !r->state || r->disagreed)
+    return;
+  long long now = fl_now_ms();
+  int hook_idle = strcmp(r->state, "idle") == 0;
+  if (idle && !hook_idle) {
+    if (!r->screen_idle_ms)
+      r->screen_idle_ms = now;
+    fl_hook_settle(gw, r, now);
+  }
+}
+
 json_t *fl_hooks_describe(fl_gw *gw) {
   struct fl_hooks *h = gw->hooks;
   if (!h)
     return NULL;
-  return json_pack("{s:I, s:I, s:I}", "reports", (json_int_t)h->reports, "refused",
-                   (json_int_t)h->refused, "workers", (json_int_t)h->n);
+  long long now = fl_now_ms();
+  for (size_t i = 0; i < h->n; i++)
+    fl_hook_settle(gw, &h->rows[i], now);
+  return json_pack("{s:I, s:I, s:I, s:I}", "reports", (json_int_t)h->reports, "refused",
+                   (json_int_t)h->refused, "disagreements", (json_int_t)h->disagreements, "workers",
+                   (json_int_t)h->n);
 }
 
 void fl_hooks_free(fl_gw *gw) {

@@ -8,7 +8,10 @@
  *
  * for an entity whose hooks have reported (the module row's entity_write).
  * An entity with no reports has no activity: fleet reads it off its screen
- * as before.
+ * as before. The forward path still goes by the screen; where the screen
+ * shows the idle prompt while the hooks say busy or blocked and no Stop
+ * follows (hooks gone silent), the disagreement is logged and counted
+ * (fleetctl status: hooks.disagreements; the row's screen_seen).
  *
  * Internal to gateway/. Loop thread only. */
 #ifndef FL_HOOK_H
@@ -24,6 +27,7 @@ typedef struct fl_entity fl_entity;
 /* The module row's members (gateway.c). */
 json_t *fl_hooks_describe(fl_gw *gw);
 void fl_hooks_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w);
+void fl_hooks_screen_seen(fl_gw *gw, const fl_entity *e, int idle);
 void fl_hooks_free(fl_gw *gw);
 
 #endif

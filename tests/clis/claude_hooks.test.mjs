@@ -197,9 +197,21 @@ fleetTest('Claude Code hooks: the waiter wakes an idle session, additionalContex
 //    idle once started, busy while a turn runs, blocked at a permission
 //    dialog (with the tool as the reason), idle again after the turn. A
 //    brief sent while it is blocked waits, and goes in once, after the dialog.
+//    A turn interrupted with Esc runs no Stop, so the hooks still say busy
+//    while the screen shows the idle prompt: the screen decides (the brief is
+//    typed), and fleetd logs and counts the disagreement.
 fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, in fleet_list and fleetctl', { timeout: 300000 }, async (f, t) => {
   const holds = new Map();
   const model = await startModel(f, (r) => {
+    // INTERRUPT-ME: a fleet_list call first, then the turn holds on HOLD-2
+    // (a turn already answered in part, so Esc does not give the prompt back).
+    const lastText = r.userTexts[r.userTexts.length - 1] || '';
+    if (!r.side && lastText.includes('INTERRUPT-ME')) {
+      if (r.lastUser != null) return { toolCalls: [{ name: 'mcp__fleet__fleet_list', input: {} }] };
+      const g = holds.get('HOLD-2') || gate();
+      holds.set('HOLD-2', g);
+      return g.promise.then(() => ({ text: 'finished HOLD-2' }));
+    }
     if (r.side || r.lastUser == null) return { text: 'done' };
     const hold = (r.lastUser.match(/HOLD-\w+/) || [])[0];
     if (hold) {
@@ -281,5 +293,27 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     await until('idle', 'Stop after the tool and the brief');
     const st = await fleetctlJson(f, ['status']);
     assert.ok(st.hooks?.reports >= 5, JSON.stringify(st.hooks));
+    assert.equal(st.hooks.disagreements, 0, `hooks and screen agreed so far: ${f.fleetdLog.split('\n').filter((l) => /hooks say|brief .* waits|injected|typed/.test(l)).join('\n')}`);
+  });
+
+  await t.test('a turn interrupted with Esc runs no Stop: the screen decides, the disagreement is logged and counted', async () => {
+    const r = await callTool(lead, 'fleet_send', { to: 'w1', content: 'INTERRUPT-ME: a job to interrupt', wait_s: 0 });
+    assert.equal(r.status, 'injected', JSON.stringify(r));
+    await until('busy', 'UserPromptSubmit');
+    await waitFor(() => holds.has('HOLD-2'), { what: 'the model holding the turn' });
+    await tm.run('send-keys', '-t', pane, 'Escape');
+    await tm.waitScreen(pane, /Interrupted/, { what: 'the interrupted turn' });
+    await sleep(2500); // longer than a hook state must hold before it disagrees
+    assert.equal((await activity()).state, 'busy', 'no Stop came: the hooks still say busy');
+    // The screen says idle: the brief is typed, and reaches the model once.
+    const b = await callTool(lead, 'fleet_send', { to: 'w1', content: 'AFTER-ESC: the screen decides', wait_s: 0 }, { timeout: 200000 });
+    assert.equal(b.status, 'injected', JSON.stringify(b));
+    // It goes in with the interrupted turn's tool result, so the fake model reads no new prompt.
+    await waitFor(() => carrying(model, 'AFTER-ESC').length >= 1, { timeout: 60000, what: 'the brief at the model' });
+    const st = await fleetctlJson(f, ['status']);
+    assert.equal(st.hooks.disagreements, 1, JSON.stringify(st.hooks));
+    assert.match(f.fleetdLog, /'w1': its hooks say busy, its screen says idle; going by the screen/);
+    holds.get('HOLD-2').open();
+    await until('idle', 'the next Stop');
   });
 });
