@@ -1,8 +1,8 @@
 /* bench_util.h — the small helpers the benchmark drivers share: a monotonic
  * clock, pacing, percentiles over a sample array, and dying with a message.
  *
- * Header-only (static functions) so each driver stays one .c file that the
- * bench's own CMake project builds; nothing here is part of fleet. */
+ * Header-only (static functions), so the bench's own CMake project needs no
+ * library for them; nothing here is part of fleet. */
 #ifndef FL_BENCH_UTIL_H
 #define FL_BENCH_UTIL_H
 
@@ -13,8 +13,12 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* The driver's name in fb_die's messages; each driver sets it in main. */
-static const char *fb_prog = "bench";
+/* The driver's name in fb_die's messages; each driver sets it in main, and a
+ * driver's other files define FB_PROG to it before including this header. */
+#ifndef FB_PROG
+#define FB_PROG "bench"
+#endif
+static const char *fb_prog = FB_PROG;
 
 /* Prints "PROG: message" on stderr and exits 1. */
 static void fb_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, unused));
