@@ -25,7 +25,8 @@
  * IMMEDIATE and COMMIT, and any failure rolls the whole transaction back. The
  * store belongs to the loop thread: the connection is opened without SQLite's
  * own mutex. The entity tables' calls are in store_roster.c, the forward
- * path's briefs in store_forward.c. */
+ * path's briefs in store_forward.c, the held messages and the seen-set in
+ * store_held.c. */
 #include "gateway/store/store.h"
 #include "gateway/store/store_internal.h"
 
@@ -53,10 +54,6 @@
 #define FL_STORE_SCHEMA_VERSION 1
 #define FL_STORE_STR_(x) #x
 #define FL_STORE_STR(x) FL_STORE_STR_(x)
-
-/* A take grows its result array from this many slots, so a take of max=100
- * with two messages held does not allocate for a hundred. */
-#define FL_TAKE_FIRST_SLOTS 16
 
 /* The column list every message select returns, in fl_row_msg's order. */
 #define FL_MSG_COLS                                                                                \
@@ -234,7 +231,7 @@ int fl_store_step(fl_store *s, sqlite3_stmt *st, const char *trace, const char *
 }
 
 /* Runs a statement that returns no rows (BEGIN, DELETE, ...). */
-static int fl_exec(fl_store *s, enum fl_stmt_id id, const char *trace, const char *what) {
+int fl_store_exec(fl_store *s, enum fl_stmt_id id, const char *trace, const char *what) {
   int rc = fl_store_step(s, s->st[id], trace, what);
   if (rc > 0)
     rc = 0;
@@ -242,21 +239,21 @@ static int fl_exec(fl_store *s, enum fl_stmt_id id, const char *trace, const cha
   return rc;
 }
 
-static int fl_begin(fl_store *s, const char *trace) {
-  return fl_exec(s, s->batch ? FL_ST_SAVEPOINT : FL_ST_BEGIN, trace, "begin");
+int fl_store_begin(fl_store *s, const char *trace) {
+  return fl_store_exec(s, s->batch ? FL_ST_SAVEPOINT : FL_ST_BEGIN, trace, "begin");
 }
 
 /* Rolls back if a transaction is still open: SQLite ends one by itself on
  * some errors, and a ROLLBACK then would only add a second, false error. In
  * a batch, only this operation's savepoint is undone. */
-static void fl_rollback(fl_store *s, const char *trace) {
+void fl_store_rollback(fl_store *s, const char *trace) {
   if (sqlite3_get_autocommit(s->db))
     return;
   if (s->batch) {
-    fl_exec(s, FL_ST_ROLLBACK_TO, trace, "rollback to savepoint");
-    fl_exec(s, FL_ST_RELEASE, trace, "release savepoint");
+    fl_store_exec(s, FL_ST_ROLLBACK_TO, trace, "rollback to savepoint");
+    fl_store_exec(s, FL_ST_RELEASE, trace, "release savepoint");
   } else {
-    fl_exec(s, FL_ST_ROLLBACK, trace, "rollback");
+    fl_store_exec(s, FL_ST_ROLLBACK, trace, "rollback");
   }
 }
 
@@ -279,33 +276,25 @@ int fl_store_check_file(fl_store *s) {
   return FL_ESTORE;
 }
 
-static int fl_commit(fl_store *s, const char *trace) {
+int fl_store_commit(fl_store *s, const char *trace) {
   /* A commit into a file that is no longer the database's is lost. */
   if (fl_store_check_file(s) != 0) {
-    fl_rollback(s, trace);
+    fl_store_rollback(s, trace);
     return FL_ESTORE;
   }
-  int rc = fl_exec(s, s->batch ? FL_ST_RELEASE : FL_ST_COMMIT, trace, "commit");
+  int rc = fl_store_exec(s, s->batch ? FL_ST_RELEASE : FL_ST_COMMIT, trace, "commit");
   if (rc)
-    fl_rollback(s, trace);
+    fl_store_rollback(s, trace);
   return rc;
 }
 
 int fl_store_batch_begin(fl_store *s) {
   if (!s || s->batch)
     return FL_EINVAL;
-  int rc = fl_exec(s, FL_ST_BEGIN, NULL, "begin batch");
+  int rc = fl_store_exec(s, FL_ST_BEGIN, NULL, "begin batch");
   if (rc == 0)
     s->batch = 1;
   return rc;
-}
-
-/* A flood must not wait for the sweeper: past a tenth of the bound in new
- * keys, trim now, outside any batch (a failure is logged; the sweeper tries
- * again). */
-static void fl_seen_trim_due(fl_store *s) {
-  if (!s->batch && s->seen_added > s->max_seen / 10)
-    fl_store_trim_seen(s, fl_now_ms());
 }
 
 int fl_store_batch_end(fl_store *s) {
@@ -314,10 +303,10 @@ int fl_store_batch_end(fl_store *s) {
   s->batch = 0;
   int rc = fl_store_check_file(s);
   if (rc == 0)
-    rc = fl_exec(s, FL_ST_COMMIT, NULL, "commit batch");
+    rc = fl_store_exec(s, FL_ST_COMMIT, NULL, "commit batch");
   if (rc && !sqlite3_get_autocommit(s->db))
-    fl_exec(s, FL_ST_ROLLBACK, NULL, "rollback batch");
-  fl_seen_trim_due(s);
+    fl_store_exec(s, FL_ST_ROLLBACK, NULL, "rollback batch");
+  fl_store_seen_trim_due(s);
   return rc;
 }
 
@@ -343,35 +332,6 @@ void fl_store_col_copy(sqlite3_stmt *st, int col, char *dst, size_t n) {
 int fl_store_field_ok(const char *f, size_t n, int nonempty) {
   size_t len = strnlen(f, n);
   return len < n && (!nonempty || len > 0);
-}
-
-/* Fills m from a row of FL_MSG_COLS; m->content is new (NUL-terminated) on
- * success and NULL on failure. Returns 0, FL_ENOMEM or FL_ESTORE. */
-static int fl_row_msg(fl_store *s, sqlite3_stmt *st, fl_msg *m) {
-  memset(m, 0, sizeof *m);
-  m->seq = sqlite3_column_int64(st, 0);
-  fl_store_col_copy(st, 1, m->msg_id, sizeof m->msg_id);
-  fl_store_col_copy(st, 2, m->to_gid, sizeof m->to_gid);
-  fl_store_col_copy(st, 3, m->trace_id, sizeof m->trace_id);
-  fl_store_col_copy(st, 4, m->kind, sizeof m->kind);
-  fl_store_col_copy(st, 5, m->from_gid, sizeof m->from_gid);
-  fl_store_col_copy(st, 6, m->from_name, sizeof m->from_name);
-  fl_store_col_copy(st, 7, m->in_reply_to, sizeof m->in_reply_to);
-  m->ts_ms = sqlite3_column_int64(st, 8);
-  m->expires_ms = sqlite3_column_int64(st, 9);
-  /* blob before bytes: that is the order SQLite documents as safe. */
-  const void *blob = sqlite3_column_blob(st, 10);
-  int len = sqlite3_column_bytes(st, 10);
-  if (len < 0 || (!blob && len > 0))
-    return fl_store_db_fail(s, m->trace_id, "reading message content");
-  m->content = fl_malloc((size_t)len + 1);
-  if (!m->content)
-    return FL_ENOMEM;
-  if (len)
-    memcpy(m->content, blob, (size_t)len);
-  m->content[len] = '\0';
-  m->content_len = (size_t)len;
-  return 0;
 }
 
 /* Creates path with mode 0600 if it is missing, and narrows an existing one
@@ -553,419 +513,4 @@ void fl_store_close(fl_store **sp) {
   fl_free(s->path);
   fl_free(s);
   *sp = NULL;
-}
-
-/* Checks the shape of a message before it touches the database. */
-static int fl_msg_check(const fl_msg *m) {
-  if (!FL_FIELD_OK(m->msg_id, 1) || !FL_FIELD_OK(m->to_gid, 1) || !FL_FIELD_OK(m->trace_id, 0) ||
-      !FL_FIELD_OK(m->kind, 0) || !FL_FIELD_OK(m->from_gid, 0) || !FL_FIELD_OK(m->from_name, 0) ||
-      !FL_FIELD_OK(m->in_reply_to, 0))
-    return FL_EINVAL;
-  if (!m->content && m->content_len)
-    return FL_EINVAL;
-  if (m->content_len > FL_MAX_CONTENT)
-    return FL_ETOOBIG;
-  return 0;
-}
-
-int fl_store_put(fl_store *s, fl_msg *m) { return fl_store_admit(s, m, FL_ADMIT_HOLD); }
-
-int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
-  if (!s || !m)
-    return FL_EINVAL;
-  int rc = fl_msg_check(m);
-  if (rc)
-    return rc;
-  m->handed = 0;
-  const char *trace = m->trace_id;
-  sqlite3_stmt *known = s->st[FL_ST_KNOWN];
-  sqlite3_stmt *all = s->st[FL_ST_HELD_ALL];
-  sqlite3_stmt *ins = s->st[FL_ST_INSERT_HELD];
-  sqlite3_stmt *seen = s->st[FL_ST_INSERT_SEEN];
-  int handed = 0;
-  if ((rc = fl_begin(s, trace)))
-    return rc;
-
-  if (how != FL_ADMIT_SEEN_ALREADY) {
-    if (fl_store_bind_text(known, 1, m->msg_id) != SQLITE_OK ||
-        fl_store_bind_text(known, 2, m->to_gid) != SQLITE_OK) {
-      rc = fl_store_db_fail(s, trace, "binding the dedup check");
-      goto out;
-    }
-    if ((rc = fl_store_step(s, known, trace, "dedup check")) < 0)
-      goto out;
-    if (rc == 1) {
-      rc = FL_EDUP;
-      goto out;
-    }
-  }
-
-  if (fl_store_bind_text(all, 1, m->to_gid) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, trace, "binding the held count");
-    goto out;
-  }
-  if ((rc = fl_store_step(s, all, trace, "held count")) < 0)
-    goto out;
-  if (rc == 0) {
-    rc = fl_store_db_fail(s, trace, "held count (no row)");
-    goto out;
-  }
-  sqlite3_int64 held = sqlite3_column_int64(all, 0);
-  /* Handing over is only for a recipient with nothing held: what is held
-   * goes first, in order. A message already seen is kept even at the cap:
-   * it was accepted before. */
-  handed = how == FL_ADMIT_HAND && held == 0;
-  if (how != FL_ADMIT_SEEN_ALREADY && held >= FL_MAX_HELD_PER_ENTITY) {
-    rc = FL_EFULL;
-    goto out;
-  }
-
-  int64_t seq = 0;
-  if (!handed) {
-    /* A zero-length blob needs a non-NULL pointer, or SQLite binds NULL. */
-    if (fl_store_bind_text(ins, 1, m->msg_id) != SQLITE_OK ||
-        fl_store_bind_text(ins, 2, m->to_gid) != SQLITE_OK ||
-        fl_store_bind_text(ins, 3, m->trace_id) != SQLITE_OK ||
-        fl_store_bind_text(ins, 4, m->kind) != SQLITE_OK ||
-        fl_store_bind_text(ins, 5, m->from_gid) != SQLITE_OK ||
-        fl_store_bind_text(ins, 6, m->from_name) != SQLITE_OK ||
-        fl_store_bind_text(ins, 7, m->in_reply_to) != SQLITE_OK ||
-        sqlite3_bind_int64(ins, 8, m->ts_ms) != SQLITE_OK ||
-        sqlite3_bind_int64(ins, 9, m->expires_ms) != SQLITE_OK ||
-        sqlite3_bind_blob(ins, 10, m->content_len ? m->content : "", (int)m->content_len,
-                          SQLITE_STATIC) != SQLITE_OK) {
-      rc = fl_store_db_fail(s, trace, "binding the message");
-      goto out;
-    }
-    if ((rc = fl_store_step(s, ins, trace, "storing the message")) < 0)
-      goto out;
-    seq = sqlite3_last_insert_rowid(s->db);
-  }
-
-  if (how != FL_ADMIT_SEEN_ALREADY) {
-    if (fl_store_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
-        fl_store_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
-        sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK ||
-        sqlite3_bind_int64(seen, 4, fl_store_seen_until(m->ts_ms, m->expires_ms)) != SQLITE_OK) {
-      rc = fl_store_db_fail(s, trace, "binding the seen entry");
-      goto out;
-    }
-    if ((rc = fl_store_step(s, seen, trace, "recording the msgId as seen")) < 0)
-      goto out;
-  }
-
-  fl_store_stmt_done(known);
-  fl_store_stmt_done(all);
-  fl_store_stmt_done(ins);
-  fl_store_stmt_done(seen);
-  if ((rc = fl_commit(s, trace)))
-    return rc;
-  m->seq = seq;
-  m->handed = handed;
-  if (how != FL_ADMIT_SEEN_ALREADY) {
-    s->seen_added++;
-    fl_seen_trim_due(s);
-  }
-  return 0;
-
-out:
-  fl_store_stmt_done(known);
-  fl_store_stmt_done(all);
-  fl_store_stmt_done(ins);
-  fl_store_stmt_done(seen);
-  fl_rollback(s, trace);
-  return rc;
-}
-
-/* Deletes the held row seq inside the caller's transaction. */
-static int fl_delete_seq(fl_store *s, int64_t seq, const char *trace) {
-  sqlite3_stmt *del = s->st[FL_ST_DELETE_SEQ];
-  if (sqlite3_bind_int64(del, 1, seq) != SQLITE_OK) {
-    fl_store_stmt_done(del);
-    return fl_store_db_fail(s, trace, "binding the delete");
-  }
-  return fl_exec(s, FL_ST_DELETE_SEQ, trace, "removing a taken message");
-}
-
-void fl_msgs_free(fl_msg *msgs, size_t n) {
-  if (!msgs)
-    return;
-  for (size_t i = 0; i < n; i++)
-    fl_free(msgs[i].content);
-  fl_free(msgs);
-}
-
-/* fl_store_take and fl_store_peek: the same select; drain deletes what it
- * returned in the same transaction. */
-static int fl_store_select(fl_store *s, const char *to_gid, const char *from_gid, size_t max,
-                           int64_t now_ms, int drain, fl_msg **out, size_t *n) {
-  if (!out || !n)
-    return FL_EINVAL;
-  *out = NULL;
-  *n = 0;
-  if (!s || !to_gid || !*to_gid)
-    return FL_EINVAL;
-  if (max == 0)
-    return 0;
-  /* No entity holds more than the cap, so a larger max only sizes the
-   * LIMIT; clamping keeps the arithmetic below in range. */
-  if (max > FL_MAX_HELD_PER_ENTITY)
-    max = FL_MAX_HELD_PER_ENTITY;
-
-  sqlite3_stmt *sel = s->st[FL_ST_TAKE_SELECT];
-  fl_msg *msgs = NULL;
-  size_t got = 0, cap = 0;
-  int rc = fl_begin(s, NULL);
-  if (rc)
-    return rc;
-  if (fl_store_bind_text(sel, 1, to_gid) != SQLITE_OK ||
-      fl_store_bind_text(sel, 2, from_gid) != SQLITE_OK ||
-      sqlite3_bind_int64(sel, 3, now_ms) != SQLITE_OK ||
-      sqlite3_bind_int64(sel, 4, (sqlite3_int64)max) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, NULL, "binding the take");
-    goto fail;
-  }
-  while ((rc = fl_store_step(s, sel, NULL, "selecting held messages")) == 1) {
-    if (got == cap) {
-      size_t ncap = cap ? cap * 2 : FL_TAKE_FIRST_SLOTS;
-      if (ncap > max)
-        ncap = max;
-      fl_msg *grown = fl_realloc(msgs, ncap * sizeof *grown);
-      if (!grown) {
-        rc = FL_ENOMEM;
-        goto fail;
-      }
-      msgs = grown;
-      cap = ncap;
-    }
-    if ((rc = fl_row_msg(s, sel, &msgs[got])))
-      goto fail;
-    got++;
-  }
-  if (rc < 0)
-    goto fail;
-  fl_store_stmt_done(sel);
-
-  for (size_t i = 0; drain && i < got; i++)
-    if ((rc = fl_delete_seq(s, msgs[i].seq, msgs[i].trace_id)))
-      goto fail;
-  if ((rc = fl_commit(s, NULL)))
-    goto fail;
-  *out = got ? msgs : NULL;
-  *n = got;
-  if (!got)
-    fl_free(msgs);
-  return 0;
-
-fail:
-  fl_store_stmt_done(sel);
-  fl_rollback(s, NULL);
-  fl_msgs_free(msgs, got);
-  return rc;
-}
-
-int fl_store_take(fl_store *s, const char *to_gid, const char *from_gid, size_t max, int64_t now_ms,
-                  fl_msg **out, size_t *n) {
-  return fl_store_select(s, to_gid, from_gid, max, now_ms, 1, out, n);
-}
-
-int fl_store_peek(fl_store *s, const char *to_gid, size_t max, int64_t now_ms, fl_msg **out,
-                  size_t *n) {
-  return fl_store_select(s, to_gid, NULL, max, now_ms, 0, out, n);
-}
-
-int fl_store_take_id(fl_store *s, const char *to_gid, const char *msg_id, fl_msg *out) {
-  if (!out)
-    return FL_EINVAL;
-  memset(out, 0, sizeof *out);
-  if (!s || !to_gid || !*to_gid || !msg_id || !*msg_id)
-    return FL_EINVAL;
-  sqlite3_stmt *sel = s->st[FL_ST_ID_SELECT];
-  int rc = fl_begin(s, NULL);
-  if (rc)
-    return rc;
-  if (fl_store_bind_text(sel, 1, to_gid) != SQLITE_OK ||
-      fl_store_bind_text(sel, 2, msg_id) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, NULL, "binding the take by id");
-    goto fail;
-  }
-  if ((rc = fl_store_step(s, sel, NULL, "selecting a held message")) < 0)
-    goto fail;
-  if (rc == 0) {
-    rc = FL_ENOTFOUND;
-    goto fail;
-  }
-  if ((rc = fl_row_msg(s, sel, out)))
-    goto fail;
-  fl_store_stmt_done(sel);
-  if ((rc = fl_delete_seq(s, out->seq, out->trace_id)) || (rc = fl_commit(s, out->trace_id)))
-    goto fail;
-  return 0;
-
-fail:
-  fl_store_stmt_done(sel);
-  fl_rollback(s, NULL);
-  fl_free(out->content);
-  out->content = NULL;
-  out->content_len = 0;
-  return rc;
-}
-
-/* Runs a one-row count(*) statement whose parameters are already bound. */
-static int fl_count_stmt(fl_store *s, sqlite3_stmt *st, const char *what, size_t *n) {
-  int rc = fl_store_step(s, st, NULL, what);
-  if (rc == 1) {
-    *n = (size_t)sqlite3_column_int64(st, 0);
-    rc = 0;
-  } else if (rc == 0) {
-    rc = fl_store_db_fail(s, NULL, what);
-  }
-  fl_store_stmt_done(st);
-  return rc;
-}
-
-int fl_store_count(fl_store *s, const char *to_gid, int64_t now_ms, size_t *n) {
-  if (!n)
-    return FL_EINVAL;
-  *n = 0;
-  if (!s || !to_gid)
-    return FL_EINVAL;
-  sqlite3_stmt *st = s->st[FL_ST_COUNT];
-  if (fl_store_bind_text(st, 1, to_gid) != SQLITE_OK ||
-      sqlite3_bind_int64(st, 2, now_ms) != SQLITE_OK) {
-    fl_store_stmt_done(st);
-    return fl_store_db_fail(s, NULL, "binding the count");
-  }
-  return fl_count_stmt(s, st, "counting held messages", n);
-}
-
-int fl_store_is_held(fl_store *s, const char *to_gid, const char *msg_id, int *held) {
-  if (!held)
-    return FL_EINVAL;
-  *held = 0;
-  if (!s || !to_gid || !msg_id)
-    return FL_EINVAL;
-  sqlite3_stmt *st = s->st[FL_ST_IS_HELD];
-  if (fl_store_bind_text(st, 1, to_gid) != SQLITE_OK ||
-      fl_store_bind_text(st, 2, msg_id) != SQLITE_OK) {
-    fl_store_stmt_done(st);
-    return fl_store_db_fail(s, NULL, "binding the held check");
-  }
-  size_t n = 0;
-  int rc = fl_count_stmt(s, st, "checking a held message", &n);
-  *held = n > 0;
-  return rc;
-}
-
-int fl_store_total(fl_store *s, size_t *n) {
-  if (!n)
-    return FL_EINVAL;
-  *n = 0;
-  if (!s)
-    return FL_EINVAL;
-  return fl_count_stmt(s, s->st[FL_ST_TOTAL], "counting all held messages", n);
-}
-
-int fl_store_expire(fl_store *s, int64_t now_ms, size_t *dropped) {
-  if (dropped)
-    *dropped = 0;
-  if (!s)
-    return FL_EINVAL;
-  sqlite3_stmt *exp = s->st[FL_ST_EXPIRE];
-  size_t gone = 0;
-  int rc = fl_begin(s, NULL);
-  if (rc)
-    return rc;
-  if (sqlite3_bind_int64(exp, 1, now_ms) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, NULL, "binding the expiry");
-    goto fail;
-  }
-  if ((rc = fl_store_step(s, exp, NULL, "deleting expired messages")) < 0)
-    goto fail;
-  gone = (size_t)sqlite3_changes(s->db);
-  fl_store_stmt_done(exp);
-  if ((rc = fl_commit(s, NULL)))
-    return rc;
-  if (dropped)
-    *dropped = gone;
-  return fl_store_trim_seen(s, now_ms);
-
-fail:
-  fl_store_stmt_done(exp);
-  fl_rollback(s, NULL);
-  return rc;
-}
-
-long long fl_store_seen_until(long long ts_ms, long long expires_ms) {
-  long long until = ts_ms + FL_ENVELOPE_MAX_LIFE_MS;
-  return expires_ms > 0 && expires_ms < until ? expires_ms : until;
-}
-
-long long fl_store_seen_horizon(const fl_store *s) { return s ? s->seen_horizon : 0; }
-
-void fl_store_set_max_seen(fl_store *s, size_t n) {
-  if (s)
-    s->max_seen = n < FL_MIN_SEEN ? FL_MIN_SEEN : n > FL_MAX_MAX_SEEN ? FL_MAX_MAX_SEEN : n;
-}
-
-/* Deletes the keys (not held) whose expiry is at or before cut. */
-static int fl_seen_drop(fl_store *s, long long cut, const char *what) {
-  sqlite3_stmt *trim = s->st[FL_ST_TRIM_SEEN];
-  int rc = sqlite3_bind_int64(trim, 1, cut) == SQLITE_OK ? fl_store_step(s, trim, NULL, what)
-                                                         : fl_store_db_fail(s, NULL, what);
-  fl_store_stmt_done(trim);
-  return rc < 0 ? rc : 0;
-}
-
-int fl_store_trim_seen(fl_store *s, long long now_ms) {
-  if (!s)
-    return FL_EINVAL;
-  s->seen_added = 0;
-  sqlite3_stmt *cut = s->st[FL_ST_SEEN_CUT];
-  sqlite3_stmt *hor = s->st[FL_ST_HORIZON_PUT];
-  int rc = fl_begin(s, NULL);
-  if (rc)
-    return rc;
-  /* By time: a key whose envelope has expired guards nothing. */
-  if ((rc = fl_seen_drop(s, now_ms, "trimming expired keys from the seen-set")))
-    goto fail;
-  /* By count: the keys that expire first go, and the horizon moves up to
-   * the last of them. */
-  if (sqlite3_bind_int64(cut, 1, (sqlite3_int64)s->max_seen) != SQLITE_OK) {
-    rc = fl_store_db_fail(s, NULL, "binding the seen-set's bound");
-    goto fail;
-  }
-  if ((rc = fl_store_step(s, cut, NULL, "finding the seen-set's cut")) < 0)
-    goto fail;
-  long long horizon = rc == 1 ? sqlite3_column_int64(cut, 0) : 0;
-  fl_store_stmt_done(cut);
-  rc = 0;
-  if (horizon > s->seen_horizon) {
-    if ((rc = fl_seen_drop(s, horizon, "trimming the seen-set to its bound")))
-      goto fail;
-    if (sqlite3_bind_int64(hor, 1, horizon) != SQLITE_OK ||
-        fl_store_step(s, hor, NULL, "storing the seen-set's horizon") < 0) {
-      rc = fl_store_db_fail(s, NULL, "storing the seen-set's horizon");
-      goto fail;
-    }
-    fl_store_stmt_done(hor);
-  }
-  if ((rc = fl_commit(s, NULL)))
-    return rc;
-  if (horizon > s->seen_horizon) {
-    char at[FL_TS_LEN];
-    fl_rfc3339(horizon, at);
-    fl_warn(NULL,
-            "store: the seen-set reached its bound of %zu msgIds (store.maxSeen); it now refuses "
-            "envelopes that expire at or before %s (the oldest it still remembers)",
-            s->max_seen, at);
-    s->seen_horizon = horizon;
-  }
-  return 0;
-
-fail:
-  fl_store_stmt_done(cut);
-  fl_store_stmt_done(hor);
-  fl_rollback(s, NULL);
-  return rc;
 }

@@ -64,6 +64,17 @@ int fl_store_db_fail(const fl_store *s, const char *trace, const char *what);
 void fl_store_stmt_done(sqlite3_stmt *st);
 /* Steps st once: 1 for a row, 0 when done, FL_ESTORE (logged) on error. */
 int fl_store_step(fl_store *s, sqlite3_stmt *st, const char *trace, const char *what);
+/* Runs statement id to its end (fl_store_step). */
+int fl_store_exec(fl_store *s, enum fl_stmt_id id, const char *trace, const char *what);
+/* Opens a transaction (a savepoint inside a batch) / commits it; a failed
+ * commit rolls back. */
+int fl_store_begin(fl_store *s, const char *trace);
+int fl_store_commit(fl_store *s, const char *trace);
+/* Rolls back what is still open of the current transaction (savepoint). */
+void fl_store_rollback(fl_store *s, const char *trace);
+/* Trims the seen-set now when enough keys came in since the last trim
+ * (store_held.c). */
+void fl_store_seen_trim_due(fl_store *s);
 /* Binds a borrowed, NUL-terminated string (NULL binds ""). */
 int fl_store_bind_text(sqlite3_stmt *st, int i, const char *v);
 /* Copies a text column into a fixed field, truncating. */
