@@ -200,14 +200,17 @@ int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, fl_gw_cb cb, void *ctx, 
 int fl_gw_dlq(fl_gw *gw, fl_client *c, const char *op, const char *id, double older_than_s,
               fl_gw_cb cb, void *ctx, fl_wait **wait, char *err, size_t errlen);
 
-/* What an agent's hook reported (fleet/hook, from clients/fleet-hook.c)
- * for the local entity gid: event as the agent names it, hook the summary
- * of its input ({sessionId?, notificationType?, message?, tool?, input?};
- * borrowed, may be NULL). Updates the entity's activity (verbs/hook.h);
- * *result is {action} for fleet-hook to answer the hook with. FL_ENOTFOUND
- * when gid is no agent of this host. */
-int fl_gw_hook(fl_gw *gw, const char *gid, const char *event, json_t *hook, json_t **result,
-               char *err, size_t errlen);
+/* What an agent's hook reported (fleet/hook, from clients/fleet-hook.c,
+ * on session c) for the local entity gid: event as the agent names it, hook
+ * the summary of its input ({sessionId?, notificationType?, message?, tool?,
+ * input?}; borrowed, may be NULL). Updates the entity's activity
+ * (verbs/hook.h). The answer, {action, text?, reason?} for fleet-hook to
+ * answer the hook with, is *result now, or comes later through cb when the
+ * call is parked (*wait set: a permission request waiting for a lead's
+ * fleet_approve; verbs/hook_park.h). FL_ENOTFOUND when gid is no agent of
+ * this host. */
+int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, json_t *hook,
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
 
 json_t *fl_gw_identity(fl_gw *gw);
 json_t *fl_gw_peers(fl_gw *gw);

@@ -163,9 +163,21 @@ void fl_admin_hook(fl_session *s, json_t *id, json_t *params) {
                            "optional params.hook object");
     return;
   }
+  fl_tool_call *call = fl_tool_call_new(s, NULL, NULL);
+  if (!call) {
+    fl_session_reply(s, id, NULL);
+    return;
+  }
   char err[256] = "";
   json_t *result = NULL;
-  int rc = fl_gw_hook(fl_session_gw(s), gid, event, hook, &result, err, sizeof err);
+  fl_wait *wait = NULL;
+  int rc = fl_gw_hook(fl_session_gw(s), fl_session_client(s), gid, event, hook, fl_tool_call_done,
+                      call, &result, &wait, err, sizeof err);
+  if (rc == 0 && wait) {
+    fl_tool_call_park(call, id, wait);
+    return;
+  }
+  fl_tool_call_free(&call);
   if (rc != 0) {
     fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
     return;

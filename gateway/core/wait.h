@@ -29,7 +29,8 @@ enum fl_wait_kind {
   FL_WAIT_ASK,     /* a fleet_ask waiting for its answer (ask.c) */
   FL_WAIT_ANSWER,  /* an answer waiting to hear whether its turn still waited (ask.c) */
   FL_WAIT_FANOUT,  /* a brief to several recipients waiting for their replies (fanout.c) */
-  FL_WAIT_ADMIN    /* an operator's command waiting for the broker (fleetctl dlq) */
+  FL_WAIT_ADMIN,   /* an operator's command waiting for the broker (fleetctl dlq) */
+  FL_WAIT_HOOK     /* an agent's hook waiting for fleet's answer (hook_park.h) */
 };
 
 /* What a waiter does when its time is up, and what its owner must drop when

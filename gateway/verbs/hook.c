@@ -139,8 +139,10 @@ static void fl_hook_set(fl_hook_row *r, const char *state, long long now) {
     r->reason[0] = '\0';
 }
 
-int fl_gw_hook(fl_gw *gw, const char *gid, const char *event, json_t *hook, json_t **result,
-               char *err, size_t errlen) {
+int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, json_t *hook,
+               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
+  *result = NULL;
+  *wait = NULL;
   struct fl_hooks *h = fl_hooks_of(gw);
   fl_entity *e = gid ? fl_entity_by_gid(gw, gid) : NULL;
   if (!h)
