@@ -83,6 +83,21 @@
 #define FL_HOOK_APPROVE_WAIT_S 120
 #define FL_HOOK_WAKE_S 86400
 #define FL_HOOK_SUMMARY_MAX 512
+/* How long fleetd keeps a permission request waiting for a lead's
+ * fleet_approve (hooks.approveTimeoutMs): by default well inside
+ * fleet-hook's own wait (FL_HOOK_APPROVE_WAIT_S), so fleetd's "nothing"
+ * reaches the agent before fleet-hook gives up, and the agent's dialog
+ * comes back to its pane. At most FL_HOOK_APPROVE_WAIT_S. */
+#define FL_HOOK_APPROVE_TIMEOUT_MS 110000
+/* Approvals (approve.c): requests waiting for a lead at once (one per
+ * open permission dialog; a worker has one at a time, so the number of
+ * sessions fleetd can have), and the requestIds answered or ended that
+ * are remembered, so a late or repeated fleet_approve hears which. */
+#define FL_MAX_APPROVALS FL_MAX_CLIENTS
+#define FL_APPROVALS_REMEMBERED 1024
+/* A decision's reason goes to the agent as its tool's error: a sentence or
+ * a short paragraph. */
+#define FL_MAX_APPROVE_REASON 1000
 #define FL_DEFAULT_WAIT_S 30
 /* A parallel brief (fleet_send with `to` a list) goes to 2..16 recipients. */
 #define FL_MIN_FANOUT 2

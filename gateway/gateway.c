@@ -16,6 +16,7 @@
 #include "gateway/fabric/fabric.h"
 #include "gateway/rooms/claims.h"
 #include "gateway/rooms/room.h"
+#include "gateway/verbs/approve.h"
 #include "gateway/verbs/ask.h"
 #include "gateway/verbs/hook.h"
 #include "gateway/verbs/spawn.h"
@@ -66,9 +67,12 @@ static const fl_module fl_hooks_row = {.name = "hooks",
                                        .entity_write = fl_hooks_entity_write,
                                        .screen_seen = fl_hooks_screen_seen};
 
+static const fl_module fl_approvals_row = {
+    .name = "approvals", .describe = fl_approve_describe, .free = fl_approve_free};
+
 static const fl_module *const fl_rows[] = {
     &fl_spawn_row, &fl_rooms_row, &fl_claims_row, &fl_dash_row,  &fl_broker_row,
-    &fl_coord_row, &fl_dlq_row,   &fl_ask_row,    &fl_hooks_row,
+    &fl_coord_row, &fl_dlq_row,   &fl_ask_row,    &fl_hooks_row, &fl_approvals_row,
 };
 
 int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, size_t errlen) {

@@ -212,6 +212,19 @@ int fl_gw_dlq(fl_gw *gw, fl_client *c, const char *op, const char *id, double ol
 int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, json_t *hook,
                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
 
+/* fleet_approve: c's decision ("allow" or "deny", reason may be NULL) on
+ * permission request request_id of worker `to` (a BLOCKED message gave
+ * it). For a worker of this host *result is {gid, name, host, requestId,
+ * decision, status: allowed | denied}; for one of another host the
+ * decision goes through the control plane and *wait answers. Who may
+ * decide is the worker's host's say (verbs/approve.h); FL_ENOTFOUND for an
+ * unknown worker or requestId, FL_EDUP for one answered already,
+ * FL_ETIMEDOUT for one that ended unanswered, FL_EINVAL for a bad decision
+ * or a caller not entitled; err says which. */
+int fl_gw_approve(fl_gw *gw, fl_client *c, const char *to, const char *request_id,
+                  const char *decision, const char *reason, fl_gw_cb cb, void *ctx, json_t **result,
+                  fl_wait **wait, char *err, size_t errlen);
+
 json_t *fl_gw_identity(fl_gw *gw);
 json_t *fl_gw_peers(fl_gw *gw);
 /* Pins host to the base64 Ed25519 key pk (url may be NULL) and saves the

@@ -188,6 +188,14 @@ static int fl_tool_stop(fl_session *s, fl_tool_call *call, json_t *args, json_t 
                     fl_tool_call_done, call, result, wait, err, errlen);
 }
 
+static int fl_tool_approve(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,
+                           fl_wait **wait, char *err, size_t errlen) {
+  return fl_gw_approve(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "to"),
+                       fl_arg_str(args, "requestId"), fl_arg_str(args, "decision"),
+                       fl_arg_str(args, "reason"), fl_tool_call_done, call, result, wait, err,
+                       errlen);
+}
+
 static const fl_tool fl_tool_table[] = {{"fleet_list", fl_tool_list},
                                         {"fleet_send", fl_tool_send},
                                         {"fleet_poll", fl_tool_poll},
@@ -195,6 +203,7 @@ static const fl_tool fl_tool_table[] = {{"fleet_list", fl_tool_list},
                                         {"fleet_broadcast", fl_tool_broadcast},
                                         {"fleet_spawn", fl_tool_spawn},
                                         {"fleet_stop", fl_tool_stop},
+                                        {"fleet_approve", fl_tool_approve},
                                         {"fleet_ask", fl_tool_ask},
                                         FL_ROOM_TOOLS FL_CLAIM_TOOLS};
 

@@ -37,7 +37,7 @@ static const char fl_usage[] =
  * its message. */
 static const char *const fl_top_keys[] = {
     "hostId", "stateDir",    "socket", "broker", "nudge", "logLevel",  "profiles", "store",
-    "inject", "coordinator", "rooms",  "claims", "http",  "authority", NULL};
+    "inject", "coordinator", "rooms",  "claims", "http",  "authority", "hooks",    NULL};
 static const char *const fl_coord_keys[] = {"uri", "fleet", NULL};
 static const char *const fl_broker_keys[] = {
     "uri",           "caFile", "queueType",      "prefetch", "heartbeatS", "presenceIntervalMs",
@@ -417,6 +417,9 @@ static int fl_apply(fl_config *cfg, json_t *root, const char *file, char *err, s
   json_t *authority = json_object_get(root, "authority");
   if (authority && fl_config_apply_authority(cfg, authority, file, err, errlen))
     return FL_ECONFIG;
+  json_t *hooks = json_object_get(root, "hooks");
+  if (hooks && fl_config_apply_hooks(cfg, hooks, file, err, errlen))
+    return FL_ECONFIG;
   return 0;
 }
 
@@ -515,6 +518,7 @@ void fl_config_defaults(fl_config *cfg) {
   cfg->gw.nudge.quiet_ms = 500;
   /* Two minutes for a busy worker to come back to its prompt. */
   cfg->gw.inject.timeout_s = 120;
+  cfg->gw.hooks_approve_timeout_ms = FL_HOOK_APPROVE_TIMEOUT_MS;
   /* The host id defaults to the machine's short host name. */
   char host[128] = "localhost";
   gethostname(host, sizeof host - 1);

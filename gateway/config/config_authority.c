@@ -1,5 +1,5 @@
 /* config_authority.c — the "authority" key of fleetd.json: who, beyond the
- * defaults, may stop or spawn agents on this host. Each list holds host ids
+ * defaults, may stop, spawn or approve for agents on this host. Each list holds host ids
  * (any session of that host), "name@host" (one session) or "role:<role>"
  * (a local session that declares the role; a remote one never matches, as
  * its role is only its host's say-so). What the entries grant is decided in
@@ -12,7 +12,7 @@
 #include "common/names.h"
 #include "gateway/config/config_internal.h"
 
-static const char *const fl_authority_keys[] = {"stop", "spawn", NULL};
+static const char *const fl_authority_keys[] = {"stop", "spawn", "approve", NULL};
 
 /* One entry's form: 1 if it is "<host>", "<name>@<host>" or "role:<role>". */
 static int fl_authority_entry_ok(const char *s) {
@@ -75,7 +75,8 @@ int fl_config_apply_authority(fl_config *cfg, json_t *authority, const char *fil
   }
   if (fl_config_known_keys(authority, "authority", fl_authority_keys, file, err, errlen) ||
       fl_authority_list(authority, "stop", &cfg->gw.auth_stop, file, err, errlen) ||
-      fl_authority_list(authority, "spawn", &cfg->gw.auth_spawn, file, err, errlen))
+      fl_authority_list(authority, "spawn", &cfg->gw.auth_spawn, file, err, errlen) ||
+      fl_authority_list(authority, "approve", &cfg->gw.auth_approve, file, err, errlen))
     return FL_ECONFIG;
   return 0;
 }

@@ -42,9 +42,14 @@ int fl_config_apply_claims(fl_config *cfg, json_t *claims, const char *file, cha
  * FL_ECONFIG. */
 int fl_config_apply_http(fl_config *cfg, json_t *http, const char *file, char *err, size_t errlen);
 
-/* authority: {stop: [...], spawn: [...]} (borrowed) onto cfg
- * (config_authority.c). 0 or FL_ECONFIG. */
+/* authority: {stop: [...], spawn: [...], approve: [...]} (borrowed) onto
+ * cfg (config_authority.c). 0 or FL_ECONFIG. */
 int fl_config_apply_authority(fl_config *cfg, json_t *authority, const char *file, char *err,
                               size_t errlen);
+
+/* hooks: {approveTimeoutMs} (borrowed) onto cfg (config_hooks.c). 0 or
+ * FL_ECONFIG. */
+int fl_config_apply_hooks(fl_config *cfg, json_t *hooks, const char *file, char *err,
+                          size_t errlen);
 
 #endif

@@ -100,7 +100,10 @@ typedef struct fl_gw_config {
   int http_require_token;
   /* Who may act on this host beyond the defaults (config "authority"; see
    * spawn.h for how an entry matches). */
-  fl_authority auth_stop, auth_spawn;
+  fl_authority auth_stop, auth_spawn, auth_approve;
+  /* How long a permission request waits for a lead's fleet_approve
+   * (config "hooks.approveTimeoutMs"; 0 = it never waits). */
+  unsigned hooks_approve_timeout_ms;
 } fl_gw_config;
 
 #endif

@@ -177,6 +177,9 @@ struct fl_gw {
   struct fl_dlq *dlq;
   /* What agents' hooks reported (hook.h), NULL until the first report. */
   struct fl_hooks *hooks;
+  /* Permission requests waiting for a lead (approve.h), NULL until the
+   * first. */
+  struct fl_approvals *approvals;
 };
 
 #endif

@@ -133,6 +133,16 @@ int fl_remote_stop_agent(fl_gw *gw, fl_client *c, fl_entity *e, fl_gw_cb cb, voi
   return gw->remote->stop_remote(gw->remote_ctx, c, e, cb, ctx, wait, err, errlen);
 }
 
+int fl_remote_approve(fl_gw *gw, fl_client *c, fl_entity *e, const char *request_id,
+                      const char *decision, const char *reason, fl_gw_cb cb, void *ctx,
+                      fl_wait **wait, char *err, size_t errlen) {
+  *wait = NULL;
+  if (!gw->remote || !gw->remote->approve_remote)
+    return fl_no_remote(NULL, err, errlen);
+  return gw->remote->approve_remote(gw->remote_ctx, c, e, request_id, decision, reason, cb, ctx,
+                                    wait, err, errlen);
+}
+
 void fl_remote_spawn_answer(fl_gw *gw, const struct fl_spawn_origin *o, const json_t *result,
                             const char *err) {
   if (gw->remote && gw->remote->spawn_answer)

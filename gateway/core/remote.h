@@ -77,6 +77,12 @@ typedef struct fl_remote_ops {
                       fl_wait **wait, char *err, size_t errlen);
   int (*stop_remote)(void *ctx, fl_client *c, fl_entity *e, fl_gw_cb cb, void *cb_ctx,
                      fl_wait **wait, char *err, size_t errlen);
+  /* approve_remote hands c's decision on permission request request_id of
+   * remote entity e to e's gateway (an APPROVE); *wait completes with that
+   * gateway's {gid, name, host, requestId, decision, status} or refusal. */
+  int (*approve_remote)(void *ctx, fl_client *c, fl_entity *e, const char *request_id,
+                        const char *decision, const char *reason, fl_gw_cb cb, void *cb_ctx,
+                        fl_wait **wait, char *err, size_t errlen);
   /* A spawn another host asked for has news: result (borrowed; status
    * pending or ready) or err. Goes back to o->host. */
   void (*spawn_answer)(void *ctx, const struct fl_spawn_origin *o, const json_t *result,
@@ -157,6 +163,9 @@ int fl_remote_spawn(fl_gw *gw, fl_client *c, const char *host, const char *profi
                     fl_wait **wait, char *err, size_t errlen);
 int fl_remote_stop_agent(fl_gw *gw, fl_client *c, fl_entity *e, fl_gw_cb cb, void *ctx,
                          fl_wait **wait, char *err, size_t errlen);
+int fl_remote_approve(fl_gw *gw, fl_client *c, fl_entity *e, const char *request_id,
+                      const char *decision, const char *reason, fl_gw_cb cb, void *ctx,
+                      fl_wait **wait, char *err, size_t errlen);
 void fl_remote_spawn_answer(fl_gw *gw, const struct fl_spawn_origin *o, const json_t *result,
                             const char *err);
 int fl_remote_receipt(fl_gw *gw, const fl_msg *m);

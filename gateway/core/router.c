@@ -67,6 +67,24 @@ static long fl_trace_last_send(fl_gw *gw, const char *from_gid, const char *to_g
 
 /* ---- delivery ------------------------------------------------------------------ */
 
+/* A BLOCKED message's request ({requestId, tool, input?, expiresAt?} of
+ * its body) as "request" in o, when the body has one. */
+static void fl_msg_blocked_request(json_t *o, const fl_msg *m) {
+  json_t *b = m->content ? json_loadb(m->content, m->content_len, 0, NULL) : NULL;
+  const char *id = json_string_value(json_object_get(b, "requestId"));
+  const char *tool = json_string_value(json_object_get(b, "tool"));
+  if (id && tool) {
+    json_t *r = json_pack("{s:s, s:s}", "requestId", id, "tool", tool);
+    const char *keys[] = {"input", "expiresAt"};
+    for (size_t i = 0; r && i < 2; i++)
+      if (json_is_string(json_object_get(b, keys[i])))
+        json_object_set(r, keys[i], json_object_get(b, keys[i]));
+    if (r)
+      json_object_set_new(o, "request", r);
+  }
+  json_decref(b);
+}
+
 static json_t *fl_msg_json(const fl_msg *m) {
   char ts[32];
   fl_rfc3339(m->ts_ms, ts);
@@ -86,6 +104,8 @@ static json_t *fl_msg_json(const fl_msg *m) {
   }
   if (o && fl_envelope_is_kind(m->kind, FL_KIND_COORD)) /* a lead's coordId travels as its name */
     json_object_set_new(o, "coordId", json_string(m->from_name));
+  if (o && fl_envelope_is_kind(m->kind, FL_KIND_BLOCKED)) /* its request, as approve.c wrote it */
+    fl_msg_blocked_request(o, m);
   return o;
 }
 

@@ -68,7 +68,10 @@ typedef struct fl_envelope {
   X(SPAWNED)                                                                                       \
   X(STOPPED)                                                                                       \
   X(COORD)                                                                                         \
-  X(ROOM)
+  X(ROOM)                                                                                          \
+  X(BLOCKED)                                                                                       \
+  X(APPROVE)                                                                                       \
+  X(APPROVED)
 
 #define FL_KIND_ENUM_(name) FL_KIND_##name,
 typedef enum fl_envelope_kind {

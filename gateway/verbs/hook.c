@@ -29,6 +29,7 @@
 #include "common/time.h"
 #include "gateway/core/gw_internal.h"
 #include "gateway/core/roster.h"
+#include "gateway/verbs/approve.h"
 #include "gateway/verbs/spawn.h"
 
 /* A reason is one line for a roster: the tool, or the dialog's message,
@@ -192,6 +193,10 @@ int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, json
     fl_debug(NULL, "%s is %s (%s)%s%s", e ? e->name : gid, state, event, r->reason[0] ? ": " : "",
              r->reason);
   }
+  /* A permission request waits for its spawner's decision (approve.h). */
+  if (strcmp(event, "PermissionRequest") == 0 && e && fl_entity_in_roster(e))
+    return fl_approve_request(gw, c, e, tool, json_string_value(json_object_get(hook, "input")), cb,
+                              ctx, result, wait, err, errlen);
   *result = json_pack("{s:s}", "action", "none");
   return *result ? 0 : FL_ENOMEM;
 }

@@ -109,7 +109,7 @@ static void test_unknown_key_names_key_and_file(void **state) {
   char want[512];
   snprintf(want, sizeof want,
            "%s: unknown key \"colour\" (known: hostId, stateDir, socket, broker, nudge, "
-           "logLevel, profiles, store, inject, coordinator, rooms, claims, http, authority)",
+           "logLevel, profiles, store, inject, coordinator, rooms, claims, http, authority, hooks)",
            f->file);
   assert_string_equal(f->err, want);
 }
