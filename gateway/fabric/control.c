@@ -13,7 +13,10 @@
  * (fl_spawn_for_host), whose outcomes come back through
  * fl_control_answer_spawn. A STOP is checked against who asked (its sender
  * must live on the signing host; spawn.c decides whether it may) and runs
- * fl_spawn_stop. */
+ * fl_spawn_stop. An APPROVE (a decision on a worker's permission request)
+ * is checked the same way and handed to approve.c, which decides whether
+ * its sender may and refuses a requestId answered before (a replay);
+ * APPROVED carries the outcome back. */
 #include "gateway/fabric/control.h"
 
 #include <stdio.h>
@@ -29,19 +32,24 @@
 #include "gateway/proto/sign.h"
 #include "gateway/proto/topology.h"
 #include "gateway/store/store_gids.h"
+#include "gateway/verbs/approve.h"
 
 /* A control request outlives its waiting call by at most this much on the
  * wire: a SPAWN that sat in a down host's queue longer is dead-lettered
  * there instead of starting an agent nobody waits for. */
 #define FL_CONTROL_TTL_MS 60000
-/* A remote stop waits FL_REMOTE_STOP_WAIT_S (limits.h) for the target's
- * answer. */
+/* A remote stop, and a decision on a permission request, waits
+ * FL_REMOTE_STOP_WAIT_S (limits.h) for the target's answer. */
+
+/* What a request is (fl_ctl_req's stop): each answer kind ends its own. */
+#define FL_REQ_STOP 1
+#define FL_REQ_APPROVE 2
 
 typedef struct fl_ctl_req {
   struct fl_ctl_req *next;
   fl_control *c;
   fl_wait *wait;
-  int stop;           /* a STOP, else a SPAWN */
+  int stop;           /* FL_REQ_STOP, FL_REQ_APPROVE, else (0) a SPAWN */
   int pending_is_end; /* a SPAWN with wait_s 0: the `pending` answer ends the call */
   char msg_id[FL_ID_LEN];
   char spawn_id[FL_ID_LEN];
@@ -216,9 +224,10 @@ static void fl_req_timeout(fl_wait *w) {
           "host '%s' did not answer in time (is its fleetd running and connected? fleetctl "
           "status there); %s",
           r->host,
-          r->stop ? "the agent may or may not be stopped"
-                  : "the request stays in its control queue for a minute and may still start "
-                    "the agent");
+          r->stop == FL_REQ_APPROVE ? "the decision may or may not have reached the worker"
+          : r->stop                 ? "the agent may or may not be stopped"
+                    : "the request stays in its control queue for a minute and may still start "
+                      "the agent");
   fl_req_free(r);
   fl_wait_complete(w, pending, pending ? NULL : msg);
 }
@@ -385,9 +394,30 @@ int fl_control_stop(fl_control *c, fl_client *cl, fl_entity *e, fl_gw_cb cb, voi
   fl_copy(env.from_name, sizeof env.from_name, cl->entity->name);
   /* Who asks, as this host vouches for it: the target may not have its
    * presence yet (it may have just attached). */
-  return fl_req_start(c, cl, 1, 0, e->host, &env,
+  return fl_req_start(c, cl, FL_REQ_STOP, 0, e->host, &env,
                       json_pack("{s:s, s:s}", "name", e->name, "role", cl->entity->role),
                       FL_REMOTE_STOP_WAIT_S, cb, ctx, wait, err, errlen);
+}
+
+int fl_control_approve(fl_control *c, fl_client *cl, fl_entity *e, const char *request_id,
+                       const char *decision, const char *reason, fl_gw_cb cb, void *ctx,
+                       fl_wait **wait, char *err, size_t errlen) {
+  *wait = NULL;
+  int rc = fl_wait_room(cl, err, errlen);
+  if (rc)
+    return rc;
+  fl_envelope env;
+  fl_ctl_env(c, &env, FL_KIND_APPROVE, FL_CONTROL_TTL_MS);
+  fl_uuid(env.trace_id);
+  fl_copy(env.spawn_id, sizeof env.spawn_id, e->gid);
+  fl_copy(env.from, sizeof env.from, cl->entity->gid);
+  fl_copy(env.from_name, sizeof env.from_name, cl->entity->name);
+  json_t *body = json_pack("{s:s, s:s, s:s}", "requestId", request_id, "decision", decision, "role",
+                           cl->entity->role);
+  if (body && reason && *reason)
+    json_object_set_new(body, "reason", json_string(reason));
+  return fl_req_start(c, cl, FL_REQ_APPROVE, 0, e->host, &env, body, FL_REMOTE_STOP_WAIT_S, cb, ctx,
+                      wait, err, errlen);
 }
 
 /* ---- serving ------------------------------------------------------------------- */
@@ -443,29 +473,35 @@ static void fl_serve_spawn(fl_control *c, const fl_broker_delivery *d) {
   json_decref(body);
 }
 
+/* The asker of request d as its host vouches for it (the signature is that
+ * host's): its presence here, or, before that arrived, a stand-in (in
+ * *stand_in) with the role the request claims. */
+static fl_entity *fl_ctl_asker(fl_gw *gw, const fl_broker_delivery *d, fl_entity *stand_in) {
+  const fl_envelope *env = d->env;
+  fl_entity *who = fl_entity_by_gid(gw, env->from);
+  if (who && !who->dropped)
+    return who;
+  json_t *o = json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
+  const char *role = json_string_value(json_object_get(o, "role"));
+  memset(stand_in, 0, sizeof *stand_in);
+  fl_copy(stand_in->gid, sizeof stand_in->gid, env->from);
+  fl_copy(stand_in->name, sizeof stand_in->name, env->from_name);
+  fl_copy(stand_in->role, sizeof stand_in->role,
+          role && fl_name_valid(role, FL_MAX_ROLE) ? role : "agent");
+  fl_copy(stand_in->host, sizeof stand_in->host, env->host);
+  stand_in->remote = 1;
+  json_decref(o);
+  return stand_in;
+}
+
 static void fl_serve_stop(fl_control *c, const fl_broker_delivery *d) {
   fl_gw *gw = c->gw;
   const fl_envelope *env = d->env;
   char err[FL_MAX_ERRMSG] = "";
   json_t *result = NULL;
-  fl_entity *who = fl_entity_by_gid(gw, env->from);
-  fl_entity *e = fl_entity_by_gid(gw, env->spawn_id);
-  /* The asker as its host vouches for it (the signature is that host's):
-   * its presence here, or, before that arrived, the role the STOP claims. */
   fl_entity stand_in;
-  if (!who || who->dropped) {
-    json_t *o = json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
-    const char *role = json_string_value(json_object_get(o, "role"));
-    memset(&stand_in, 0, sizeof stand_in);
-    fl_copy(stand_in.gid, sizeof stand_in.gid, env->from);
-    fl_copy(stand_in.name, sizeof stand_in.name, env->from_name);
-    fl_copy(stand_in.role, sizeof stand_in.role,
-            role && fl_name_valid(role, FL_MAX_ROLE) ? role : "agent");
-    fl_copy(stand_in.host, sizeof stand_in.host, env->host);
-    stand_in.remote = 1;
-    who = &stand_in;
-    json_decref(o);
-  }
+  fl_entity *who = fl_ctl_asker(gw, d, &stand_in);
+  fl_entity *e = fl_entity_by_gid(gw, env->spawn_id);
   if (!e || e->remote || e->removed) {
     fl_errf(err, sizeof err, "host '%s' has no agent with gid %s (stopped already?)",
             gw->cfg.host_id, env->spawn_id);
@@ -479,6 +515,38 @@ static void fl_serve_stop(fl_control *c, const fl_broker_delivery *d) {
   json_decref(result);
 }
 
+/* A decision on a permission request of a worker of this host, checked
+ * here against this host's authority.approve (approve.h); answered with
+ * APPROVED. */
+static void fl_serve_approve(fl_control *c, const fl_broker_delivery *d) {
+  fl_gw *gw = c->gw;
+  const fl_envelope *env = d->env;
+  char err[FL_MAX_ERRMSG] = "";
+  json_t *result = NULL;
+  fl_entity stand_in;
+  fl_entity *who = fl_ctl_asker(gw, d, &stand_in);
+  fl_entity *e = fl_entity_by_gid(gw, env->spawn_id);
+  json_t *o = json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
+  const char *id = json_string_value(json_object_get(o, "requestId"));
+  const char *decision = json_string_value(json_object_get(o, "decision"));
+  json_t *reason = json_object_get(o, "reason");
+  if (!id || !decision || (reason && !json_is_string(reason)))
+    fl_errf(err, sizeof err, "the APPROVE body needs requestId and decision (strings)");
+  else if (!e || e->remote || e->removed)
+    fl_errf(err, sizeof err, "host '%s' has no agent with gid %s", gw->cfg.host_id, env->spawn_id);
+  else
+    fl_approve_decide(gw, who, 0, e, id, decision, json_string_value(reason), &result, err,
+                      sizeof err);
+  json_decref(o);
+  if (!result) {
+    fl_gw_count(gw, FL_C_CONTROL_REFUSED);
+    fl_warn(env->trace_id, "APPROVE from '%s'@%s refused: %s", env->from_name, env->host, err);
+  }
+  fl_ctl_answer(c, FL_KIND_APPROVED, env->host, env->from, env->msg_id, env->trace_id,
+                env->spawn_id, result, err);
+  json_decref(result);
+}
+
 static void fl_take_answer(fl_control *c, const fl_broker_delivery *d, int stopped) {
   const fl_envelope *env = d->env;
   char err[FL_MAX_ERRMSG] = "";
@@ -488,7 +556,7 @@ static void fl_take_answer(fl_control *c, const fl_broker_delivery *d, int stopp
     fl_warn(env->trace_id, "%s from host '%s' is malformed: %s", env->kind, env->host, err);
     return;
   }
-  if (stopped && result)
+  if (stopped == FL_REQ_STOP && result)
     fl_presence_forget(c->presence, env->host, env->spawn_id, 0);
   fl_ctl_req *r = fl_req_find(c, env->in_reply_to);
   if (!r || strcmp(r->host, env->host) != 0 || r->stop != stopped) {
@@ -533,10 +601,11 @@ static int fl_control_check(fl_control *c, const fl_broker_delivery *d) {
   fl_envelope_kind kind;
   if (fl_envelope_kind_parse(env->kind, &kind) != 0 ||
       (kind != FL_KIND_SPAWN && kind != FL_KIND_STOP && kind != FL_KIND_SPAWNED &&
-       kind != FL_KIND_STOPPED))
+       kind != FL_KIND_STOPPED && kind != FL_KIND_APPROVE && kind != FL_KIND_APPROVED))
     return fl_ctl_refuse(c, d, FL_C_VERIFY_MALFORMED, "not a control kind");
   if (!fl_is_uuid(env->msg_id) || !fl_is_uuid(env->spawn_id) || !fl_is_uuid(env->from) ||
-      ((kind == FL_KIND_SPAWNED || kind == FL_KIND_STOPPED) && !fl_is_uuid(env->in_reply_to)))
+      ((kind == FL_KIND_SPAWNED || kind == FL_KIND_STOPPED || kind == FL_KIND_APPROVED) &&
+       !fl_is_uuid(env->in_reply_to)))
     return fl_ctl_refuse(c, d, FL_C_VERIFY_MALFORMED,
                          "msgId, spawnId, from or inReplyTo is "
                          "not a UUID");
@@ -544,13 +613,12 @@ static int fl_control_check(fl_control *c, const fl_broker_delivery *d) {
   if (fl_rfc3339_parse(env->expires_at, &exp) != 0 || exp <= fl_now_ms())
     return fl_ctl_refuse(c, d, FL_C_VERIFY_EXPIRED, "expired (or no expiresAt)");
   fl_entity *from = fl_entity_by_gid(gw, env->from);
-  if (from && (!from->remote || strcmp(from->host, env->host) != 0) && kind != FL_KIND_SPAWNED &&
-      kind != FL_KIND_STOPPED)
+  int answer = kind == FL_KIND_SPAWNED || kind == FL_KIND_STOPPED || kind == FL_KIND_APPROVED;
+  if (from && (!from->remote || strcmp(from->host, env->host) != 0) && !answer)
     return fl_ctl_refuse(c, d, FL_C_VERIFY_MISATTRIBUTED,
                          "its sender lives on another host than the one that signed it");
   char owner[FL_MAX_NAME + 1];
-  if (!from && kind != FL_KIND_SPAWNED && kind != FL_KIND_STOPPED &&
-      fl_store_gid_owner(gw->store, env->from, owner, sizeof owner) == 0 &&
+  if (!from && !answer && fl_store_gid_owner(gw->store, env->from, owner, sizeof owner) == 0 &&
       strcmp(owner, env->host) != 0)
     return fl_ctl_refuse(c, d, FL_C_VERIFY_MISATTRIBUTED,
                          "its sender's gid belongs to another host than the one that signed it");
@@ -561,8 +629,14 @@ static int fl_control_check(fl_control *c, const fl_broker_delivery *d) {
   case FL_KIND_STOP:
     fl_serve_stop(c, d);
     break;
+  case FL_KIND_APPROVE:
+    fl_serve_approve(c, d);
+    break;
   default:
-    fl_take_answer(c, d, kind == FL_KIND_STOPPED);
+    fl_take_answer(c, d,
+                   kind == FL_KIND_STOPPED    ? FL_REQ_STOP
+                   : kind == FL_KIND_APPROVED ? FL_REQ_APPROVE
+                                              : 0);
     break;
   }
   return 0;

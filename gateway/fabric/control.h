@@ -1,4 +1,4 @@
-/* control.h — the control plane: spawn and stop across hosts.
+/* control.h — the control plane: spawn, stop and approve across hosts.
  *
  * A gateway asked to spawn on (or stop an agent of) another host sends a
  * signed SPAWN (or STOP) to that host's control queue (fleet.control, key =
@@ -62,6 +62,11 @@ int fl_control_spawn(fl_control *c, fl_client *cl, const char *host, const char 
                      fl_wait **wait, char *err, size_t errlen);
 int fl_control_stop(fl_control *c, fl_client *cl, fl_entity *e, fl_gw_cb cb, void *ctx,
                     fl_wait **wait, char *err, size_t errlen);
+/* remote.h's approve_remote: an APPROVE to e's host; *wait completes with
+ * that host's APPROVED. */
+int fl_control_approve(fl_control *c, fl_client *cl, fl_entity *e, const char *request_id,
+                       const char *decision, const char *reason, fl_gw_cb cb, void *ctx,
+                       fl_wait **wait, char *err, size_t errlen);
 void fl_control_answer_spawn(fl_control *c, const fl_spawn_origin *o, const json_t *result,
                              const char *err);
 

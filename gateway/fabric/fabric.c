@@ -528,6 +528,14 @@ static int fl_fabric_stop_remote(void *ctx, fl_client *c, fl_entity *e, fl_gw_cb
   return fl_control_stop(f->control, c, e, cb, cb_ctx, wait, err, errlen);
 }
 
+static int fl_fabric_approve_remote(void *ctx, fl_client *c, fl_entity *e, const char *request_id,
+                                    const char *decision, const char *reason, fl_gw_cb cb,
+                                    void *cb_ctx, fl_wait **wait, char *err, size_t errlen) {
+  fl_fabric *f = ctx;
+  return fl_control_approve(f->control, c, e, request_id, decision, reason, cb, cb_ctx, wait, err,
+                            errlen);
+}
+
 static void fl_fabric_spawn_answer(void *ctx, const fl_spawn_origin *o, const json_t *result,
                                    const char *err) {
   fl_fabric *f = ctx;
@@ -671,6 +679,7 @@ static const fl_remote_ops fl_fabric_ops = {
     .remove_inbox = fl_fabric_remove_inbox,
     .spawn_remote = fl_fabric_spawn_remote,
     .stop_remote = fl_fabric_stop_remote,
+    .approve_remote = fl_fabric_approve_remote,
     .spawn_answer = fl_fabric_spawn_answer,
     .post = fl_fabric_post,
     .dlq = fl_fabric_dlq,

@@ -309,10 +309,12 @@ static void fl_inbound_check(fl_inbound *in, const fl_broker_delivery *d,
   int receipt = !turn && (fl_envelope_is_kind(env->kind, FL_KIND_INJECTED) ||
                           fl_envelope_is_kind(env->kind, FL_KIND_FAILED));
   if (!broadcast && !turn && !receipt && !fl_envelope_is_kind(env->kind, FL_KIND_SEND) &&
-      !fl_envelope_is_kind(env->kind, FL_KIND_REPLY)) {
+      !fl_envelope_is_kind(env->kind, FL_KIND_REPLY) &&
+      !fl_envelope_is_kind(env->kind, FL_KIND_BLOCKED)) {
     fl_inbound_dead_letter(in, d, FL_C_VERIFY_MALFORMED,
-                           "kind is not one this fleetd delivers (SEND, REPLY, BROADCAST, "
-                           "INJECTED, FAILED, or a turn's ASK, ANSWER, NO_WAITER, TOO_LATE)");
+                           "kind is not one this fleetd delivers (SEND, REPLY, BLOCKED, "
+                           "BROADCAST, INJECTED, FAILED, or a turn's ASK, ANSWER, NO_WAITER, "
+                           "TOO_LATE)");
     return;
   }
   if (receipt && !fl_is_uuid(env->in_reply_to)) {
