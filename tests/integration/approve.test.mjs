@@ -6,8 +6,9 @@
 // its PermissionRequest hook is fleet-hook driven as Claude Code drives it:
 // the hook's JSON on stdin, FLEET_GID and FLEET_SOCKET in its environment.
 // Checked, against a real fleetd:
-//   - the worker shows blocked (reason "permission: Bash") in fleet_list
-//     and `fleetctl roster` while the hook waits, and the spawner polls a
+//   - the worker shows blocked (reason "permission: Bash") in fleet_list,
+//     `fleetctl roster` and the dashboard's page (headless Chromium) while
+//     the hook waits, and the spawner polls a
 //     BLOCKED message with the tool, the input and a requestId;
 //   - fleet_approve allow / deny reaches fleet-hook, which answers Claude
 //     Code's allow / deny (with the reason);
@@ -24,6 +25,8 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { BIN_DIR, bin, callTool, callToolRaw, fleetTest, resultText, waitFor } from './harness.mjs';
 import { promptAgentProfile, startTmux, stopTmux } from './tmux-harness.mjs';
+import { Browser } from './cdp.mjs';
+import { dashboardUrl } from './dashboard-helpers.mjs';
 
 const HOST = 'hostA';
 
@@ -90,7 +93,8 @@ async function blockedFor(boss) {
 }
 
 fleetTest('a blocked worker: blocked in fleet_list and fleetctl, BLOCKED to its spawner, fleet_approve allow and deny reach the hook', async (f) => {
-  await withWorker(f, { authority: { approve: [`trusted@${HOST}`] }, hooks: { approveTimeoutMs: 60000 } }, async (boss, gid) => {
+  const config = { authority: { approve: [`trusted@${HOST}`] }, hooks: { approveTimeoutMs: 60000 }, http: { listen: '127.0.0.1:0' } };
+  await withWorker(f, config, async (boss, gid) => {
     const intruder = await f.mcpClient('intruder', { role: 'lead' });
     const trusted = await f.mcpClient('trusted', { role: 'worker' });
 
@@ -104,6 +108,16 @@ fleetTest('a blocked worker: blocked in fleet_list and fleetctl, BLOCKED to its 
     const roster = await f.fleetctl(['roster']);
     assert.equal(roster.code, 0, roster.stderr);
     assert.match(roster.stdout, /agent-1.*online \(blocked\)/);
+    // The dashboard's page shows it too, without a reload.
+    const d = await dashboardUrl(f);
+    const browser = await Browser.launch();
+    try {
+      const page = await browser.newPage(d.url);
+      const cell = `document.querySelector('.activity[data-name="agent-1"]')?.textContent`;
+      await waitFor(async () => (await page.eval(cell)) === 'blocked — permission: Bash', { timeout: 10000, what: 'blocked on the dashboard page' });
+    } finally {
+      await browser.close();
+    }
 
     // The spawner's poll: BLOCKED from the worker, with the request.
     const m = await blockedFor(boss);
