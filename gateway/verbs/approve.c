@@ -22,6 +22,7 @@
 #include "gateway/core/remote.h"
 #include "gateway/core/roster.h"
 #include "gateway/core/router.h"
+#include "gateway/verbs/hook.h"
 #include "gateway/verbs/hook_park.h"
 #include "gateway/verbs/spawn.h"
 
@@ -320,6 +321,7 @@ int fl_approve_decide(fl_gw *gw, const fl_entity *who, int operator_session, fl_
           a->tool, allow ? "allowed" : "denied", who->name, who->remote ? "@" : "",
           who->remote ? who->host : "");
   fl_free(a);
+  fl_hooks_unblocked(gw, e->gid);
   if (w)
     fl_hook_park_answer(w, answer);
   else

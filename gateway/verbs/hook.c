@@ -243,6 +243,14 @@ void fl_hooks_screen_seen(fl_gw *gw, const fl_entity *e, int idle) {
   }
 }
 
+void fl_hooks_unblocked(fl_gw *gw, const char *gid) {
+  fl_hook_row *r = gw->hooks ? fl_hook_find(gw->hooks, gid) : NULL;
+  if (r && r->state && strcmp(r->state, "blocked") == 0) {
+    fl_hook_set(r, "busy", fl_now_ms());
+    r->screen_idle_ms = 0;
+  }
+}
+
 json_t *fl_hooks_describe(fl_gw *gw) {
   struct fl_hooks *h = gw->hooks;
   if (!h)

@@ -24,6 +24,10 @@
 
 typedef struct fl_entity fl_entity;
 
+/* A lead answered gid's permission request (approve.c): its dialog closes
+ * and its turn goes on, so a blocked gid is busy again (until its Stop). */
+void fl_hooks_unblocked(fl_gw *gw, const char *gid);
+
 /* The module row's members (gateway.c). */
 json_t *fl_hooks_describe(fl_gw *gw);
 void fl_hooks_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w);

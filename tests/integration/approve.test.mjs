@@ -92,12 +92,13 @@ async function blockedFor(boss) {
   throw new Error('no BLOCKED message came');
 }
 
-fleetTest('a blocked worker: blocked in fleet_list and fleetctl, BLOCKED to its spawner, fleet_approve allow and deny reach the hook', async (f) => {
+fleetTest('a blocked worker: blocked in fleet_list and fleetctl, BLOCKED to its spawner, fleet_approve allow and deny reach the hook', async (f, t) => {
   const config = { authority: { approve: [`trusted@${HOST}`] }, hooks: { approveTimeoutMs: 60000 }, http: { listen: '127.0.0.1:0' } };
   await withWorker(f, config, async (boss, gid) => {
     const intruder = await f.mcpClient('intruder', { role: 'lead' });
     const trusted = await f.mcpClient('trusted', { role: 'worker' });
 
+    const t0 = Date.now();
     const asked = hook(f, gid, PERM('ls /tmp'));
     // Blocked, with the reason, in fleet_list and fleetctl roster.
     await waitFor(async () => {
@@ -105,6 +106,7 @@ fleetTest('a blocked worker: blocked in fleet_list and fleetctl, BLOCKED to its 
       const w = list.entities.find((e) => e.gid === gid);
       return w?.activity?.state === 'blocked' && w.activity.reason === 'permission: Bash';
     }, { what: 'agent-1 blocked in fleet_list' });
+    t.diagnostic(`blocked in fleet_list ${Date.now() - t0} ms after the hook started`);
     const roster = await f.fleetctl(['roster']);
     assert.equal(roster.code, 0, roster.stderr);
     assert.match(roster.stdout, /agent-1.*online \(blocked\)/);
@@ -150,6 +152,9 @@ fleetTest('a blocked worker: blocked in fleet_list and fleetctl, BLOCKED to its 
     assert.deepEqual(JSON.parse(out.stdout), {
       hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } },
     });
+    // Answered, its turn goes on: busy until its Stop.
+    const after = (await callTool(boss, 'fleet_list', {})).entities.find((e) => e.gid === gid);
+    assert.equal(after.activity.state, 'busy');
 
     // A second decision on it is refused, and counted.
     r = await callToolRaw(boss, 'fleet_approve', { to: 'agent-1', requestId: id, decision: 'deny' });
