@@ -730,6 +730,30 @@ static void test_inject_keys(void **state) {
   assert_err_has(f, "\"inject\" must be an object");
 }
 
+/* hooks.approveTimeoutMs and authority.approve: defaults, values, and
+ * errors that name the key. */
+static void test_approve_keys(void **state) {
+  fx *f = *state;
+  assert_int_equal(fx_parse(f, "{}"), 0);
+  assert_int_equal(f->cfg.gw.hooks_approve_timeout_ms, FL_HOOK_APPROVE_TIMEOUT_MS);
+  assert_true(f->cfg.gw.hooks_approve_timeout_ms < FL_HOOK_APPROVE_WAIT_S * 1000);
+  assert_int_equal(f->cfg.gw.auth_approve.set, 0);
+  assert_int_equal(fx_parse(f, "{\"hooks\": {\"approveTimeoutMs\": 0}, \"authority\": "
+                               "{\"approve\": [\"hostB\", \"lead@hostA\", \"role:lead\"]}}"),
+                   0);
+  assert_int_equal(f->cfg.gw.hooks_approve_timeout_ms, 0);
+  assert_int_equal(f->cfg.gw.auth_approve.n, 3);
+  assert_string_equal(f->cfg.gw.auth_approve.v[1], "lead@hostA");
+  assert_int_equal(fx_parse(f, "{\"hooks\": {\"approveTimeoutMs\": 120001}}"), FL_ECONFIG);
+  assert_err_has(f, "hooks.approveTimeoutMs");
+  assert_int_equal(fx_parse(f, "{\"hooks\": {\"approveTimeout\": 5}}"), FL_ECONFIG);
+  assert_err_has(f, "unknown key \"hooks.approveTimeout\"");
+  assert_int_equal(fx_parse(f, "{\"hooks\": 5}"), FL_ECONFIG);
+  assert_err_has(f, "\"hooks\" must be an object");
+  assert_int_equal(fx_parse(f, "{\"authority\": {\"approve\": [\"a b\"]}}"), FL_ECONFIG);
+  assert_err_has(f, "authority.approve");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -757,6 +781,7 @@ int main(void) {
       T(test_profiles_round_trip),
       T(test_profiles_errors),
       T(test_inject_keys),
+      T(test_approve_keys),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
