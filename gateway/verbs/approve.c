@@ -18,6 +18,7 @@
 #include "common/ids.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "gateway/core/gw_internal.h"
 #include "gateway/core/remote.h"
 #include "gateway/core/roster.h"
@@ -122,10 +123,25 @@ static int fl_approval_spawner(fl_gw *gw, const fl_entity *e, fl_approval *a, fl
   return 0;
 }
 
-/* The BLOCKED message's body: a new string, or NULL. */
+/* The BLOCKED message's body: a new string, or NULL. input is cut at
+ * FL_HOOK_SUMMARY_MAX bytes (on a character boundary, "…" added) whatever
+ * the caller of fleet/hook sent: fleet-hook cuts it so, and fleetd holds
+ * to the same bound. */
 static char *fl_approval_body(fl_gw *gw, const fl_approval *a, const char *input,
                               long long expires_ms) {
-  char exp[FL_TS_LEN], answer[512];
+  char exp[FL_TS_LEN], answer[512], cut[FL_HOOK_SUMMARY_MAX + 4];
+  size_t len = input ? strlen(input) : 0, keep = 0;
+  if (len > FL_HOOK_SUMMARY_MAX + 3) { /* 3: the "…" fleet-hook adds */
+    while (keep < len) {
+      unsigned cp;
+      size_t step = fl_utf8_next((const unsigned char *)input + keep, len - keep, &cp);
+      if (step == 0 || keep + step > FL_HOOK_SUMMARY_MAX)
+        break;
+      keep += step;
+    }
+    snprintf(cut, sizeof cut, "%.*s…", (int)keep, input);
+    input = cut;
+  }
   fl_rfc3339(expires_ms, exp);
   snprintf(answer, sizeof answer,
            "fleet_approve {to: \"%s\", requestId: \"%s\", decision: \"allow\" or \"deny\", "

@@ -161,23 +161,39 @@ fleetTest('a blocked worker: blocked in fleet_list and fleetctl, BLOCKED to its 
     assert.equal(r.isError, true);
     assert.match(resultText(r), /already answered \(allow\)/);
 
-    // One that authority.approve names denies the next, with a reason.
-    const asked2 = hook(f, gid, PERM('rm -rf build'));
+    // One that authority.approve names denies the next, with a reason. This
+    // one comes on the socket straight, with an input over the bound that
+    // fleet-hook would have cut: fleetd cuts it too.
+    const raw = await f.rawConn();
+    await raw.initialize();
+    const asked2 = raw.request('fleet/hook', {
+      gid, agent: 'claude', event: 'PermissionRequest', wake: false,
+      hook: { tool: 'Bash', input: JSON.stringify({ command: `echo ${'é'.repeat(4000)}` }) },
+    }, 60000);
     const m2 = await blockedFor(boss);
     assert.notEqual(m2.request.requestId, id, 'each request has its own id');
+    assert.ok(Buffer.byteLength(m2.request.input) <= 512 + 3, `input cut at 512 bytes: ${Buffer.byteLength(m2.request.input)}`);
+    assert.ok(m2.request.input.startsWith('{"command":"echo éé') && m2.request.input.endsWith('…'), m2.request.input.slice(0, 40));
     const no = await callTool(trusted, 'fleet_approve', {
       to: gid, requestId: m2.request.requestId, decision: 'deny', reason: 'not in this repo',
     });
     assert.equal(no.status, 'denied');
     const out2 = await asked2;
-    assert.deepEqual(JSON.parse(out2.stdout), {
-      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: 'not in this repo' } },
+    assert.deepEqual(out2.result, { action: 'deny', reason: 'not in this repo' });
+
+    // A deny through fleet-hook: Claude Code's deny, with the reason.
+    const asked3 = hook(f, gid, PERM('rm -rf build'));
+    const m3 = await blockedFor(boss);
+    await callTool(boss, 'fleet_approve', { to: 'agent-1', requestId: m3.request.requestId, decision: 'deny', reason: 'not now' });
+    const out3 = await asked3;
+    assert.deepEqual(JSON.parse(out3.stdout), {
+      hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: 'not now' } },
     });
 
     const st = JSON.parse((await f.fleetctl(['--json', 'status'])).stdout);
-    assert.equal(st.approvals.requests, 2);
+    assert.equal(st.approvals.requests, 3);
     assert.equal(st.approvals.allowed, 1);
-    assert.equal(st.approvals.denied, 1);
+    assert.equal(st.approvals.denied, 2);
     assert.equal(st.approvals.refused, 1);
     assert.equal(st.approvals.replayed, 1);
     assert.equal(st.approvals.pending, 0);
