@@ -13,7 +13,8 @@
 #   - the cross-host U1 round trip (fleet_bench rtt, hostA -> hostB);
 #   - with BENCH_TPUT=1, cross-host throughput (fleet_bench tput) and both
 #     gateways' and the broker's CPU per message over it (user + system,
-#     from /proc).
+#     from /proc), then each gateway's RSS and its parts (bench/rss_parts.sh;
+#     every part is in results.txt, BENCH_KEEP=1).
 # Printed: the median over rounds of each, new/old, and each build's U1 p50
 # over the raw round trip's median. Knobs: BENCH_ROUNDS (3), BENCH_RATE (20),
 # BENCH_RTT_N (300), BENCH_SIZE (1024), BENCH_TPUT (0), BENCH_N (10000),
@@ -121,6 +122,13 @@ one() { # WHICH BIN_DIR
       printf "RESULT %s_tput.sender_us_per_msg %.2f\n", l, a / hz * 1e6 / n
       printf "RESULT %s_tput.receiver_us_per_msg %.2f\n", l, b / hz * 1e6 / n
       printf "RESULT %s_tput.broker_us_per_msg %.2f\n", l, m / hz * 1e6 / n }' >>"$RESULTS"
+    # Each gateway's resident memory after the run, by part (rss_parts.sh).
+    bash "$REPO/bench/rss_parts.sh" "${PIDS[0]}" "$1_rss_a" >>"$RESULTS"
+    bash "$REPO/bench/rss_parts.sh" "${PIDS[1]}" "$1_rss_b" >>"$RESULTS"
+    awk -v l="$1" '/^(RssAnon|RssFile):/ { printf "RESULT %s_rss_a.%s_kib %s\n", l, substr($1, 1, length($1) - 1), $2 }' \
+      "/proc/${PIDS[0]}/status" >>"$RESULTS"
+    awk -v l="$1" '/^(RssAnon|RssFile):/ { printf "RESULT %s_rss_b.%s_kib %s\n", l, substr($1, 1, length($1) - 1), $2 }' \
+      "/proc/${PIDS[1]}/status" >>"$RESULTS"
   fi
   stop_gateways
 }
@@ -155,4 +163,10 @@ if [ "$TPUT" = 1 ]; then
   row "sending fleetd CPU us per message" tput.sender_us_per_msg
   row "receiving fleetd CPU us per message" tput.receiver_us_per_msg
   row "broker CPU us per message" tput.broker_us_per_msg
+  row "hostA RSS KiB after the throughput run" rss_a.total_kib
+  row "hostB RSS KiB after the throughput run" rss_b.total_kib
+  row "hostA RssAnon KiB" rss_a.RssAnon_kib
+  row "hostB RssAnon KiB" rss_b.RssAnon_kib
+  row "hostA RssFile KiB" rss_a.RssFile_kib
+  row "hostB RssFile KiB" rss_b.RssFile_kib
 fi
