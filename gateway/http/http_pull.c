@@ -1,4 +1,5 @@
-/* http_pull.c — libcurl multi on the libuv loop (see http_pull.h). */
+/* http_pull.c — libcurl multi on the libuv loop (see http_pull.h); libcurl
+ * is loaded when the first puller starts (http_libs.h). */
 #include "gateway/http/http_pull.h"
 
 #include <curl/curl.h>
@@ -8,11 +9,13 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gateway/http/http_libs.h"
 
 typedef struct fl_get fl_get;
 
 struct fl_http_pull {
   uv_loop_t *loop;
+  const fl_curl_fns *c; /* libcurl, loaded */
   CURLM *multi;
   uv_timer_t timer;
   fl_get *gets; /* in flight */
@@ -50,8 +53,8 @@ static void fl_get_finish(fl_get *g, long status, const char *err) {
       break;
     }
   p->active--;
-  curl_multi_remove_handle(p->multi, g->easy);
-  curl_easy_cleanup(g->easy);
+  p->c->multi_remove_handle(p->multi, g->easy);
+  p->c->easy_cleanup(g->easy);
   if (g->buf)
     g->buf[g->len] = '\0';
   g->cb(g->ctx, err ? 0 : status, g->buf ? g->buf : "", g->len, err);
@@ -84,22 +87,22 @@ static size_t fl_write(char *data, size_t size, size_t n, void *ud) {
 static void fl_check_done(fl_http_pull *p) {
   CURLMsg *m;
   int left;
-  while ((m = curl_multi_info_read(p->multi, &left))) {
+  while ((m = p->c->multi_info_read(p->multi, &left))) {
     if (m->msg != CURLMSG_DONE)
       continue;
     fl_get *g = NULL;
-    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&g);
+    p->c->easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&g);
     if (!g)
       continue;
     long status = 0;
-    curl_easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &status);
+    p->c->easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &status);
     char err[CURL_ERROR_SIZE + 64];
     if (g->over) {
       snprintf(err, sizeof err, "the response is over %zu bytes", g->max);
       fl_get_finish(g, 0, err);
     } else if (m->data.result != CURLE_OK) {
       snprintf(err, sizeof err, "%s",
-               g->errbuf[0] ? g->errbuf : curl_easy_strerror(m->data.result));
+               g->errbuf[0] ? g->errbuf : p->c->easy_strerror(m->data.result));
       fl_get_finish(g, 0, err);
     } else {
       fl_get_finish(g, status, NULL);
@@ -118,7 +121,7 @@ static void fl_poll_cb(uv_poll_t *h, int status, int events) {
     flags |= CURL_CSELECT_OUT;
   int running;
   fl_http_pull *p = s->p;
-  curl_multi_socket_action(p->multi, s->fd, flags, &running);
+  p->c->multi_socket_action(p->multi, s->fd, flags, &running);
   fl_check_done(p);
 }
 
@@ -135,7 +138,7 @@ static int fl_socket_cb(CURL *e, curl_socket_t fd, int what, void *up, void *soc
   if (what == CURL_POLL_REMOVE) {
     if (s) {
       uv_poll_stop(&s->poll);
-      curl_multi_assign(p->multi, fd, NULL);
+      p->c->multi_assign(p->multi, fd, NULL);
       p->closes++;
       uv_close((uv_handle_t *)&s->poll, fl_sock_closed);
     }
@@ -152,7 +155,7 @@ static int fl_socket_cb(CURL *e, curl_socket_t fd, int what, void *up, void *soc
       return -1;
     }
     s->poll.data = s;
-    curl_multi_assign(p->multi, fd, s);
+    p->c->multi_assign(p->multi, fd, s);
   }
   int ev = 0;
   if (what & CURL_POLL_IN)
@@ -166,7 +169,7 @@ static int fl_socket_cb(CURL *e, curl_socket_t fd, int what, void *up, void *soc
 static void fl_timer_cb(uv_timer_t *t) {
   fl_http_pull *p = t->data;
   int running;
-  curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  p->c->multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
   fl_check_done(p);
 }
 
@@ -180,29 +183,38 @@ static int fl_timer_set(CURLM *m, long timeout_ms, void *up) {
   return 0;
 }
 
-int fl_http_pull_new(uv_loop_t *loop, fl_http_pull **out) {
+int fl_http_pull_new(uv_loop_t *loop, fl_http_pull **out, char *err, size_t errlen) {
   *out = NULL;
+  const fl_curl_fns *c;
+  int rc = fl_http_curl(&c, err, errlen);
+  if (rc)
+    return rc;
   fl_http_pull *p = fl_calloc(1, sizeof *p);
-  if (!p)
-    return FL_ENOMEM;
-  p->loop = loop;
-  /* Thread-safe and counted since curl 7.84; paired in fl_http_pull_free. */
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    fl_free(p);
+  if (!p) {
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
-  p->multi = curl_multi_init();
-  if (!p->multi) {
-    curl_global_cleanup();
+  p->loop = loop;
+  p->c = c;
+  /* Thread-safe and counted since curl 7.84; paired in fl_http_pull_free. */
+  if (p->c->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     fl_free(p);
+    fl_errf(err, errlen, "libcurl did not initialise");
+    return FL_ENOMEM;
+  }
+  p->multi = p->c->multi_init();
+  if (!p->multi) {
+    p->c->global_cleanup();
+    fl_free(p);
+    fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   uv_timer_init(loop, &p->timer);
   p->timer.data = p;
-  curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, fl_socket_cb);
-  curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
-  curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, fl_timer_set);
-  curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
+  p->c->multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, fl_socket_cb);
+  p->c->multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
+  p->c->multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, fl_timer_set);
+  p->c->multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
   *out = p;
   return 0;
 }
@@ -213,7 +225,7 @@ int fl_http_pull_get(fl_http_pull *p, const char *url, size_t max_body, unsigned
       (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
     return FL_EINVAL;
   fl_get *g = fl_calloc(1, sizeof *g);
-  if (!g || !(g->easy = curl_easy_init())) {
+  if (!g || !(g->easy = p->c->easy_init())) {
     fl_free(g);
     return FL_ENOMEM;
   }
@@ -222,20 +234,20 @@ int fl_http_pull_get(fl_http_pull *p, const char *url, size_t max_body, unsigned
   g->cb = cb;
   g->ctx = ctx;
   CURL *e = g->easy;
-  curl_easy_setopt(e, CURLOPT_URL, url);
-  curl_easy_setopt(e, CURLOPT_PRIVATE, g);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fl_write);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, g);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, g->errbuf);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_body);
-  curl_easy_setopt(e, CURLOPT_USERAGENT, "fleetd/" FLEET_VERSION);
-  if (curl_multi_add_handle(p->multi, e) != CURLM_OK) {
-    curl_easy_cleanup(e);
+  p->c->easy_setopt(e, CURLOPT_URL, url);
+  p->c->easy_setopt(e, CURLOPT_PRIVATE, g);
+  p->c->easy_setopt(e, CURLOPT_WRITEFUNCTION, fl_write);
+  p->c->easy_setopt(e, CURLOPT_WRITEDATA, g);
+  p->c->easy_setopt(e, CURLOPT_ERRORBUFFER, g->errbuf);
+  p->c->easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+  p->c->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+  p->c->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  p->c->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+  p->c->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  p->c->easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_body);
+  p->c->easy_setopt(e, CURLOPT_USERAGENT, "fleetd/" FLEET_VERSION);
+  if (p->c->multi_add_handle(p->multi, e) != CURLM_OK) {
+    p->c->easy_cleanup(e);
     fl_free(g);
     return FL_ENOMEM;
   }
@@ -254,7 +266,7 @@ void fl_http_pull_stop(fl_http_pull *p) {
   while (p->gets)
     fl_get_finish(p->gets, 0, "cancelled: fleetd is stopping");
   /* Cached connections close now, their poll handles with them. */
-  curl_multi_cleanup(p->multi);
+  p->c->multi_cleanup(p->multi);
   p->multi = NULL;
   uv_timer_stop(&p->timer);
   uv_close((uv_handle_t *)&p->timer, NULL);
@@ -265,8 +277,8 @@ void fl_http_pull_free(fl_http_pull **pp) {
     return;
   fl_http_pull *p = *pp;
   if (p->multi)
-    curl_multi_cleanup(p->multi);
-  curl_global_cleanup();
+    p->c->multi_cleanup(p->multi);
+  p->c->global_cleanup();
   fl_free(p);
   *pp = NULL;
 }

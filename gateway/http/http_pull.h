@@ -18,8 +18,10 @@ typedef struct fl_http_pull fl_http_pull;
 typedef void (*fl_http_pull_cb)(void *ctx, long status, const char *body, size_t len,
                                 const char *err);
 
-/* 0 and *out, or FL_ENOMEM. Initialises libcurl (counted, thread-safe). */
-int fl_http_pull_new(uv_loop_t *loop, fl_http_pull **out);
+/* 0 and *out; or FL_ECONFIG (libcurl cannot be loaded: err says which and
+ * what installs it), FL_ENOMEM. Loads and initialises libcurl (counted,
+ * thread-safe) on the first call. */
+int fl_http_pull_new(uv_loop_t *loop, fl_http_pull **out, char *err, size_t errlen);
 /* Starts a GET of url. 0, or FL_EINVAL (not http(s)://), FL_ENOMEM; on
  * failure cb never runs. */
 int fl_http_pull_get(fl_http_pull *p, const char *url, size_t max_body, unsigned timeout_ms,

@@ -30,6 +30,11 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "common/xqueue.h"
+#include "gateway/http/http_libs.h"
+
+/* libmicrohttpd, loaded by the first server's start (http_libs.h). Set
+ * once, before any server thread exists, and never again. */
+static const fl_mhd_fns *fl_mhd;
 
 /* An idle connection (no byte either way) is closed after this; the
  * header deadline is shorter and is what a trickling client meets. */
@@ -133,7 +138,7 @@ static void fl_http_ready(void *ctx) {
       s->served++;
       pthread_mutex_lock(&s->mu);
       it->done = 1;
-      MHD_resume_connection(it->conn);
+      fl_mhd->resume_connection(it->conn);
       pthread_mutex_unlock(&s->mu);
     }
   }
@@ -182,7 +187,7 @@ static ssize_t fl_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     n = MHD_CONTENT_READER_END_OF_STREAM;
   } else {
     st->suspended = 1;
-    MHD_suspend_connection(st->conn);
+    fl_mhd->suspend_connection(st->conn);
   }
   pthread_mutex_unlock(&s->mu);
   return n;
@@ -209,8 +214,8 @@ static enum MHD_Result fl_queue_stream(fl_http_server *s, struct MHD_Connection 
   st->len = st->cap = r->len;
   r->body = NULL;
   r->len = 0;
-  struct MHD_Response *mr =
-      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, fl_stream_read, st, fl_stream_free);
+  struct MHD_Response *mr = fl_mhd->create_response_from_callback(
+      MHD_SIZE_UNKNOWN, 4096, fl_stream_read, st, fl_stream_free);
   if (!mr) {
     fl_free(st->buf);
     fl_free(st);
@@ -221,10 +226,10 @@ static enum MHD_Result fl_queue_stream(fl_http_server *s, struct MHD_Connection 
   s->streams = st;
   s->nstreams++;
   pthread_mutex_unlock(&s->mu);
-  MHD_add_response_header(mr, "Content-Type", r->content_type ? r->content_type : "text/plain");
-  MHD_add_response_header(mr, "Cache-Control", "no-store");
-  enum MHD_Result rc = MHD_queue_response(conn, r->status, mr);
-  MHD_destroy_response(mr);
+  fl_mhd->add_response_header(mr, "Content-Type", r->content_type ? r->content_type : "text/plain");
+  fl_mhd->add_response_header(mr, "Cache-Control", "no-store");
+  enum MHD_Result rc = fl_mhd->queue_response(conn, r->status, mr);
+  fl_mhd->destroy_response(mr);
   return rc;
 }
 
@@ -256,7 +261,7 @@ size_t fl_http_server_push(fl_http_server *s, const char *data, size_t len) {
   wake:
     if (st->suspended) {
       st->suspended = 0;
-      MHD_resume_connection(st->conn);
+      fl_mhd->resume_connection(st->conn);
     }
   }
   size_t n = s->nstreams;
@@ -274,13 +279,13 @@ size_t fl_http_server_streams(fl_http_server *s) {
 }
 
 static enum MHD_Result fl_queue_resp(struct MHD_Connection *conn, const fl_http_resp *r) {
-  struct MHD_Response *mr = MHD_create_response_from_buffer(r->len, r->body ? r->body : (void *)"",
-                                                            MHD_RESPMEM_MUST_COPY);
+  struct MHD_Response *mr = fl_mhd->create_response_from_buffer(
+      r->len, r->body ? r->body : (void *)"", MHD_RESPMEM_MUST_COPY);
   if (!mr)
     return MHD_NO;
-  MHD_add_response_header(mr, "Content-Type", r->content_type ? r->content_type : "text/plain");
-  enum MHD_Result rc = MHD_queue_response(conn, r->status, mr);
-  MHD_destroy_response(mr);
+  fl_mhd->add_response_header(mr, "Content-Type", r->content_type ? r->content_type : "text/plain");
+  enum MHD_Result rc = fl_mhd->queue_response(conn, r->status, mr);
+  fl_mhd->destroy_response(mr);
   return rc;
 }
 
@@ -294,13 +299,13 @@ static enum MHD_Result fl_plain_now(struct MHD_Connection *conn, unsigned status
 static enum MHD_Result fl_refuse_now(struct MHD_Connection *conn, unsigned status,
                                      const char *text) {
   struct MHD_Response *mr =
-      MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+      fl_mhd->create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
   if (!mr)
     return MHD_NO;
-  MHD_add_response_header(mr, "Content-Type", "text/plain");
-  MHD_add_response_header(mr, "Connection", "close");
-  enum MHD_Result rc = MHD_queue_response(conn, status, mr);
-  MHD_destroy_response(mr);
+  fl_mhd->add_response_header(mr, "Content-Type", "text/plain");
+  fl_mhd->add_response_header(mr, "Connection", "close");
+  enum MHD_Result rc = fl_mhd->queue_response(conn, status, mr);
+  fl_mhd->destroy_response(mr);
   return rc;
 }
 
@@ -368,9 +373,9 @@ static void fl_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     fl_http_conn *c = fl_calloc(1, sizeof *c);
     const union MHD_ConnectionInfo *fd =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        fl_mhd->get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     const union MHD_ConnectionInfo *ad =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        fl_mhd->get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!c || !fd) {
       fl_free(c);
       if (fd)
@@ -416,7 +421,7 @@ static void fl_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
 
 static fl_http_conn *fl_conn_of(struct MHD_Connection *conn) {
   const union MHD_ConnectionInfo *i =
-      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+      fl_mhd->get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   return i ? i->socket_context : NULL;
 }
 
@@ -494,8 +499,8 @@ static int fl_host_ok(const fl_http_server *s, const char *host) {
 
 /* Does the request carry a body (which a GET must not)? */
 static int fl_has_body(struct MHD_Connection *conn) {
-  const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-  const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+  const char *cl = fl_mhd->lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+  const char *te = fl_mhd->lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
   return te || (cl && strspn(cl, "0 \t") != strlen(cl));
 }
 
@@ -529,7 +534,7 @@ static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const c
     fl_conn_unwait(s, c);
     over = c->over;
   }
-  int misdirected = !fl_host_ok(s, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"));
+  int misdirected = !fl_host_ok(s, fl_mhd->lookup_connection_value(conn, MHD_HEADER_KIND, "Host"));
   s->misdirected += (unsigned long long)misdirected;
   s->refused += (unsigned long long)(over && !misdirected);
   pthread_mutex_unlock(&s->mu);
@@ -544,8 +549,8 @@ static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const c
   if (*upload_size || fl_has_body(conn))
     return fl_refuse_now(conn, 400, "a GET carries no body\n");
   fl_qbuf q = {{0}, 0};
-  MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, fl_query_arg, &q);
-  const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+  fl_mhd->get_connection_values(conn, MHD_GET_ARGUMENT_KIND, fl_query_arg, &q);
+  const char *auth = fl_mhd->lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
   it = fl_calloc(1, sizeof *it);
   if (!it || !(it->path = fl_strdup(url)) || !(it->query = fl_strdup(q.buf)) ||
       !(it->authorization = fl_strdup(auth ? auth : ""))) {
@@ -562,7 +567,7 @@ static enum MHD_Result fl_access(void *cls, struct MHD_Connection *conn, const c
     return fl_plain_now(conn, 503, "busy; try again\n");
   }
   *con_cls = it;
-  MHD_suspend_connection(conn);
+  fl_mhd->suspend_connection(conn);
   pthread_mutex_unlock(&s->mu);
   return MHD_YES;
 }
@@ -652,13 +657,19 @@ int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *liste
             key, listen ? listen : "");
     return FL_EINVAL;
   }
+  const fl_mhd_fns *mhd;
+  int rc = fl_http_mhd(&mhd, err, errlen);
+  if (rc)
+    return rc;
+  if (!fl_mhd)
+    fl_mhd = mhd;
   fl_http_server *s = fl_calloc(1, sizeof *s);
   if (!s) {
     fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
   pthread_mutex_init(&s->mu, NULL);
-  int rc = fl_xqueue_new_to_loop(loop, FL_HTTP_QUEUE_CAP, fl_http_ready, s, &s->q);
+  rc = fl_xqueue_new_to_loop(loop, FL_HTTP_QUEUE_CAP, fl_http_ready, s, &s->q);
   if (rc) {
     pthread_mutex_destroy(&s->mu);
     fl_free(s);
@@ -669,12 +680,12 @@ int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *liste
    * may hold a thousand MCP clients) is served too. */
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                    (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-  s->d =
-      MHD_start_daemon(flags, 0, NULL, NULL, fl_access, s, MHD_OPTION_EXTERNAL_LOGGER, fl_mhd_log,
-                       s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
-                       (unsigned)FL_HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-                       (unsigned)FL_HTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, fl_completed, s,
-                       MHD_OPTION_NOTIFY_CONNECTION, fl_notify, s, MHD_OPTION_END);
+  s->d = fl_mhd->start_daemon(flags, 0, NULL, NULL, fl_access, s, MHD_OPTION_EXTERNAL_LOGGER,
+                              fl_mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)FL_HTTP_MAX_CONNECTIONS,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)FL_HTTP_TIMEOUT_S,
+                              MHD_OPTION_NOTIFY_COMPLETED, fl_completed, s,
+                              MHD_OPTION_NOTIFY_CONNECTION, fl_notify, s, MHD_OPTION_END);
   if (!s->d) {
     fl_errf(err, errlen, "cannot serve %s %s (address in use, or not this machine's?)", key,
             listen);
@@ -683,7 +694,7 @@ int fl_http_server_start_for(uv_loop_t *loop, const char *key, const char *liste
     *out = s;
     return FL_ECONFIG;
   }
-  const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+  const union MHD_DaemonInfo *info = fl_mhd->get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
   unsigned port = info ? info->port : 0;
   char host[64] = "";
   if (sa.ss_family == AF_INET6) {
@@ -752,7 +763,7 @@ void fl_http_server_stop(fl_http_server *s) {
       fl_answer_plain(it, 503, "shutting down\n");
       pthread_mutex_lock(&s->mu);
       it->done = 1;
-      MHD_resume_connection(it->conn);
+      fl_mhd->resume_connection(it->conn);
       pthread_mutex_unlock(&s->mu);
     }
   }
@@ -762,11 +773,11 @@ void fl_http_server_stop(fl_http_server *s) {
     st->closing = 1;
     if (st->suspended) {
       st->suspended = 0;
-      MHD_resume_connection(st->conn);
+      fl_mhd->resume_connection(st->conn);
     }
   }
   pthread_mutex_unlock(&s->mu);
-  MHD_stop_daemon(s->d);
+  fl_mhd->stop_daemon(s->d);
   s->d = NULL;
   fl_xqueue_close(s->q, NULL);
 }
@@ -776,7 +787,7 @@ void fl_http_server_free(fl_http_server **sp) {
     return;
   fl_http_server *s = *sp;
   if (s->d)
-    MHD_stop_daemon(s->d);
+    fl_mhd->stop_daemon(s->d);
   fl_xqueue_free(&s->q, (void (*)(void *))fl_item_free);
   pthread_mutex_destroy(&s->mu);
   fl_free(s);

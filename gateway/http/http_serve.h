@@ -52,7 +52,8 @@ typedef struct fl_http_route {
 /* Starts serving listen ("HOST:PORT", "[V6]:PORT"; port 0 = any free one)
  * on loop. Routes are added after with fl_http_server_route (on the loop,
  * before or while serving). Returns 0 and *out, or FL_EINVAL / FL_ECONFIG
- * with err saying what to fix. */
+ * with err saying what to fix (FL_ECONFIG too when libmicrohttpd, loaded by
+ * the first start, is missing: http_libs.h). */
 int fl_http_server_start(uv_loop_t *loop, const char *listen, fl_http_server **out, char *err,
                          size_t errlen);
 /* The same, with key naming the configuration key listen came from in

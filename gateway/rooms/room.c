@@ -301,14 +301,14 @@ int fl_rooms_start(fl_gw *gw, char *err, size_t errlen) {
     fl_errf(err, errlen, "cannot open the room tables of the hold store");
     return rc < 0 ? rc : FL_ESTORE;
   }
-  if ((rc = fl_http_pull_new(gw->loop, &r->puller))) {
-    fl_errf(err, errlen, "cannot start pulling rooms: %s", fl_strerror(rc));
+  if (r->claims_only) /* nothing to pull: libcurl stays unloaded (http_libs.h) */
+    return 0;
+  if ((rc = fl_http_pull_new(gw->loop, &r->puller, err, errlen)))
     return rc;
-  }
   uv_timer_init(gw->loop, &r->sync_timer);
   r->sync_timer.data = r;
   fl_rooms_sync_timer(r);
-  if (gw->cfg.rooms_on && gw->cfg.rooms_listen[0]) {
+  if (gw->cfg.rooms_listen[0]) {
     rc = fl_http_server_start(gw->loop, gw->cfg.rooms_listen, &r->server, err, errlen);
     if (rc)
       return rc;
