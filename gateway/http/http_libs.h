@@ -2,8 +2,9 @@
  *
  * fleetd does not link either library: both, with what they pull in (GnuTLS,
  * nettle, gmp, p11-kit, Kerberos, LDAP, SASL, libssh2, nghttp2, ...), cost
- * about 4 MiB of resident pages in every process that maps them, used or not
- * (relocations, init code, the pages read around each one the kernel maps).
+ * about 6 MiB of resident memory in every process that maps them, used or
+ * not (symbol and relocation tables, relocated data, constructors, the pages
+ * the kernel maps around each one touched): bench/README.md.
  * A gateway with neither "rooms" nor "http" in its config never loads them;
  * one that pulls rooms loads libcurl when its puller starts, and one that
  * serves HTTP (rooms.listen, http.listen) loads libmicrohttpd when its first
