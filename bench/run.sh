@@ -446,10 +446,13 @@ if [ "$TPUT_ONLY" = 1 ]; then
 fi
 
 # VmRSS and its parts (RssAnon: heap and stacks; RssFile: the binary and
-# its libraries' pages; RssShmem: the SQLite WAL index) of PID, in KiB.
+# its libraries' pages; RssShmem: the SQLite WAL index) of PID, in KiB; then
+# every part of bench/rss_parts.sh (heap, static data, each library, ...)
+# into results.txt alone.
 rss_parts() { # PID LABEL
   awk -v l="$2" '/^(VmRSS|RssAnon|RssFile|RssShmem):/ { printf "RESULT %s.%s_kib %s\n", l, $1, $2 }' \
     "/proc/$1/status" | sed 's/:_kib/_kib/' | tee -a "$RESULTS" | sed 's/^/  /' >&2
+  bash "$REPO/bench/rss_parts.sh" "$1" "$2.part" >>"$RESULTS"
 }
 
 # Throughput with the CPU each side spent on it: the sending gateway
