@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "gateway/core/gw_internal.h"
 #include "gateway/core/module.h"
+#include "gateway/core/provenance.h"
 #include "gateway/core/remote.h"
 #include "gateway/core/router.h"
 #include "gateway/inject/inject.h"
@@ -475,6 +476,9 @@ static void fl_slot_type(fl_fwd_slot *s) {
     return;
   }
   fl_fwd_note_early(gw, &f, &t, b);
+  char head[FL_PROVENANCE_MAX];
+  fl_provenance_line(gw, &f, head, sizeof head);
+  t.head = head;
   fl_launch launch;
   int rc = fl_launch_of(s, &t, &launch);
   if (rc == 0) /* the backend copies what it keeps: launch goes right after */

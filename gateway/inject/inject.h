@@ -31,6 +31,11 @@ typedef struct fl_inject_target {
    * text starting with one is neutralized, inject_text.h); NULL = the
    * default "!/#", "" = none. */
   const char *command_chars;
+  /* For deliver: a line fleet wrote (printable ASCII, no newline; the
+   * provenance line of a brief), delivered on its own line before the
+   * text, which is then typed as one paste; NULL or "" = none. It is not
+   * made safe again and counts in no note. */
+  const char *head;
   /* exec: the command run for each message, NULL-terminated; cwd and env
    * (NAME=VALUE, NULL-terminated) may be NULL. */
   const char *const *argv;

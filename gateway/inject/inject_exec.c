@@ -74,12 +74,19 @@ static int fl_exec_deliver(uv_loop_t *loop, const fl_inject_target *t, const cha
   fl_exec_run *r = fl_calloc(1, sizeof *r);
   if (!r)
     return FL_ENOMEM;
-  r->text = fl_malloc(len + 1);
+  /* fleet's line first, on its own line (inject.h: head) */
+  size_t hl = t->head && t->head[0] ? strlen(t->head) + 1 : 0;
+  r->text = fl_malloc(hl + len + 1);
   if (!r->text) {
     fl_free(r);
     return FL_ENOMEM;
   }
-  memcpy(r->text, text, len);
+  if (hl) {
+    memcpy(r->text, t->head, hl - 1);
+    r->text[hl - 1] = '\n';
+  }
+  memcpy(r->text + hl, text, len);
+  len += hl;
   r->text[len] = '\0';
   r->done = done;
   r->ctx = ctx;

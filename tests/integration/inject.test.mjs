@@ -68,13 +68,26 @@ fleetTest('a brief is typed into a worker pane byte for byte, once, and the send
     assert.equal(r1.to.name, 'w');
     const r2 = await callTool(s.lead, 'fleet_send', { to: 'w', content: LINES });
     assert.equal(r2.status, 'injected', JSON.stringify(r2));
+    const sent = [r1, r2];
     // A whole brief that is a key name is still text.
     for (const word of ['C-c', 'Enter']) {
       const r = await callTool(s.lead, 'fleet_send', { to: 'w', content: word });
       assert.equal(r.status, 'injected', JSON.stringify(r));
+      sent.push(r);
     }
     await sleep(800); // nothing more may land
     assert.deepEqual(a.submitted(), [ONE_LINE, LINES, 'C-c', 'Enter'], 'each arrived whole, as sent, once');
+    // Each opened with fleet's provenance line: sender, verified, msgId, how to answer.
+    const prov = a.provenance();
+    assert.equal(prov.length, 4, JSON.stringify(prov));
+    prov.forEach((line, i) => {
+      const id = sent[i].msgId;
+      const m = /^\(fleet\) from lead@([A-Za-z0-9._:-]+) \(role lead\), verified: local, msgId (\S+); answer with fleet_reply to lead@([A-Za-z0-9._:-]+), inReplyTo (\S+)$/.exec(line);
+      assert.ok(m, `provenance line ${i}: ${line}`);
+      assert.equal(m[2], id);
+      assert.equal(m[4], id);
+      assert.equal(m[1], m[3]);
+    });
 
     // With wait_s the send waits on for the worker's answer.
     const r3 = await callTool(s.lead, 'fleet_send', { to: 'w', content: 'answer me', wait_s: 15 });

@@ -72,7 +72,8 @@ export async function panes(f, sock) {
  * Starts agents/prompt_agent.mjs in a pane of a new private server at
  * <f.dir>/<label>.sock. opts.mcp: also run its MCP client (fleet-mcp with
  * opts.env: FLEET_SOCKET, FLEET_NAME, FLEET_ROLE, ...). Waits for its prompt.
- * Returns { sock, pane, busy, submitted() (exact inputs, in order),
+ * Returns { sock, pane, busy, submitted() (exact inputs, in order, without
+ * fleet's provenance line), provenance() (each input's line, "" for none),
  * cursorLine(), screen() }.
  */
 export async function startPromptAgent(f, { label = 'agent', mcp = false, env = {}, binDir, commands = false } = {}) {
@@ -101,6 +102,10 @@ export async function startPromptAgent(f, { label = 'agent', mcp = false, env = 
     submitted: () =>
       existsSync(`${record}.json`)
         ? readFileSync(`${record}.json`, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+        : [],
+    provenance: () =>
+      existsSync(`${record}.prov.json`)
+        ? readFileSync(`${record}.prov.json`, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
         : [],
     screen: () => tmux(f, sock, 'capture-pane', '-p', '-t', pane),
     cursorLine: async () => {

@@ -359,11 +359,20 @@ static void test_gw_exec_brief_injected_once(void **state) {
   json_decref(s.result);
   FILE *fp = fopen(f->out, "r");
   assert_non_null(fp);
-  char got[256] = "";
+  char got[2048] = "";
   size_t n = fread(got, 1, sizeof got - 1, fp);
   fclose(fp);
   got[n] = '\0';
-  assert_string_equal(got, "do \"this\" $(now)\tplease\nand then that\n");
+  /* Each opens with fleet's provenance line (provenance.h), then the text. */
+  const char *prov = "(fleet) from lead@hostA (role lead), verified: local, msgId ";
+  assert_int_equal(strncmp(got, prov, strlen(prov)), 0);
+  const char *first = strstr(got, "\ndo \"this\" $(now)\tplease\n");
+  assert_non_null(first);
+  const char *second = first + strlen("\ndo \"this\" $(now)\tplease\n");
+  assert_int_equal(strncmp(second, prov, strlen(prov)), 0);
+  const char *tail = strchr(second, '\n');
+  assert_non_null(tail);
+  assert_string_equal(tail, "\nand then that\n");
   assert_int_equal(f->g.gw->counters[FL_C_BRIEFS_INJECTED], 2);
   /* Nothing was held for a poll. */
   size_t held = 1;
@@ -444,11 +453,23 @@ static void test_gw_restart_mid_typing_fails_and_never_retypes(void **state) {
   assert_int_equal(gw->counters[FL_C_BRIEFS_INJECTED], 2);
   FILE *fp = fopen(f->out, "r");
   assert_non_null(fp);
-  char text[128] = "";
+  char text[2048] = "";
   size_t n = fread(text, 1, sizeof text - 1, fp);
   fclose(fp);
   text[n] = '\0';
-  assert_string_equal(text, "not started\nthird\n"); /* in order; "half typed" never */
+  /* Each opens with fleet's provenance line (provenance.h): read past them. */
+  char body[2048] = "";
+  size_t lines = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    if (strncmp(line, "(fleet) from ", 13) == 0) {
+      lines++;
+      continue;
+    }
+    strcat(body, line);
+    strcat(body, "\n");
+  }
+  assert_int_equal(lines, 2);
+  assert_string_equal(body, "not started\nthird\n"); /* in order; "half typed" never */
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)

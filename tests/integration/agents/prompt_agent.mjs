@@ -24,6 +24,11 @@
 // shell mode; a "!" inside a paste is text); the input "/exit" quits it. So
 // a test can see a brief that would act as keys.
 //
+// An input that opens with fleet's provenance line ("(fleet) from ...",
+// then a newline) is recorded and answered without it; the line itself is
+// appended to RECORD.prov.json (one JSON string per line, "" for an input
+// without one), so the tests can check it and the text apart.
+//
 // usage: node prompt_agent.mjs RECORD BUSY [--mcp] [--commands]
 
 import { execSync } from 'node:child_process';
@@ -54,12 +59,16 @@ function prompt() {
 }
 
 function submit() {
-  const line = input;
+  const raw = input;
   input = '';
+  const nl = raw.indexOf('\n');
+  const prov = raw.startsWith('(fleet) from ') && nl > 0 ? raw.slice(0, nl) : '';
+  const line = prov ? raw.slice(nl + 1) : raw;
   appendFileSync(record, `${line}\n`);
   appendFileSync(`${record}.json`, `${JSON.stringify(line)}\n`);
+  appendFileSync(`${record}.prov.json`, `${JSON.stringify(prov)}\n`);
   out('\r\n');
-  const run = commands && (line.startsWith('!') || shell);
+  const run = commands && (raw.startsWith('!') || shell);
   shell = false;
   if (run) {
     try {
@@ -68,7 +77,7 @@ function submit() {
       // a failing command is the agent's business
     }
   }
-  if (commands && line.trim() === '/exit') process.exit(0);
+  if (commands && raw.trim() === '/exit') process.exit(0);
   if (!working) prompt();
   if (mcp && process.env.AGENT_REPLY_TO) {
     mcp.callTool({ name: 'fleet_reply', arguments: { to: process.env.AGENT_REPLY_TO, content: `done: ${line}` } })
