@@ -91,9 +91,17 @@ function standIns(text) {
     .replace(/[\u0080-\u009f]/g, '\ufffd');
 }
 
-/** The user turns the agent sent its model (side calls left out), in order. */
+/** fleet's provenance line at the top of a delivered brief (the user guide, Hooks). */
+const PROVENANCE = /^\(fleet\) from [A-Za-z0-9._:-]+@[A-Za-z0-9._:-]+ \(role [A-Za-z0-9._:-]+\), verified: [^\n]*; answer with fleet_reply to [^\n]*\n/;
+
+/** A user turn without fleet's provenance line (see unwrap). */
+function body(u) {
+  return unwrap(u).replace(PROVENANCE, '');
+}
+
+/** The user turns the agent sent its model (side calls left out), in order, each without its provenance line. */
 function turns(model) {
-  return model.requests.filter((r) => r.api === 'anthropic' && !r.side && r.lastUser != null).map((r) => unwrap(r.lastUser));
+  return model.requests.filter((r) => r.api === 'anthropic' && !r.side && r.lastUser != null).map((r) => body(r.lastUser));
 }
 
 /** The tool results (by tool name) the model received, newest last, without repeats. */
@@ -177,7 +185,7 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     if (r.side || r.lastUser == null) return { text: 'done' };
     for (const [mark, g] of gates) if (r.lastUser.includes(mark)) return g.promise.then(() => ({ text: `finished ${mark}` }));
     if (NUDGE_RE.test(r.lastUser)) return { toolCalls: [{ name: TOOL('fleet_poll'), input: {} }] };
-    if (r.lastUser.startsWith(SPAWN_BRIEF) && !r.toolResults.some((x) => x.name === TOOL('fleet_reply'))) {
+    if (body(r.lastUser).startsWith(SPAWN_BRIEF) && !r.toolResults.some((x) => x.name === TOOL('fleet_reply'))) {
       return { toolCalls: [{ name: TOOL('fleet_reply'), input: { to: 'operator', content: 'w1 is ready to work' } }] };
     }
     return { text: 'noted' };
@@ -238,6 +246,9 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     await waitFor(() => count(turns(model), text) >= 1, { timeout: 60000, what: `${what} at the model` });
     await sleep(500); // a second copy would follow at once
     assert.equal(count(turns(model), text), 1, `${what} reached the model exactly once`);
+    const raw = model.requests.find((r) => r.api === 'anthropic' && !r.side && r.lastUser != null && body(r.lastUser) === text);
+    assert.match(unwrap(raw.lastUser), PROVENANCE, `${what} opened with fleet's provenance line`);
+    assert.match(unwrap(raw.lastUser), /^\(fleet\) from (lead|operator)@\S+ \(role \S+\), verified: local, msgId /, `${what}: sender and verification`);
   };
   const alive = async () => {
     assert.ok((await tm.panes()).includes(pane), 'the worker pane is still there');
@@ -326,7 +337,7 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     const openedAt = Date.now();
     g.open();
     await arrivesOnce(text, 'the brief sent while busy');
-    const first = model.requests.find((r) => r.lastUser === text);
+    const first = model.requests.find((r) => r.lastUser != null && body(r.lastUser) === text);
     assert.ok(first.at >= openedAt, 'it reached the model after the busy turn ended');
     await sending;
     assert.equal(answer.status, 'injected', `the sender hears what the agent got: ${JSON.stringify(answer)}`);

@@ -126,7 +126,10 @@ function step(t, f, model, name, fn) {
 export async function workerFlow(f, t, agent) {
   const state = { gates: {}, held: {} };
   const model = await startModel(f, workerScript(state));
-  const prompts = () => model.prompts();
+  // Each delivered brief opens with fleet's provenance line (the user
+  // guide, Hooks); the checks below are about the text after it.
+  const PROVENANCE = /^\(fleet\) from lead@[A-Za-z0-9._:-]+ \(role [A-Za-z0-9._:-]+\), verified: local, msgId [^\n;]+; answer with fleet_reply to lead@[^\n]*\n/;
+  const prompts = () => model.prompts().map((p) => p.replace(PROVENANCE, ''));
   const bin = path.join(CLIS_DIR, 'node_modules', '.bin');
   // PATH holds the pinned CLI, so the profile names it by absolute path.
   const prof = await profileFor(f, agent.name, { env: { PATH: `${bin}:${process.env.PATH}` } });
@@ -177,6 +180,7 @@ export async function workerFlow(f, t, agent) {
     assert.equal(r.status, 'replied', JSON.stringify(r));
     assert.equal(r.reply.content, 'got [b1]');
     assert.ok(prompts().includes(one), `the one-line brief arrived as typed: ${JSON.stringify(prompts())}`);
+    assert.ok(model.prompts().some((p) => PROVENANCE.test(p) && p.endsWith(one)), `it opened with fleet's provenance line: ${JSON.stringify(model.prompts())}`);
     await idle();
     const three = '[b2] Three lines follow:\nsecond line, with "quotes" and $(not a command)\nthird line\tand a tab';
     r = await send(three);
