@@ -179,8 +179,9 @@ export async function workerFlow(f, t, agent) {
     let r = await send(one);
     assert.equal(r.status, 'replied', JSON.stringify(r));
     assert.equal(r.reply.content, 'got [b1]');
-    assert.ok(prompts().includes(one), `the one-line brief arrived as typed: ${JSON.stringify(prompts())}`);
-    assert.ok(model.prompts().some((p) => PROVENANCE.test(p) && p.endsWith(one)), `it opened with fleet's provenance line: ${JSON.stringify(model.prompts())}`);
+    // (typed as a paste, with the provenance line above it: see typedBy)
+    assert.ok(prompts().map(typedBy).includes(one), `the one-line brief arrived as typed: ${JSON.stringify(prompts())}`);
+    assert.ok(model.prompts().some((p) => PROVENANCE.test(p) && typedBy(p).endsWith(one)), `it opened with fleet's provenance line: ${JSON.stringify(model.prompts())}`);
     await idle();
     const three = '[b2] Three lines follow:\nsecond line, with "quotes" and $(not a command)\nthird line\tand a tab';
     r = await send(three);
