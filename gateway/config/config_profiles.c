@@ -15,9 +15,9 @@
 #include "gateway/config/config_internal.h"
 #include "gateway/inject/inject_text.h"
 
-static const char *const fl_profile_keys[] = {
-    "backend",       "command", "cwd",     "env",          "role", "groups",
-    "readyTimeoutS", "prompt",  "quietMs", "commandChars", NULL};
+static const char *const fl_profile_keys[] = {"backend", "command", "cwd",           "env",
+                                              "role",    "groups",  "readyTimeoutS", "prompt",
+                                              "busy",    "quietMs", "commandChars",  NULL};
 
 /* profiles.<name>.command: 1..FL_MAX_PROFILE_ARGS non-empty strings. */
 static int fl_profile_command(json_t *cmd, const char *key, const char *file, char *err,
@@ -155,22 +155,24 @@ static int fl_profile_names(fl_profile *pr, json_t *obj, const char *key, const 
   return 0;
 }
 
-/* profiles.<name>.prompt: a POSIX extended regular expression. */
-static int fl_profile_prompt(fl_profile *pr, json_t *obj, const char *key, const char *file,
-                             char *err, size_t errlen) {
-  if (fl_config_file_str(obj, key, "prompt", pr->prompt, sizeof pr->prompt, file, err, errlen))
+/* profiles.<name>.<what> (prompt or busy) into dst (n bytes): a POSIX
+ * extended regular expression, "" = none; example is a sample value for
+ * the error. */
+static int fl_profile_regex(char *dst, size_t n, const char *what, const char *example, json_t *obj,
+                            const char *key, const char *file, char *err, size_t errlen) {
+  if (fl_config_file_str(obj, key, what, dst, n, file, err, errlen))
     return FL_ECONFIG;
-  if (!pr->prompt[0])
+  if (!dst[0])
     return 0;
   regex_t re;
-  int rc = regcomp(&re, pr->prompt, REG_EXTENDED | REG_NOSUB);
+  int rc = regcomp(&re, dst, REG_EXTENDED | REG_NOSUB);
   if (rc != 0) {
     char why[128];
     regerror(rc, &re, why, sizeof why);
     fl_errf(err, errlen,
-            "%s: key \"%s.prompt\" is not a POSIX extended regular expression (%s): fix it, e.g. "
-            "\"^> $\" for a line that is just \"> \"",
-            file, key, why);
+            "%s: key \"%s.%s\" is not a POSIX extended regular expression (%s): fix it, e.g. "
+            "%s",
+            file, key, what, why, example);
     return FL_ECONFIG;
   }
   regfree(&re);
@@ -235,7 +237,11 @@ static int fl_apply_profile(fl_profile *pr, const char *name, json_t *obj, const
                      file, err, errlen) ||
       fl_profile_num(obj, key, "quietMs", 0, FL_PROFILE_QUIET_MAX_MS, &pr->quiet_ms, file, err,
                      errlen) ||
-      fl_profile_prompt(pr, obj, key, file, err, errlen) ||
+      fl_profile_regex(pr->prompt, sizeof pr->prompt, "prompt",
+                       "\"^> $\" for a line that is just \"> \"", obj, key, file, err, errlen) ||
+      fl_profile_regex(pr->busy, sizeof pr->busy, "busy",
+                       "\"esc to interrupt\\\\)$\" for a status line the agent shows while at work",
+                       obj, key, file, err, errlen) ||
       fl_profile_command_chars(pr, obj, key, file, err, errlen))
     return FL_ECONFIG;
   /* What it runs, kept as one JSON text so the profile stays a flat,

@@ -27,7 +27,7 @@ typedef struct fl_nudge_config {
 
 /* One spawn profile (config "profiles.<name>"), validated by config.c:
  * every string NUL-terminated, name, role and groups by the name rule,
- * prompt a POSIX ERE that compiles. What it runs (command argv and env)
+ * prompt and busy POSIX EREs that compile. What it runs (command argv and env)
  * stays on this host: presence and fleet_list announce only name, backend,
  * role and groups. */
 typedef struct fl_profile {
@@ -38,6 +38,10 @@ typedef struct fl_profile {
   size_t ngroups;
   char cwd[FL_MAX_PATH];              /* "" = the gateway's working directory */
   char prompt[FL_MAX_PROFILE_PROMPT]; /* "" = none given */
+  /* A POSIX ERE for a line the agent shows only while it is at work
+   * (busy; "" = none given): a screen with such a line is busy even when
+   * its cursor line looks like an empty prompt and it is still. */
+  char busy[FL_MAX_PROFILE_PROMPT];
   /* The leading characters the agent treats as commands (commandChars;
    * FL_INJECT_COMMAND_CHARS_DEFAULT when not given, "" = none). */
   char command_chars[FL_MAX_COMMAND_CHARS + 1];

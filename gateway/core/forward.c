@@ -259,6 +259,7 @@ void fl_forward_target(fl_gw *gw, const fl_entity *e, fl_inject_target *t) {
       t->quiet_ms = p->quiet_ms;
     }
     t->command_chars = p->command_chars;
+    t->busy = p->busy[0] ? p->busy : NULL;
   }
 }
 

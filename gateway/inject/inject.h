@@ -27,6 +27,10 @@ typedef struct fl_inject_target {
    * must stay unchanged to count as idle (0 = no quiet test). */
   const char *prompt;
   unsigned quiet_ms;
+  /* For status: a POSIX ERE for a line an agent shows only while it is at
+   * work; any line of the screen matching it makes the target busy, even
+   * with an empty prompt on a still screen (NULL or "" = no busy test). */
+  const char *busy;
   /* For deliver: the leading characters the agent treats as commands (a
    * text starting with one is neutralized, inject_text.h); NULL = the
    * default "!/#", "" = none. */

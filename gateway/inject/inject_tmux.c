@@ -13,7 +13,11 @@
  * anything else (or a pane in copy mode) is busy. An empty input is ready
  * only if a second look quiet_ms later finds the screen unchanged: an agent
  * at work (a spinner, streaming output) keeps changing it, while its input
- * line can look empty all along. A failed tmux is a gone pane. */
+ * line can look empty all along. When the target has a busy pattern, an
+ * empty input is busy instead if any line of the screen matches it: an
+ * agent whose input line stays live while it works (Codex) can keep a
+ * still screen for longer than quiet_ms, but shows its status line all
+ * along. A failed tmux is a gone pane. */
 #include <regex.h>
 #include <signal.h>
 #include <stdint.h>
@@ -114,6 +118,8 @@ typedef struct fl_tmux_probe {
   void *ctx;
   regex_t re;
   int have_re;
+  regex_t busy; /* the target's busy pattern, when have_busy */
+  int have_busy;
   unsigned quiet_ms;
   int round;                /* captures started: 1, then 2 */
   uint64_t first_hash;      /* of round 1's capture */
@@ -142,6 +148,8 @@ static void fl_tmux_probe_closed(uv_handle_t *h) {
   fl_tmux_probe *p = h->data;
   if (p->have_re)
     regfree(&p->re);
+  if (p->have_busy)
+    regfree(&p->busy);
   fl_free(p);
 }
 
@@ -188,6 +196,25 @@ static enum fl_inject_state fl_tmux_read_line(fl_tmux_probe *p, const char *line
   return FL_INJECT_BUSY;
 }
 
+/* Whether a line of the screen [from, end) matches the busy pattern (lines
+ * longer than FL_MAX_PROMPT_SCAN are tested by their start). */
+static int fl_tmux_shows_busy(const fl_tmux_probe *p, const char *from, const char *end) {
+  if (!p->have_busy)
+    return 0;
+  char buf[FL_MAX_PROMPT_SCAN + 1];
+  while (from < end) {
+    const char *eol = memchr(from, '\n', (size_t)(end - from));
+    size_t n = (size_t)((eol ? eol : end) - from);
+    size_t k = n < FL_MAX_PROMPT_SCAN ? n : FL_MAX_PROMPT_SCAN;
+    memcpy(buf, from, k);
+    buf[k] = '\0';
+    if (regexec(&p->busy, buf, 0, NULL, 0) == 0)
+      return 1;
+    from = eol ? eol + 1 : end;
+  }
+  return 0;
+}
+
 /* What a capture (display's line, then the screen) says of the pane. */
 static enum fl_inject_state fl_tmux_read(fl_tmux_probe *p, const char *out, size_t len) {
   const char *nl = memchr(out, '\n', len);
@@ -203,7 +230,10 @@ static enum fl_inject_state fl_tmux_read(fl_tmux_probe *p, const char *out, size
   }
   const char *eol = line < end ? memchr(line, '\n', (size_t)(end - line)) : NULL;
   size_t n = line < end ? (size_t)((eol ? eol : end) - line) : 0;
-  return fl_tmux_read_line(p, line, n);
+  enum fl_inject_state st = fl_tmux_read_line(p, line, n);
+  if (st == FL_INJECT_READY && fl_tmux_shows_busy(p, nl + 1, end))
+    return FL_INJECT_BUSY;
+  return st;
 }
 
 static int fl_tmux_capture_start(fl_tmux_probe *p);
@@ -358,6 +388,15 @@ static int fl_tmux_probe_start(uv_loop_t *loop, const fl_inject_target *t, unsig
       return FL_EINVAL;
     }
     p->have_re = 1;
+  }
+  if (t->busy && t->busy[0]) {
+    if (regcomp(&p->busy, t->busy, REG_EXTENDED | REG_NOSUB) != 0) {
+      if (p->have_re)
+        regfree(&p->re);
+      fl_free(p);
+      return FL_EINVAL;
+    }
+    p->have_busy = 1;
   }
   p->loop = loop;
   p->done = done;

@@ -67,6 +67,7 @@ typedef struct fl_tmux_send {
   char socket[FL_MAX_PATH + 1];
   char label[72];
   char *prompt;
+  char *busy;
   char *text; /* as typed: made safe by inject_text */
   size_t len;
   size_t chars;          /* characters in text, for erasing it */
@@ -90,6 +91,7 @@ static void fl_send_closed(uv_handle_t *h) {
   if (--s->open > 0)
     return;
   fl_free(s->prompt);
+  fl_free(s->busy);
   fl_free(s->text);
   fl_free(s);
 }
@@ -359,9 +361,11 @@ int fl_tmux_deliver(uv_loop_t *loop, const fl_inject_target *t, const char *text
   fl_inject_text safe;
   int rc = fl_inject_text_make(text, len, t->command_chars, &safe);
   s->prompt = fl_strdup(t->prompt ? t->prompt : "");
-  if (rc || !s->prompt) {
+  s->busy = fl_strdup(t->busy ? t->busy : "");
+  if (rc || !s->prompt || !s->busy) {
     fl_inject_text_free(&safe);
     fl_free(s->prompt);
+    fl_free(s->busy);
     fl_free(s);
     return rc ? rc : FL_ENOMEM;
   }
@@ -372,6 +376,7 @@ int fl_tmux_deliver(uv_loop_t *loop, const fl_inject_target *t, const char *text
     if (!both) {
       fl_inject_text_free(&safe);
       fl_free(s->prompt);
+      fl_free(s->busy);
       fl_free(s);
       return FL_ENOMEM;
     }
@@ -398,6 +403,7 @@ int fl_tmux_deliver(uv_loop_t *loop, const fl_inject_target *t, const char *text
   s->t.socket = s->socket;
   s->t.label = s->label;
   s->t.prompt = s->prompt;
+  s->t.busy = s->busy;
   s->t.pause_ms = t->pause_ms;
   uv_timer_init(loop, &s->timer);
   s->timer.data = s;

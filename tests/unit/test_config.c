@@ -549,7 +549,7 @@ static void test_profiles_round_trip(void **state) {
       "\"claude\": {\"backend\": \"tmux\", \"command\": [\"claude\", \"--model\", \"opus\"],"
       " \"cwd\": \"/srv/repo\", \"env\": {\"FOO\": \"bar\", \"_X1\": \"\"}, \"role\": \"lead\","
       " \"groups\": [\"backend\", \"web\"], \"readyTimeoutS\": 90, \"prompt\": \"^> *$\","
-      " \"quietMs\": 1500},"
+      " \"busy\": \"esc to interrupt\\\\)$\", \"quietMs\": 1500},"
       "\"aider\": {\"backend\": \"exec\", \"command\": [\"aider\"]}}}";
   assert_int_equal(fx_parse(f, text), 0);
   const fl_gw_config *gw = &f->cfg.gw;
@@ -562,6 +562,7 @@ static void test_profiles_round_trip(void **state) {
   assert_int_equal(a->ngroups, 0);
   assert_string_equal(a->cwd, "");
   assert_string_equal(a->prompt, "");
+  assert_string_equal(a->busy, "");
   assert_int_equal(a->ready_timeout_s, FL_PROFILE_READY_DEFAULT_S);
   assert_int_equal(a->quiet_ms, FL_PROFILE_QUIET_DEFAULT_MS);
   assert_string_equal(a->launch, "{\"command\":[\"aider\"],\"env\":{}}");
@@ -573,6 +574,7 @@ static void test_profiles_round_trip(void **state) {
   assert_string_equal(c->groups[1], "web");
   assert_string_equal(c->cwd, "/srv/repo");
   assert_string_equal(c->prompt, "^> *$");
+  assert_string_equal(c->busy, "esc to interrupt\\)$");
   assert_int_equal(c->ready_timeout_s, 90);
   assert_int_equal(c->quiet_ms, 1500);
   json_t *launch = json_loads(c->launch, 0, NULL);
@@ -618,7 +620,7 @@ static void test_profiles_errors(void **state) {
   assert_profile_err(f, "{\"profiles\": {\"a.b\": {" OK "}}}", "\"profiles.a.b\": the profile");
   assert_profile_err(f, P(OK ", \"comand\": []"),
                      "unknown key \"profiles.claude.comand\" (known: backend, command, cwd, env, "
-                     "role, groups, readyTimeoutS, prompt, quietMs, commandChars)");
+                     "role, groups, readyTimeoutS, prompt, busy, quietMs, commandChars)");
   /* backend */
   assert_profile_err(f, P("\"command\": [\"claude\"]"),
                      "key \"profiles.claude.backend\" must be \"tmux\" (a tmux window running "
@@ -681,6 +683,10 @@ static void test_profiles_errors(void **state) {
   /* the prompt regex must compile */
   assert_profile_err(f, P(OK ", \"prompt\": \"(unclosed\""),
                      "key \"profiles.claude.prompt\" is not a POSIX extended regular expression (");
+  assert_profile_err(f, P(OK ", \"busy\": \"[unclosed\""),
+                     "key \"profiles.claude.busy\" is not a POSIX extended regular expression (");
+  assert_profile_err(f, P(OK ", \"busy\": 1"),
+                     "key \"profiles.claude.busy\" must be a string, not");
   /* too many profiles */
   char big[8192] = "{\"profiles\": {";
   for (int i = 0; i <= FL_MAX_PROFILES; i++) {
