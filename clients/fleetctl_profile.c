@@ -3,10 +3,12 @@
  * files that agent needs (see fleetctl_profile.h).
  *
  * One row of fl_profile_agents per agent: the program looked up on PATH,
- * the regex of its idle, empty input line (`prompt`), how long its screen
- * must stay still before fleet types (`quietMs`), the leading characters it
- * treats as commands (`commandChars`), and a function that adds its files
- * and command-line arguments. What every profile shares:
+ * the regex of its idle, empty input line (`prompt`), the regex of a line
+ * it shows only while at work (`busy`, for an agent whose input line looks
+ * the same then), how long its screen must stay still before fleet types
+ * (`quietMs`), the leading characters it treats as commands
+ * (`commandChars`), and a function that adds its files and command-line
+ * arguments. What every profile shares:
  *
  *  - The command names the agent by absolute path. fleetd opens the window
  *    with `tmux new-window`, so tmux finds a bare name on the tmux server's
@@ -61,6 +63,7 @@ typedef struct fl_profile_agent {
   const char *name;          /* the profile's name and the argument of `fleetctl profile` */
   const char *program;       /* looked up on PATH */
   const char *prompt;        /* the idle, empty input line (a POSIX ERE) */
+  const char *busy;          /* a line shown only while at work (a POSIX ERE), NULL = none */
   int quiet_ms;              /* the screen must be still this long before typing */
   const char *command_chars; /* leading characters the agent reads as commands */
   int (*build)(fl_profile_ctx *x);
@@ -282,7 +285,10 @@ static int build_codex(fl_profile_ctx *x) {
               "would block a spawned worker. A spawn for another working directory needs it for "
               "that one: run fleetctl profile again with --cwd.") ||
       note(x, "Codex's idle input line is › with a placeholder (› Ask Codex to do anything); the "
-              "prompt matches it and nothing typed. Codex reads a leading / as one of its "
+              "prompt matches it and nothing typed. Codex shows that same line while it works, "
+              "so busy matches the status line it shows above it for the whole turn (• Working "
+              "(5s • esc to interrupt)): a screen with that line is busy, however still.") ||
+      note(x, "Codex reads a leading / as one of its "
               "commands and a leading ! as a shell command; fleet neutralizes such a leading "
               "character of a brief (commandChars)."))
     goto done;
@@ -298,15 +304,20 @@ done:
 static const fl_profile_agent fl_profile_agents[] = {
     /* Claude Code's idle input line: "❯" and a no-break space, or "> " inside
      * a box border on older versions; padded with spaces or no-break spaces. */
-    {"claude", "claude", "^(│|\\|)?( |\u00a0)*(>|❯)( |\u00a0)*(│|\\|)?( |\u00a0)*$", 500, "!/#",
-     build_claude},
+    {"claude", "claude", "^(│|\\|)?( |\u00a0)*(>|❯)( |\u00a0)*(│|\\|)?( |\u00a0)*$", NULL, 500,
+     "!/#", build_claude},
     /* opencode's idle input line: a "┃" border, empty in a session, with a
      * placeholder ("Ask anything… \"Fix broken tests\"") on its start screen.
      * quietMs 2000: on a loaded machine opencode answers keys late for a while
      * after it redraws; with 500 its first briefs failed more often there. */
-    {"opencode", "opencode", "^ *┃ *(Ask anything.*)?$", 2000, "!/#", build_opencode},
-    /* Codex's idle input line: "›" and its placeholder. */
-    {"codex", "codex", "^ *› *(Ask Codex to do anything.*)?$", 500, "!/#", build_codex},
+    {"opencode", "opencode", "^ *┃ *(Ask anything.*)?$", NULL, 2000, "!/#", build_opencode},
+    /* Codex's idle input line: "›" and its placeholder. Codex keeps that
+     * line, placeholder and all, while it works, and its status line above
+     * it ("• Working (5s • esc to interrupt)", the spinner blinking • and ◦
+     * every ~0.6 s, the seconds counting) can stay still for longer than
+     * quietMs: busy is that status line, which shows for a whole turn. */
+    {"codex", "codex", "^ *› *(Ask Codex to do anything.*)?$",
+     "^(•|◦) .*\\(([0-9]+[hms] ?)+ • esc to interrupt", 500, "!/#", build_codex},
 };
 #define FL_PROFILE_NAGENTS (sizeof fl_profile_agents / sizeof fl_profile_agents[0])
 
@@ -402,7 +413,7 @@ int fl_ctl_profile(const char *agent, const char *dir_opt, const char *cwd_opt, 
                       x.command, "cwd", cwd, "env", x.env, "role", "worker", "readyTimeoutS",
                       FL_PROFILE_READY_S, "prompt", a->prompt, "quietMs", a->quiet_ms,
                       "commandChars", a->command_chars);
-  if (!profile)
+  if (!profile || (a->busy && json_object_set_new(profile, "busy", json_string(a->busy)) != 0))
     goto oom;
   if (json) {
     json_t *doc = json_pack("{s:s, s:O, s:O, s:O}", "name", a->name, "profile", profile, "files",
