@@ -7,7 +7,11 @@
 // appended to RECORD (as text and a newline) and to RECORD.json (one JSON
 // string per line, byte for byte). While the file BUSY exists it is "at
 // work": it stops prompting and prints a changing status line every 100 ms;
-// when BUSY goes away it prompts again.
+// when BUSY goes away it prompts again. A BUSY file that holds "still" is
+// work of another kind, as Codex shows it: one status line,
+// "• Working (3s • esc to interrupt)", then its prompt again on a still
+// screen, so only that line tells it is at work; when BUSY goes, the screen
+// is cleared (the status line goes) and it prompts.
 //
 // With --mcp it also runs an MCP client (the SDK) that starts fleet-mcp
 // from FLEET_BIN_DIR with the environment the agent was given (FLEET_NAME,
@@ -32,7 +36,7 @@
 // usage: node prompt_agent.mjs RECORD BUSY [--mcp] [--commands]
 
 import { execSync } from 'node:child_process';
-import { appendFileSync, existsSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const [record, busy, ...flags] = process.argv.slice(2);
@@ -145,12 +149,25 @@ out('\x1b[?2004h'); // bracketed paste, please
 setInterval(() => {
   const now = existsSync(busy);
   if (now) {
+    let still = false;
+    try {
+      still = readFileSync(busy, 'utf8').startsWith('still');
+    } catch {
+      // gone between the two looks: not still
+    }
+    if (still) {
+      if (!working) out('\r\n\u2022 Working (3s \u2022 esc to interrupt)\r\n');
+      if (!working) prompt();
+      working = 'still';
+      return;
+    }
     if (!working) out('\r\n');
     working = true;
     out(`\rworking ${++ticks}`);
   } else if (working) {
+    // the status line of still work goes when the work ends, as Codex's does
+    out(working === 'still' ? '\x1b[2J\x1b[H' : '\r\n');
     working = false;
-    out('\r\n');
     prompt();
   }
 }, 100);
