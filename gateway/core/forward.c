@@ -607,6 +607,7 @@ int fl_forward_take(fl_gw *gw, fl_entity *to, const fl_msg *m, const char *sende
   fl_copy(f.from_name, sizeof f.from_name, m->from_name);
   fl_copy(f.trace_id, sizeof f.trace_id, m->trace_id);
   fl_copy(f.sender_host, sizeof f.sender_host, sender_host);
+  f.auth = sender_host && sender_host[0] ? m->auth : FL_AUTH_NONE;
   fl_copy(f.pane, sizeof f.pane, to->pane[0] ? to->pane : to->spawn.pane);
   fl_copy(f.socket, sizeof f.socket, to->pane[0] ? to->tmux_socket : to->spawn.socket);
   f.at_ms = fl_now_ms();

@@ -24,19 +24,39 @@ static void fl_prov_field(char dst[FL_PROVENANCE_FIELD + 1], const char *src) {
     snprintf(dst, FL_PROVENANCE_FIELD + 1, "?");
 }
 
-void fl_provenance_line(fl_gw *gw, const fl_fwd *f, char *buf, size_t n) {
-  fl_entity *from = fl_entity_by_gid(gw, f->from_gid);
-  const char *host = f->sender_host[0] ? f->sender_host : gw->cfg.host_id;
-  char name[FL_PROVENANCE_FIELD + 1], at[FL_PROVENANCE_FIELD + 1], role[FL_PROVENANCE_FIELD + 1],
+/* The words of VERIFIED before the host (provenance.h). */
+static const char *fl_prov_verified(int remote, int auth) {
+  if (!remote)
+    return "local";
+  switch (auth) {
+  case FL_AUTH_SIGNED:
+    return "signed by pinned host ";
+  case FL_AUTH_PAIR_SEALED:
+    return "sealed by pinned host ";
+  default:
+    return "pinned host ";
+  }
+}
+
+void fl_provenance_format(const char *name, const char *host, const char *role, int remote,
+                          int auth, const char *msg_id, char *buf, size_t n) {
+  char nm[FL_PROVENANCE_FIELD + 1], at[FL_PROVENANCE_FIELD + 1], rl[FL_PROVENANCE_FIELD + 1],
       id[FL_PROVENANCE_FIELD + 1];
-  fl_prov_field(name, f->from_name[0] ? f->from_name : (from ? from->name : ""));
+  fl_prov_field(nm, name);
   fl_prov_field(at, host);
-  fl_prov_field(role, from ? from->role : "");
-  fl_prov_field(id, f->msg_id);
+  fl_prov_field(rl, role);
+  fl_prov_field(id, msg_id);
   snprintf(buf, n,
            "%sfrom %s@%s (role %s), verified: %s%s, msgId %s; answer with fleet_reply to %s@%s, "
            "inReplyTo %s",
-           FL_INJECT_TEXT_PREFIX, name, at, role,
-           f->sender_host[0] ? "signed by pinned host " : "local", f->sender_host[0] ? at : "", id,
-           name, at, id);
+           FL_INJECT_TEXT_PREFIX, nm, at, rl, fl_prov_verified(remote, auth), remote ? at : "", id,
+           nm, at, id);
+}
+
+void fl_provenance_line(fl_gw *gw, const fl_fwd *f, char *buf, size_t n) {
+  fl_entity *from = fl_entity_by_gid(gw, f->from_gid);
+  int remote = f->sender_host[0] != '\0';
+  fl_provenance_format(f->from_name[0] ? f->from_name : (from ? from->name : ""),
+                       remote ? f->sender_host : gw->cfg.host_id, from ? from->role : "", remote,
+                       f->auth, f->msg_id, buf, n);
 }

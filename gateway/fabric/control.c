@@ -443,6 +443,8 @@ static void fl_serve_spawn(fl_control *c, const fl_broker_delivery *d) {
   fl_copy(o.by, sizeof o.by, env->from);
   fl_copy(o.by_name, sizeof o.by_name, env->from_name);
   fl_copy(o.spawn_id, sizeof o.spawn_id, env->spawn_id);
+  /* It passed the receive checks: a seal that opened, or a signature checked. */
+  o.auth = fl_envelope_is_pair_sealed(env) ? FL_AUTH_PAIR_SEALED : FL_AUTH_SIGNED;
   char err[FL_MAX_ERRMSG] = "";
   json_t *known = NULL;
   if (fl_spawn_known(gw, env->spawn_id, &known, err, sizeof err)) {

@@ -174,6 +174,8 @@ static void fl_inbound_take(fl_inbound *in, const fl_broker_delivery *d, fl_enti
   if (m.ts_ms == 0)
     m.ts_ms = now;
   m.expires_ms = expires;
+  /* It passed fl_inbound_open: a seal that opened, or a signature checked. */
+  m.auth = fl_envelope_is_pair_sealed(env) ? FL_AUTH_PAIR_SEALED : FL_AUTH_SIGNED;
   char *content = fl_malloc(d->len + 1);
   if (!content) {
     in->ops->reject(in->ctx, d->tag, 1);

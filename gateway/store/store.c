@@ -423,6 +423,7 @@ static int fl_setup_db(fl_store *s) {
       sqlite3_exec(s->db, fl_seen_schema, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, fl_store_fwd_schema, NULL, NULL, NULL) != SQLITE_OK ||
+      fl_add_column(s, "forward", "auth", "INTEGER NOT NULL DEFAULT 0") != 0 ||
       sqlite3_exec(s->db, fl_store_gids_schema, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, "PRAGMA user_version=" FL_STORE_STR(FL_STORE_SCHEMA_VERSION), NULL, NULL,
                    NULL) != SQLITE_OK ||

@@ -20,6 +20,13 @@
 
 typedef struct fl_store fl_store;
 
+/* How the host a message came from was proven (fl_msg.auth, fl_fwd.auth):
+ * its Ed25519 signature checked against that host's pinned key (the signed
+ * form), or its body opened under the pair key that only that host and
+ * this one hold (the pair-sealed form, wire-format.md). NONE: a message of
+ * this host, or a brief recorded by a fleetd that did not keep it. */
+enum fl_msg_auth { FL_AUTH_NONE = 0, FL_AUTH_SIGNED = 1, FL_AUTH_PAIR_SEALED = 2 };
+
 /* One held message. Strings are NUL-terminated; optional ones are "". */
 typedef struct fl_msg {
   int64_t seq; /* store order, set by fl_store_put */
@@ -33,7 +40,8 @@ typedef struct fl_msg {
   char turn_id[FL_ID_LEN];     /* an ask's turn (ASK, ANSWER, ...; never stored), or "" */
   int64_t ts_ms;               /* accepted at, ms since epoch */
   int64_t expires_ms;          /* 0 = never */
-  char *content;               /* owned; NUL-terminated UTF-8 */
+  int auth;      /* enum fl_msg_auth: how its host was proven (kept for briefs only) */
+  char *content; /* owned; NUL-terminated UTF-8 */
   size_t content_len;
   int handed; /* set by fl_store_admit: recorded as seen only, for a waiting call */
 } fl_msg;

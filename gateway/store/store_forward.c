@@ -34,12 +34,13 @@ const char fl_store_fwd_schema[] =
     " reported INTEGER NOT NULL DEFAULT 0,"
     " reason TEXT NOT NULL DEFAULT '',"
     " content BLOB NOT NULL,"
+    " auth INTEGER NOT NULL DEFAULT 0,"
     " UNIQUE (msg_id, to_gid));"
     "CREATE INDEX IF NOT EXISTS forward_queue ON forward (to_gid, state, seq);";
 
 #define FL_FWD_COLS                                                                                \
   "seq, msg_id, to_gid, from_gid, from_name, trace_id, sender_host, pane, socket, deadline_ms, "   \
-  "at_ms, state, reported, reason, content"
+  "at_ms, state, reported, reason, content, auth"
 
 static int fl_prep(fl_store *s, const char *sql, sqlite3_stmt **st) {
   if (!s || !s->db)
@@ -87,6 +88,7 @@ static int fl_row_fwd(fl_store *s, sqlite3_stmt *st, fl_fwd *f) {
     memcpy(f->content, blob, (size_t)len);
   f->content[len] = '\0';
   f->content_len = (size_t)len;
+  f->auth = sqlite3_column_int(st, 15);
   return 0;
 }
 
@@ -98,8 +100,8 @@ int fl_store_fwd_put(fl_store *s, fl_fwd *f) {
   sqlite3_stmt *st;
   int rc = fl_prep(s,
                    "INSERT INTO forward (msg_id, to_gid, from_gid, from_name, trace_id, "
-                   "sender_host, pane, socket, deadline_ms, at_ms, state, content) VALUES "
-                   "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11)",
+                   "sender_host, pane, socket, deadline_ms, at_ms, state, content, auth) VALUES "
+                   "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12)",
                    &st);
   if (rc)
     return rc;
@@ -114,6 +116,7 @@ int fl_store_fwd_put(fl_store *s, fl_fwd *f) {
   sqlite3_bind_int64(st, 9, f->deadline_ms);
   sqlite3_bind_int64(st, 10, f->at_ms);
   sqlite3_bind_blob(st, 11, f->content ? f->content : "", (int)f->content_len, SQLITE_STATIC);
+  sqlite3_bind_int(st, 12, f->auth);
   int step = sqlite3_step(st);
   if (step == SQLITE_DONE) {
     f->seq = sqlite3_last_insert_rowid(s->db);

@@ -32,6 +32,7 @@ typedef struct fl_fwd {
   char from_name[FL_MAX_NAME + 1];
   char trace_id[FL_ID_LEN];
   char sender_host[64]; /* "" = the sender is on this host */
+  int auth;             /* enum fl_msg_auth: how sender_host was proven */
   /* Where it is typed when the recipient's session is not there to say. */
   char pane[FL_MAX_PANE + 1];
   char socket[FL_MAX_PATH + 1];

@@ -591,6 +591,7 @@ static void fl_spawn_brief(fl_spawn *s, fl_entity *e) {
    * and name as its SPAWN gave them. */
   fl_copy(m.from_gid, sizeof m.from_gid, s->by);
   fl_copy(m.from_name, sizeof m.from_name, from ? from->name : s->by_name);
+  m.auth = s->origin.host[0] ? s->origin.auth : FL_AUTH_NONE; /* how its SPAWN was proven */
   char err[FL_MAX_ERRMSG];
   if (fl_router_send(gw, NULL, e, &m, 0, s->origin.host, NULL, NULL, NULL, NULL, err, sizeof err) !=
       0)

@@ -33,6 +33,7 @@ typedef struct fl_spawn_origin {
   char by[FL_ID_LEN];
   char by_name[FL_MAX_NAME + 1];
   char spawn_id[FL_ID_LEN];
+  int auth; /* enum fl_msg_auth: how host was proven (the SPAWN's form) */
 } fl_spawn_origin;
 
 /* A SPAWN from another host (control.c): launches profile on this host with

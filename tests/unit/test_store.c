@@ -29,6 +29,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "gateway/store/store.h"
+#include "gateway/store/store_forward.h"
 #include "tests/support/test_util.h"
 
 typedef struct fixture {
@@ -500,6 +501,43 @@ static void test_seen_migrates(void **state) {
                    5000 + FL_ENVELOPE_MAX_LIFE_MS);
 }
 
+/* A forward table written before briefs kept how their sender's host was
+ * proven: its rows read as not recorded (FL_AUTH_NONE), new rows keep it. */
+static void test_forward_auth_migrates(void **state) {
+  fixture *f = *state;
+  fl_store_close(&f->s);
+  assert_int_equal(unlink(f->path), 0);
+  side_exec(f, "CREATE TABLE forward (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+               " msg_id TEXT NOT NULL, to_gid TEXT NOT NULL, from_gid TEXT NOT NULL DEFAULT '',"
+               " from_name TEXT NOT NULL DEFAULT '', trace_id TEXT NOT NULL DEFAULT '',"
+               " sender_host TEXT NOT NULL DEFAULT '', pane TEXT NOT NULL DEFAULT '',"
+               " socket TEXT NOT NULL DEFAULT '', deadline_ms INTEGER NOT NULL,"
+               " at_ms INTEGER NOT NULL, state INTEGER NOT NULL DEFAULT 0,"
+               " reported INTEGER NOT NULL DEFAULT 0, reason TEXT NOT NULL DEFAULT '',"
+               " content BLOB NOT NULL, UNIQUE (msg_id, to_gid));"
+               "INSERT INTO forward (msg_id, to_gid, sender_host, deadline_ms, at_ms, content)"
+               " VALUES ('old', 'A', 'hostB', 9, 1, 'x');");
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  fl_fwd got;
+  assert_int_equal(fl_store_fwd_get(f->s, "old", "A", &got), 0);
+  assert_string_equal(got.sender_host, "hostB");
+  assert_int_equal(got.auth, FL_AUTH_NONE);
+  fl_fwd_clear(&got);
+  fl_fwd nw;
+  memset(&nw, 0, sizeof nw);
+  snprintf(nw.msg_id, sizeof nw.msg_id, "new");
+  snprintf(nw.to_gid, sizeof nw.to_gid, "A");
+  snprintf(nw.sender_host, sizeof nw.sender_host, "hostB");
+  nw.auth = FL_AUTH_PAIR_SEALED;
+  nw.deadline_ms = 9;
+  nw.content = "y";
+  nw.content_len = 1;
+  assert_int_equal(fl_store_fwd_put(f->s, &nw), 0);
+  assert_int_equal(fl_store_fwd_get(f->s, "new", "A", &got), 0);
+  assert_int_equal(got.auth, FL_AUTH_PAIR_SEALED);
+  fl_fwd_clear(&got);
+}
+
 /* ---- counts -------------------------------------------------------------- */
 
 static void test_count_total(void **state) {
@@ -940,6 +978,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_trim, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_migrates, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_forward_auth_migrates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_deleted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_count_total, setup, teardown),
       cmocka_unit_test_setup_teardown(test_entities, setup, teardown),
