@@ -11,8 +11,8 @@
  *
  * The line passes the same gate as injection: it is typed only when the
  * backend's status says the pane is READY (idle, its input empty, per the
- * entity's spawn profile's prompt and quietMs, else cfg.nudge.prompt and
- * cfg.nudge.quiet_ms), and it is typed by the same checked delivery as a
+ * entity's spawn profile's prompt, busy and quietMs, else cfg.nudge.prompt
+ * and cfg.nudge.quiet_ms), and it is typed by the same checked delivery as a
  * brief (inject.h's deliver: type, see it in the input line, then Enter as
  * a separate key; a line Enter did not submit is erased, so it never stays
  * behind as a draft that blocks the next brief). A busy pane, or one holding a

@@ -10,8 +10,9 @@
 
 #include "gateway/inject/inject.h"
 
-/* One look at a pane: its state against t->prompt (no quiet test) and a
- * hash of the whole screen, so two looks tell whether anything changed. */
+/* One look at a pane: its state against t->prompt and t->busy (no quiet
+ * test) and a hash of the whole screen, so two looks tell whether anything
+ * changed. */
 typedef void (*fl_tmux_looked_cb)(void *ctx, enum fl_inject_state state, uint64_t screen);
 
 /* Starts one look at t's pane; looked runs once, later. 0 or a negative
