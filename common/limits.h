@@ -98,6 +98,14 @@
 /* A decision's reason goes to the agent as its tool's error: a sentence or
  * a short paragraph. */
 #define FL_MAX_APPROVE_REASON 1000
+/* Delivery through the hooks (gateway/verbs/hook_deliver.c). A worker's
+ * idle session parks one waiter per Stop (and one at its start); each
+ * turn's Stop brings a new one, so two per worker are plenty: past that the
+ * oldest is answered "nothing" and exits. Briefs handed to hooks whose
+ * answer is still being written are bounded too (one write each, settled
+ * within a loop turn or two). */
+#define FL_HOOK_WAKES_PER_WORKER 2
+#define FL_HOOK_HANDOFFS_MAX 256
 #define FL_DEFAULT_WAIT_S 30
 /* A parallel brief (fleet_send with `to` a list) goes to 2..16 recipients. */
 #define FL_MIN_FANOUT 2

@@ -9,6 +9,13 @@
  * or its deadline passes. The store is the truth: a slot holds no brief in
  * memory between steps, it reads the row again.
  *
+ * Before a look, and again when the screen is idle, the brief is offered to
+ * the agent's own door (module.h's offer: its hooks). Taken, it is marked
+ * typing and handed over by the module (fl_forward_hand), which ends it
+ * with fl_forward_handed; held, nothing is typed and the slot looks again
+ * after its gap; where no door is open, it is typed as before. The store's
+ * state decides who has it: whoever marks it typing first.
+ *
  * The sending side is a waiting call (wait.h, kind FORWARD) ended by the
  * receipt, or by its timer at the typing deadline plus FL_INJECT_MARGIN_MS.
  * Receipts for a sender on another host go out through remote.h; one that
@@ -61,9 +68,11 @@ typedef struct fl_fwd_slot {
   fl_entity *e;
   uv_timer_t timer;
   int busy;                     /* a look or a delivery is in flight */
+  int typing;                   /* that delivery: typing into the terminal */
   char msg_id[FL_ID_LEN];       /* the brief in hand ("" none) */
   char paused_for[FL_ID_LEN];   /* the brief the pre-type pause was taken for */
   char deferred_for[FL_ID_LEN]; /* the brief a deferral was counted for */
+  char held_for[FL_ID_LEN];     /* the brief a hold for another door was logged for */
 } fl_fwd_slot;
 
 struct fl_forward {
@@ -214,27 +223,36 @@ static void fl_fwd_report(struct fl_forward *fw, const fl_fwd *f) {
     fl_gw_count(gw, FL_C_STORE_ERRORS);
 }
 
-/* Ends the brief msg_id of s: state and reason recorded, counted, reported. */
-static void fl_slot_finish(fl_fwd_slot *s, const char *msg_id, int state, const char *why) {
-  struct fl_forward *fw = s->fw;
+/* Ends the brief msg_id of gid (named name): state and reason recorded,
+ * counted, reported. via names the door it went through (NULL: typed). */
+static void fl_fwd_finish(struct fl_forward *fw, const char *gid, const char *name,
+                          const char *msg_id, int state, const char *why, const char *via) {
   fl_gw *gw = fw->gw;
-  if (fl_store_fwd_set(gw->store, msg_id, s->e->gid, state, why) != 0) {
+  if (fl_store_fwd_set(gw->store, msg_id, gid, state, why) != 0) {
     fl_gw_count(gw, FL_C_STORE_ERRORS);
     return;
   }
   fl_fwd f;
-  if (fl_store_fwd_get(gw->store, msg_id, s->e->gid, &f) != 0)
+  if (fl_store_fwd_get(gw->store, msg_id, gid, &f) != 0)
     return;
   if (state == FL_FWD_INJECTED) {
     fl_gw_count(gw, FL_C_BRIEFS_INJECTED);
-    fl_info(f.trace_id, "brief %s from '%s' typed into '%s'", msg_id, f.from_name, s->e->name);
+    if (via)
+      fl_info(f.trace_id, "brief %s from '%s' handed to '%s' (via: %s)", msg_id, f.from_name, name,
+              via);
+    else
+      fl_info(f.trace_id, "brief %s from '%s' typed into '%s'", msg_id, f.from_name, name);
   } else {
     fl_gw_count(gw, FL_C_INJECT_FAILURES);
-    fl_warn(f.trace_id, "brief %s from '%s' for '%s' failed: %s", msg_id, f.from_name, s->e->name,
-            why);
+    fl_warn(f.trace_id, "brief %s from '%s' for '%s' failed%s%s: %s", msg_id, f.from_name, name,
+            via ? " via " : "", via ? via : "", why);
   }
   fl_fwd_report(fw, &f);
   fl_fwd_clear(&f);
+}
+
+static void fl_slot_finish(fl_fwd_slot *s, const char *msg_id, int state, const char *why) {
+  fl_fwd_finish(s->fw, s->e->gid, s->e->name, msg_id, state, why, NULL);
 }
 
 void fl_forward_target(fl_gw *gw, const fl_entity *e, fl_inject_target *t) {
@@ -414,6 +432,7 @@ static void fl_slot_delivered(void *ctx, int status, enum fl_inject_state seen, 
   fl_fwd_slot *s = ctx;
   fl_gw *gw = s->fw->gw;
   s->busy = 0;
+  s->typing = 0;
   char id[FL_ID_LEN];
   fl_copy(id, sizeof id, s->msg_id);
   if (status == FL_INJECT_NOT_TYPED) {
@@ -493,6 +512,19 @@ static void fl_slot_type(fl_fwd_slot *s) {
     return;
   }
   s->busy = 1;
+  s->typing = 1;
+}
+
+/* Offers the brief in hand to another door (module.h). Unless that door
+ * took it, it is still in hand afterwards. */
+static int fl_slot_offer(fl_fwd_slot *s) {
+  char id[FL_ID_LEN];
+  fl_copy(id, sizeof id, s->msg_id);
+  s->msg_id[0] = '\0'; /* the door takes it through fl_forward_hand */
+  int door = fl_modules_offer(s->fw->gw, s->e, NULL, 0);
+  if (door != FL_DOOR_TAKEN)
+    fl_copy(s->msg_id, sizeof s->msg_id, id);
+  return door;
 }
 
 static void fl_slot_seen(void *ctx, enum fl_inject_state st) {
@@ -509,10 +541,23 @@ static void fl_slot_seen(void *ctx, enum fl_inject_state st) {
     fl_slot_kick(s, FL_FORWARD_RECHECK_MS);
     return;
   }
-  if (st == FL_INJECT_READY)
-    fl_slot_type(s);
-  else
+  if (st != FL_INJECT_READY) {
     fl_slot_not_ready(s, st);
+    return;
+  }
+  /* An idle screen: the agent's own door first, if it has one. */
+  int door = fl_slot_offer(s);
+  if (door == FL_DOOR_NONE) {
+    fl_slot_type(s);
+    return;
+  }
+  if (door == FL_DOOR_HOLD && strcmp(s->held_for, s->msg_id) != 0) {
+    fl_copy(s->held_for, sizeof s->held_for, s->msg_id);
+    fl_info(NULL, "brief %s for '%s' waits for its hooks: busy, blocked, or its waiter not back",
+            s->msg_id, s->e->name);
+  }
+  s->msg_id[0] = '\0';
+  fl_slot_kick(s, fl_slot_gap(s));
 }
 
 /* Takes the entity's oldest queued brief in hand and moves it on. */
@@ -558,6 +603,12 @@ static void fl_slot_step(fl_fwd_slot *s) {
     return;
   }
   fl_fwd_clear(&f);
+  /* An agent whose own door is open now takes it there, whatever its
+   * screen shows. */
+  if (fl_slot_offer(s) == FL_DOOR_TAKEN) {
+    fl_slot_kick(s, fl_slot_gap(s));
+    return;
+  }
   if (!b->status) {
     fl_slot_type(s);
     return;
@@ -634,6 +685,92 @@ int fl_forward_take(fl_gw *gw, fl_entity *to, const fl_msg *m, const char *sende
   if (s)
     fl_slot_kick(s, 0); /* after the caller's commit and acknowledgement */
   return 0;
+}
+
+/* ---- another door ---------------------------------------------------------------- */
+
+int fl_forward_text(fl_gw *gw, const fl_entity *e, const char *text, size_t len,
+                    fl_inject_text *out) {
+  fl_inject_target t;
+  fl_forward_target(gw, e, &t);
+  return fl_inject_text_make(text, len, t.command_chars, out);
+}
+
+void fl_handoff_clear(fl_handoff *h) {
+  if (!h)
+    return;
+  fl_free(h->text);
+  h->text = NULL;
+}
+
+int fl_forward_hand(fl_gw *gw, fl_entity *e, fl_handoff *out) {
+  struct fl_forward *fw = gw->forward;
+  memset(out, 0, sizeof *out);
+  if (!fw || fw->stopped || gw->shutting_down)
+    return FL_ENOTFOUND;
+  fl_fwd_slot *s = fl_slot_of(fw, e);
+  if (s && s->typing)
+    return 1;
+  fl_fwd f;
+  int rc = fl_store_fwd_next(gw->store, e->gid, &f);
+  if (rc) {
+    if (rc != FL_ENOTFOUND)
+      fl_gw_count(gw, FL_C_STORE_ERRORS);
+    return rc;
+  }
+  if (fl_now_ms() >= f.deadline_ms) {
+    fl_fwd_finish(fw, e->gid, e->name, f.msg_id, FL_FWD_FAILED, fl_fwd_too_late, NULL);
+    fl_fwd_clear(&f);
+    if (s)
+      fl_slot_kick(s, 0);
+    return FL_ENOTFOUND;
+  }
+  fl_inject_text safe; /* cleared by make, also when it fails */
+  rc = fl_forward_text(gw, e, f.content, f.content_len, &safe);
+  if (rc == 0 && (rc = fl_store_fwd_set(gw->store, f.msg_id, e->gid, FL_FWD_TYPING, NULL)) != 0)
+    fl_gw_count(gw, FL_C_STORE_ERRORS);
+  if (rc) {
+    fl_inject_text_free(&safe);
+    fl_fwd_clear(&f);
+    return rc;
+  }
+  fl_copy(out->msg_id, sizeof out->msg_id, f.msg_id);
+  fl_copy(out->trace_id, sizeof out->trace_id, f.trace_id);
+  fl_inject_text_note(&safe, out->note, sizeof out->note);
+  out->text = safe.buf; /* out owns it now */
+  out->len = safe.len;
+  fl_wait *w = f.sender_host[0] ? NULL : fl_fwd_waiter(fl_entity_by_gid(gw, f.from_gid), f.msg_id);
+  if (w) /* as fl_fwd_note_early: the note before a reply can overtake it */
+    fl_copy(w->typed_note, sizeof w->typed_note, out->note);
+  fl_debug(f.trace_id, "brief %s for '%s' marked typing: handed over through another door",
+           f.msg_id, e->name);
+  fl_fwd_clear(&f);
+  return 0;
+}
+
+void fl_forward_kick(fl_gw *gw, fl_entity *e) {
+  fl_fwd_slot *s = gw->forward && !e->remote ? fl_slot_of(gw->forward, e) : NULL;
+  if (s)
+    fl_slot_kick(s, 0);
+}
+
+void fl_forward_handed(fl_gw *gw, const char *gid, const char *msg_id, int ok, const char *why,
+                       const char *via) {
+  struct fl_forward *fw = gw->forward;
+  if (!fw)
+    return;
+  fl_fwd f;
+  if (fl_store_fwd_get(gw->store, msg_id, gid, &f) != 0 || f.state != FL_FWD_TYPING) {
+    fl_fwd_clear(&f);
+    return; /* ended meanwhile (a restart fails it; a sender's deadline withdraws only queued) */
+  }
+  fl_fwd_clear(&f);
+  fl_entity *e = fl_entity_by_gid(gw, gid);
+  fl_fwd_finish(fw, gid, e ? e->name : gid, msg_id, ok ? FL_FWD_INJECTED : FL_FWD_FAILED,
+                why ? why : "", via);
+  fl_fwd_slot *s = e && !e->remote ? fl_slot_of(fw, e) : NULL;
+  if (s)
+    fl_slot_kick(s, 0); /* the next brief */
 }
 
 /* ---- the sending side ------------------------------------------------------------ */

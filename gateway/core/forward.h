@@ -21,6 +21,10 @@
  * never typed again; finished briefs stay recorded (pruned by age) so a
  * redelivered or replayed copy is never typed twice.
  *
+ * A worker whose agent has another door (its hooks: module.h's offer) has
+ * its briefs handed over there instead, by the same rules (below); the
+ * terminal is used only where no such door is open.
+ *
  * Internal to gateway/. Loop thread only; nothing blocks but local store
  * commits (typing runs as child processes). */
 #ifndef FL_FORWARD_H
@@ -30,6 +34,7 @@
 
 #include "gateway/gw.h"
 #include "gateway/inject/inject.h"
+#include "gateway/inject/inject_text.h"
 #include "gateway/store/store.h"
 
 typedef struct fl_entity fl_entity;
@@ -75,6 +80,44 @@ int fl_forward_send(fl_gw *gw, fl_client *c, fl_entity *dst, fl_msg *m, double w
  * store's code with err filled. */
 int fl_forward_take(fl_gw *gw, fl_entity *to, const fl_msg *m, const char *sender_host, char *err,
                     size_t errlen);
+/* ---- another door (module.h's offer) ----
+ *
+ * A module with another door into a worker's agent than its terminal (its
+ * hooks) takes the worker's briefs through it by the same rules: the brief
+ * is marked typing (durably) before anything is handed over, handed over
+ * once, and ends injected or failed, reported to the sender like a typed
+ * one; the trace says which door. */
+
+/* A brief taken for a hand-over. */
+typedef struct fl_handoff {
+  char msg_id[FL_ID_LEN];
+  char trace_id[FL_ID_LEN];
+  char *text; /* owned: exactly the text typing it would put in */
+  size_t len;
+  char note[256]; /* how that text was made safe, "" when it was not changed */
+} fl_handoff;
+
+/* The text typing text[0..len) would put into local e's terminal: made
+ * safe (inject_text.h) with the command characters of e's profile. */
+int fl_forward_text(fl_gw *gw, const fl_entity *e, const char *text, size_t len,
+                    fl_inject_text *out);
+/* Takes local e's oldest queued brief for a hand-over: one past its
+ * deadline fails as an untyped one would; else it is marked typing
+ * (committed) and *out filled. 0; 1 when a brief of e is being typed into
+ * its terminal right now (briefs go one at a time: try later);
+ * FL_ENOTFOUND when none is queued; else the store's code. */
+int fl_forward_hand(fl_gw *gw, fl_entity *e, fl_handoff *out);
+/* The hand-over of brief msg_id to local gid ended: written to the other
+ * door (ok 1; why is the note) or not (ok 0, why). The brief ends injected
+ * or failed (never typed after), its sender is told, and the trace says
+ * it went via `via`. */
+void fl_forward_handed(fl_gw *gw, const char *gid, const char *msg_id, int ok, const char *why,
+                       const char *via);
+void fl_handoff_clear(fl_handoff *h);
+/* Has the forward path look at local e's queued briefs soon (from a timer,
+ * never inside this call): another door of e just opened. */
+void fl_forward_kick(fl_gw *gw, fl_entity *e);
+
 /* A receipt for local sender to: the brief msg_id was typed (injected 1) or
  * not (0, why says why). Ends the sender's waiting call if there is one. */
 void fl_forward_receipt(fl_gw *gw, fl_entity *to, int injected, const char *msg_id,

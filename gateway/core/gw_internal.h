@@ -180,6 +180,8 @@ struct fl_gw {
   /* Permission requests waiting for a lead (approve.h), NULL until the
    * first. */
   struct fl_approvals *approvals;
+  /* Briefs handed to agents' hooks (hook_deliver.h), NULL until first used. */
+  struct fl_hook_doors *hook_doors;
 };
 
 #endif

@@ -104,3 +104,13 @@ void fl_modules_screen_seen(fl_gw *gw, const fl_entity *e, int idle) {
       m->screen_seen(gw, e, idle);
   }
 }
+
+int fl_modules_offer(fl_gw *gw, fl_entity *e, const char *line, size_t len) {
+  for (size_t i = 0; i < gw->nmodules; i++) {
+    const fl_module *m = gw->modules[i];
+    int door = m->offer ? m->offer(gw, e, line, len) : FL_DOOR_NONE;
+    if (door != FL_DOOR_NONE)
+      return door;
+  }
+  return FL_DOOR_NONE;
+}

@@ -31,6 +31,13 @@ typedef struct fl_entity fl_entity;
 struct fl_msg;
 struct fl_http_stats;
 
+/* What a module's offer answers (below). */
+enum fl_door {
+  FL_DOOR_NONE = 0, /* no other door into this agent: the terminal, as before */
+  FL_DOOR_HOLD,     /* there is one, not open now: type nothing, look again later */
+  FL_DOOR_TAKEN     /* handed over through it */
+};
+
 typedef struct fl_module {
   const char *name; /* its status section's key (describe), and for the log */
   /* Life cycle. start: 0, or a negative code with err saying what to fix.
@@ -59,6 +66,12 @@ typedef struct fl_module {
   /* The forward path read e's screen (forward.c): idle (at an empty
    * prompt) or not. */
   void (*screen_seen)(fl_gw *gw, const fl_entity *e, int idle);
+  /* Another door into local e's agent than typing into its terminal (its
+   * hooks). The forward path offers e's oldest queued brief (line NULL):
+   * the module takes it with fl_forward_hand and ends it with
+   * fl_forward_handed (forward.h). The nudge offers its line (line, len:
+   * the text as it would be typed). Answers an enum fl_door. */
+  int (*offer)(fl_gw *gw, fl_entity *e, const char *line, size_t len);
 } fl_module;
 
 /* Creates the gateway on loop, as fl_gw_new (gateway/gateway.h) says,
@@ -83,5 +96,7 @@ int fl_modules_list_id(fl_gw *gw, const fl_entity *e, char id[FL_MAX_COORD_ID + 
 void fl_modules_list_write(fl_gw *gw, fl_jw *w);
 void fl_modules_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w);
 void fl_modules_screen_seen(fl_gw *gw, const fl_entity *e, int idle);
+/* The first row's offer that is not FL_DOOR_NONE, else FL_DOOR_NONE. */
+int fl_modules_offer(fl_gw *gw, fl_entity *e, const char *line, size_t len);
 
 #endif

@@ -23,7 +23,10 @@
  * (nudges_deferred) and logged once per pending line, not per look. The MCP
  * notification is not typed and does not wait. While a brief is being typed
  * into the same pane (forward.h), the line waits too, and the forward path
- * waits for a line being typed: one typist at a time. */
+ * waits for a line being typed: one typist at a time. An agent with its own
+ * door (module.h's offer: its hooks) gets the line there instead, as the
+ * text typing would put in; while that door is held (busy, blocked), the
+ * line waits as for a busy pane. */
 #include "gateway/core/nudge.h"
 
 #include <string.h>
@@ -33,6 +36,7 @@
 #include "gateway/core/forward.h"
 #include "gateway/core/gw_internal.h"
 #include "gateway/core/histo.h"
+#include "gateway/core/module.h"
 #include "gateway/inject/inject.h"
 
 /* The shortest gap between two looks at a pane that is not idle. */
@@ -107,6 +111,24 @@ static void fl_nudge_type(fl_entity *e) {
 
 static void fl_nudge_recheck(uv_timer_t *t) { fl_nudge_look(t->data); }
 
+/* Offers the pending line to the agent's own door (module.h: its hooks),
+ * as the text typing would put in. Taken: nothing is pending any more. */
+static int fl_nudge_offer(fl_entity *e) {
+  fl_gw *gw = e->gw;
+  const char *text = gw->cfg.nudge.text;
+  fl_inject_text safe; /* cleared by make, also when it fails */
+  int door = FL_DOOR_NONE;
+  if (fl_forward_text(gw, e, text, strlen(text), &safe) == 0)
+    door = fl_modules_offer(gw, e, safe.buf, safe.len);
+  fl_inject_text_free(&safe);
+  if (door == FL_DOOR_TAKEN) {
+    e->nudge.pending = 0;
+    e->nudge.deferred = 0;
+    fl_info(NULL, "nudge: the line went to '%s' through its hooks", e->name);
+  }
+  return door;
+}
+
 /* The backend has looked at the pane: type the pending line if it is ready,
  * else look again later. */
 static void fl_nudge_seen(void *ctx, enum fl_inject_state st) {
@@ -117,6 +139,13 @@ static void fl_nudge_seen(void *ctx, enum fl_inject_state st) {
     return; /* drained, gone offline or shutting down meanwhile */
   if (st == FL_INJECT_READY && fl_forward_busy(e))
     st = FL_INJECT_BUSY; /* a brief is being typed there: one typist at a time */
+  if (st == FL_INJECT_READY) {
+    int door = fl_nudge_offer(e); /* the agent's own door first */
+    if (door == FL_DOOR_TAKEN)
+      return;
+    if (door == FL_DOOR_HOLD)
+      st = FL_INJECT_BUSY; /* busy or blocked by its hooks: later */
+  }
   if (st == FL_INJECT_READY) {
     if (e->nudge.deferred)
       fl_info(NULL, "nudge: the pane %s of '%s' is idle again: typing the nudge line", e->pane,
@@ -151,6 +180,8 @@ static void fl_nudge_seen(void *ctx, enum fl_inject_state st) {
 static void fl_nudge_look(fl_entity *e) {
   fl_gw *gw = e->gw;
   if (!e->nudge.pending || e->nudge.checking)
+    return;
+  if (fl_nudge_offer(e) == FL_DOOR_TAKEN)
     return;
   if (!e->inject->status || !e->inject->deliver) { /* no screen to check: nothing is typed */
     e->nudge.pending = 0;
