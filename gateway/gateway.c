@@ -19,6 +19,7 @@
 #include "gateway/verbs/approve.h"
 #include "gateway/verbs/ask.h"
 #include "gateway/verbs/hook.h"
+#include "gateway/verbs/hook_deliver.h"
 #include "gateway/verbs/spawn.h"
 
 /* The cross-host backend: the AMQP fabric, when a broker URI is set. */
@@ -70,9 +71,15 @@ static const fl_module fl_hooks_row = {.name = "hooks",
 static const fl_module fl_approvals_row = {
     .name = "approvals", .describe = fl_approve_describe, .free = fl_approve_free};
 
+static const fl_module fl_hook_doors_row = {.name = "hookDelivery",
+                                            .describe = fl_hook_doors_describe,
+                                            .free = fl_hook_doors_free,
+                                            .offer = fl_hook_doors_offer};
+
 static const fl_module *const fl_rows[] = {
-    &fl_spawn_row, &fl_rooms_row, &fl_claims_row, &fl_dash_row,  &fl_broker_row,
-    &fl_coord_row, &fl_dlq_row,   &fl_ask_row,    &fl_hooks_row, &fl_approvals_row,
+    &fl_spawn_row,  &fl_rooms_row,     &fl_claims_row,     &fl_dash_row,
+    &fl_broker_row, &fl_coord_row,     &fl_dlq_row,        &fl_ask_row,
+    &fl_hooks_row,  &fl_approvals_row, &fl_hook_doors_row,
 };
 
 int fl_gw_new(uv_loop_t *loop, const fl_gw_config *cfg, fl_gw **out, char *err, size_t errlen) {

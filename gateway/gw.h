@@ -200,17 +200,25 @@ int fl_gw_stop(fl_gw *gw, fl_client *c, const char *to, fl_gw_cb cb, void *ctx, 
 int fl_gw_dlq(fl_gw *gw, fl_client *c, const char *op, const char *id, double older_than_s,
               fl_gw_cb cb, void *ctx, fl_wait **wait, char *err, size_t errlen);
 
-/* What an agent's hook reported (fleet/hook, from clients/fleet-hook.c,
- * on session c) for the local entity gid: event as the agent names it, hook
- * the summary of its input ({sessionId?, notificationType?, message?, tool?,
- * input?}; borrowed, may be NULL). Updates the entity's activity
- * (verbs/hook.h). The answer, {action, text?, reason?} for fleet-hook to
- * answer the hook with, is *result now, or comes later through cb when the
- * call is parked (*wait set: a permission request waiting for a lead's
- * fleet_approve; verbs/hook_park.h). FL_ENOTFOUND when gid is no agent of
- * this host. */
-int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, json_t *hook,
+/* What an agent's hook reported (fleet/hook, from clients/fleet-hook.c)
+ * for the local entity gid: event as the agent names it, hook the summary
+ * of its input ({sessionId?, notificationType?, message?, tool?, input?};
+ * borrowed, may be NULL). Updates the entity's activity (verbs/hook.h).
+ * The answer is {action, text?, handoff?} for fleet-hook to answer the hook
+ * with: now in *result, or, for the waiter of an idle session (wake), later
+ * through cb (*wait set; the call is parked on c: verbs/hook_park.h; a
+ * permission request waiting for a lead's fleet_approve, or the waiter
+ * until something is handed to it, a newer waiter takes over, or
+ * FL_HOOK_WAKE_S). An answer with
+ * "handoff" carries a brief (verbs/hook_deliver.h): the caller takes that
+ * member out, writes the rest, and calls fl_gw_hook_handed once with how
+ * the write went. FL_ENOTFOUND when gid is no agent of this host. */
+int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, int wake, json_t *hook,
                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+/* The answer that carried handoff was written to the hook's connection
+ * (status 0), or could not be (a negative code): the brief in it ends
+ * injected, or failed and never typed after. */
+void fl_gw_hook_handed(fl_gw *gw, const char *handoff, int status);
 
 /* fleet_approve: c's decision ("allow" or "deny", reason may be NULL) on
  * permission request request_id of worker `to` (a BLOCKED message gave

@@ -5,8 +5,10 @@
  * prints as is, so each names what was wrong and what to do. */
 #include "mcp/admin.h"
 
+#include <stdio.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/gw.h"
@@ -153,14 +155,53 @@ void fl_admin_trace(fl_session *s, json_t *id, json_t *params) {
   fl_session_reply(s, id, json_pack("{s:s, s:o}", "traceId", trace, "lines", lines));
 }
 
+/* A brief handed over in a fleet/hook answer: which, for word of its write. */
+typedef struct fl_hook_handed {
+  fl_gw *gw;
+  char handoff[64];
+} fl_hook_handed;
+
+static void fl_admin_hook_written(void *arg, int status) {
+  fl_hook_handed *h = arg;
+  fl_gw_hook_handed(h->gw, h->handoff, status);
+  fl_free(h);
+}
+
+/* Writes a fleet/hook answer (result stolen, or err). One that carries a
+ * brief ("handoff") is written with word of how the write went, which ends
+ * the brief: the member itself is fleetd's, not the hook's. */
+static void fl_admin_hook_answer(fl_session *s, json_t *id, json_t *result, const char *err) {
+  if (!result) {
+    fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err ? err : "failed");
+    return;
+  }
+  const char *handoff = json_string_value(json_object_get(result, "handoff"));
+  if (!handoff) {
+    fl_session_reply(s, id, result);
+    return;
+  }
+  fl_hook_handed *h = fl_calloc(1, sizeof *h);
+  if (!h) { /* no word can come back: it fails, never typed */
+    fl_gw_hook_handed(fl_session_gw(s), handoff, FL_ENOMEM);
+    json_decref(result);
+    fl_session_reply(s, id, json_pack("{s:s}", "action", "none"));
+    return;
+  }
+  h->gw = fl_session_gw(s);
+  snprintf(h->handoff, sizeof h->handoff, "%s", handoff);
+  json_object_del(result, "handoff");
+  fl_session_reply_then(s, id, result, fl_admin_hook_written, h);
+}
+
 void fl_admin_hook(fl_session *s, json_t *id, json_t *params) {
   const char *gid = json_string_value(json_object_get(params, "gid"));
   const char *event = json_string_value(json_object_get(params, "event"));
   json_t *hook = json_object_get(params, "hook");
-  if (!gid || !event || (hook && !json_is_object(hook))) {
+  json_t *wake = json_object_get(params, "wake");
+  if (!gid || !event || (hook && !json_is_object(hook)) || (wake && !json_is_boolean(wake))) {
     fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
-                           "fleet/hook needs params.gid and params.event (strings) and an "
-                           "optional params.hook object");
+                           "fleet/hook needs params.gid and params.event (strings), an optional "
+                           "params.wake (boolean) and an optional params.hook object");
     return;
   }
   fl_tool_call *call = fl_tool_call_new(s, NULL, NULL);
@@ -168,11 +209,12 @@ void fl_admin_hook(fl_session *s, json_t *id, json_t *params) {
     fl_session_reply(s, id, NULL);
     return;
   }
+  fl_tool_call_answer_with(call, fl_admin_hook_answer);
   char err[256] = "";
   json_t *result = NULL;
   fl_wait *wait = NULL;
-  int rc = fl_gw_hook(fl_session_gw(s), fl_session_client(s), gid, event, hook, fl_tool_call_done,
-                      call, &result, &wait, err, sizeof err);
+  int rc = fl_gw_hook(fl_session_gw(s), fl_session_client(s), gid, event, json_is_true(wake), hook,
+                      fl_tool_call_done, call, &result, &wait, err, sizeof err);
   if (rc == 0 && wait) {
     fl_tool_call_park(call, id, wait);
     return;
@@ -182,5 +224,5 @@ void fl_admin_hook(fl_session *s, json_t *id, json_t *params) {
     fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS, err[0] ? err : fl_strerror(rc));
     return;
   }
-  fl_session_reply(s, id, result);
+  fl_admin_hook_answer(s, id, result, NULL);
 }

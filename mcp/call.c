@@ -24,9 +24,10 @@ struct fl_tool_call {
   fl_session *s;
   json_t *id; /* the request's id (owned) */
   fl_wait *wait;
-  int admin;        /* answered as plain JSON-RPC, not as a tool result */
-  const char *tool; /* its name (static: the table's) */
-  json_t *schema;   /* its outputSchema, when results are checked */
+  int admin;                /* answered as plain JSON-RPC, not as a tool result */
+  const char *tool;         /* its name (static: the table's) */
+  fl_call_answer_fn answer; /* an admin call's own answer, or NULL */
+  json_t *schema;           /* its outputSchema, when results are checked */
   /* A structured result its handler wrote as JSON rather than a tree
    * (out.json set; owned until answered). */
   fl_json_out out;
@@ -56,6 +57,23 @@ void fl_session_reply(fl_session *s, json_t *id, json_t *result) {
     return;
   }
   fl_session_send(s, line);
+}
+
+void fl_session_reply_then(fl_session *s, json_t *id, json_t *result,
+                           void (*done)(void *arg, int status), void *arg) {
+  char *line = fl_rpc_result(id, result);
+  if (!line) {
+    fl_session_reply_error(s, id, FL_RPC_INTERNAL_ERROR,
+                           "fleetd could not build the response (out of memory)");
+    done(arg, FL_ENOMEM);
+    return;
+  }
+  if (s->io->write_then) {
+    s->io->write_then(s->conn, line, strlen(line), done, arg);
+    return;
+  }
+  s->io->write(s->conn, line, strlen(line));
+  done(arg, 0);
 }
 
 void fl_session_reply_tool(fl_session *s, json_t *id, json_t *structured) {
@@ -167,6 +185,8 @@ fl_tool_call *fl_tool_call_new(fl_session *s, const char *tool, json_t *schema) 
 
 fl_json_out *fl_tool_call_out(fl_tool_call *call) { return &call->out; }
 
+void fl_tool_call_answer_with(fl_tool_call *call, fl_call_answer_fn fn) { call->answer = fn; }
+
 void fl_tool_call_park(fl_tool_call *call, json_t *id, fl_wait *wait) {
   call->id = json_incref(id);
   call->wait = wait;
@@ -195,7 +215,9 @@ void fl_tool_call_free(fl_tool_call **call) {
 void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
   fl_tool_call *call = ctx;
   fl_tool_call_unlink(call);
-  if (call->admin && result)
+  if (call->answer)
+    call->answer(call->s, call->id, result, err);
+  else if (call->admin && result)
     fl_session_reply(call->s, call->id, result);
   else if (call->admin)
     fl_session_reply_error(call->s, call->id, FL_RPC_INVALID_PARAMS, err ? err : "failed");

@@ -57,6 +57,11 @@ void fl_session_reply_tool_json(fl_session *s, json_t *id, fl_json_out *out);
 /* Writes a tool result with isError: msg (copied) is what the agent reads
  * to fix its call. */
 void fl_session_reply_tool_error(fl_session *s, json_t *id, const char *msg);
+/* fl_session_reply, then done(arg, status) once the response is written
+ * (0) or can no longer be (a negative code), maybe before this returns.
+ * arg must outlive the session: the write can end after it. */
+void fl_session_reply_then(fl_session *s, json_t *id, json_t *result,
+                           void (*done)(void *arg, int status), void *arg);
 /* Writes a JSON-RPC error response; msg is copied. */
 void fl_session_reply_error(fl_session *s, json_t *id, int code, const char *msg);
 
@@ -84,6 +89,11 @@ fl_tool_call *fl_tool_call_new(fl_session *s, const char *tool, json_t *schema);
 fl_json_out *fl_tool_call_out(fl_tool_call *call);
 /* Parks call on its session under request id (borrowed) until wait ends. */
 void fl_tool_call_park(fl_tool_call *call, json_t *id, fl_wait *wait);
+/* An admin method's call answered by fn instead of the plain JSON-RPC
+ * result or error: fn(session, request id, result (stolen) or NULL with
+ * err) writes exactly one response. */
+typedef void (*fl_call_answer_fn)(fl_session *s, json_t *id, json_t *result, const char *err);
+void fl_tool_call_answer_with(fl_tool_call *call, fl_call_answer_fn fn);
 /* Frees a call that was not parked. NULL-safe; sets *call to NULL. */
 void fl_tool_call_free(fl_tool_call **call);
 

@@ -22,6 +22,11 @@ typedef struct fl_session_io {
   /* Queues line (new, NUL-terminated, ends in '\n'; ownership moves) for
    * the peer. */
   void (*write)(void *conn, char *line, size_t len);
+  /* The same, then done(arg, status) once the line is written (0) or can
+   * no longer be (a negative code: the connection closed, the write
+   * failed), possibly before this returns. NULL: write, then done(arg, 0). */
+  void (*write_then)(void *conn, char *line, size_t len, void (*done)(void *arg, int status),
+                     void *arg);
 } fl_session_io;
 
 /* Loads the embedded tool schemas once; 0 or FL_EPROTO if they do not parse.

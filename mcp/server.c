@@ -143,6 +143,8 @@ typedef struct fl_wreq {
   fl_conn *conn;
   char *line;
   size_t len;
+  void (*done)(void *arg, int status); /* write_then's, or NULL */
+  void *arg;
 } fl_wreq;
 
 static void fl_conn_close(fl_conn *c);
@@ -424,6 +426,8 @@ static void fl_write_cb(uv_write_t *req, int status) {
   fl_conn *c = w->conn;
   c->outq -= w->len;
   fl_big_free(w->line); /* a big one is kept for the next (common/alloc.h) */
+  if (w->done)
+    w->done(w->arg, status < 0 ? FL_EPROTO : 0);
   fl_free(w);
   if (status < 0 && status != UV_ECANCELED)
     fl_conn_close(c);
@@ -450,22 +454,29 @@ static void fl_conn_sndbuf(fl_conn *c, size_t len) {
     c->sndbuf = want;
 }
 
-static void fl_conn_write(void *conn, char *line, size_t len) {
+static void fl_conn_write_then(void *conn, char *line, size_t len,
+                               void (*done)(void *arg, int status), void *arg) {
   fl_conn *c = conn;
   if (c->closing == 2) {
     fl_free(line);
+    if (done)
+      done(arg, FL_EPROTO);
     return;
   }
   if (c->outq + len > FL_MAX_OUTQ) {
     fl_mcp_counters_bump(c->fe->counters, FL_MCP_C_SESSIONS_DROPPED_SLOW);
     fl_warn(NULL, "client is not reading (%zu bytes unsent); disconnecting it", c->outq);
     fl_free(line);
+    if (done)
+      done(arg, FL_EPROTO);
     fl_conn_close(c);
     return;
   }
   fl_wreq *w = fl_calloc(1, sizeof *w);
   if (!w) {
     fl_free(line);
+    if (done)
+      done(arg, FL_ENOMEM);
     fl_conn_close(c);
     return;
   }
@@ -478,15 +489,23 @@ static void fl_conn_write(void *conn, char *line, size_t len) {
   if (rc) {
     fl_free(line);
     fl_free(w);
+    if (done)
+      done(arg, FL_EPROTO);
     fl_conn_close(c);
     return;
   }
+  w->done = done; /* from here fl_write_cb says how it went */
+  w->arg = arg;
   c->outq += len;
   if (c->outq > FL_OUTQ_PAUSE)
     c->big = 1;
 }
 
-static const fl_session_io fl_conn_io = {.write = fl_conn_write};
+static void fl_conn_write(void *conn, char *line, size_t len) {
+  fl_conn_write_then(conn, line, len, NULL, NULL);
+}
+
+static const fl_session_io fl_conn_io = {.write = fl_conn_write, .write_then = fl_conn_write_then};
 
 static void fl_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   fl_conn *c = h->data;

@@ -15,8 +15,10 @@
  *
  * `since` moves only when the state does. The table is bounded
  * (FL_MAX_CLIENTS rows: one per session fleetd can have); past it the row
- * reported least recently makes room. A report never changes what is
- * delivered or how: fleet_hook answers "none". */
+ * reported least recently makes room. What is handed over through the
+ * hooks is hook_deliver.c's: a waiter (wake) is parked there, and
+ * UserPromptSubmit may be answered with a queued brief (context); every
+ * other report is answered "none". */
 #include "gateway/verbs/hook.h"
 
 #include <stdio.h>
@@ -30,6 +32,7 @@
 #include "gateway/core/gw_internal.h"
 #include "gateway/core/roster.h"
 #include "gateway/verbs/approve.h"
+#include "gateway/verbs/hook_deliver.h"
 #include "gateway/verbs/spawn.h"
 
 /* A reason is one line for a roster: the tool, or the dialog's message,
@@ -140,11 +143,11 @@ static void fl_hook_set(fl_hook_row *r, const char *state, long long now) {
     r->reason[0] = '\0';
 }
 
-int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, json_t *hook,
+int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, int wake, json_t *hook,
                fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
+  struct fl_hooks *h = fl_hooks_of(gw);
   *result = NULL;
   *wait = NULL;
-  struct fl_hooks *h = fl_hooks_of(gw);
   fl_entity *e = gid ? fl_entity_by_gid(gw, gid) : NULL;
   if (!h)
     return fl_errf(err, errlen, "out of memory"), FL_ENOMEM;
@@ -193,12 +196,25 @@ int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, json
     fl_debug(NULL, "%s is %s (%s)%s%s", e ? e->name : gid, state, event, r->reason[0] ? ": " : "",
              r->reason);
   }
+  fl_hook_doors_report(gw, gid);
   /* A permission request waits for its spawner's decision (approve.h). */
   if (strcmp(event, "PermissionRequest") == 0 && e && fl_entity_in_roster(e))
     return fl_approve_request(gw, c, e, tool, json_string_value(json_object_get(hook, "input")), cb,
                               ctx, result, wait, err, errlen);
+  if (wake)
+    return fl_hook_doors_park(gw, c, gid, cb, ctx, wait, err, errlen);
+  if (strcmp(event, "UserPromptSubmit") == 0)
+    return fl_hook_doors_context(gw, e, result);
   *result = json_pack("{s:s}", "action", "none");
   return *result ? 0 : FL_ENOMEM;
+}
+
+const char *fl_hooks_state(fl_gw *gw, const char *gid) {
+  fl_hook_row *r = gw->hooks ? fl_hook_find(gw->hooks, gid) : NULL;
+  if (!r || !r->state)
+    return NULL;
+  fl_hook_settle(gw, r, fl_now_ms());
+  return r->disagreed ? NULL : r->state;
 }
 
 void fl_hooks_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w) {

@@ -34,4 +34,9 @@ void fl_hooks_entity_write(fl_gw *gw, const fl_entity *e, fl_jw *w);
 void fl_hooks_screen_seen(fl_gw *gw, const fl_entity *e, int idle);
 void fl_hooks_free(fl_gw *gw);
 
+/* gid's activity by its hooks ("busy", "idle" or "blocked"), or NULL when
+ * its hooks never reported or have gone silent (disagreed with its
+ * screen): then the screen decides. */
+const char *fl_hooks_state(fl_gw *gw, const char *gid);
+
 #endif
