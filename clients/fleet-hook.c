@@ -43,12 +43,22 @@
  * The waiter (--wake) keeps its request open for as long as the session is
  * idle, up to FL_HOOK_WAKE_S. When fleetd goes away under it (a restart) it
  * connects again with backoff and asks again; when fleetd answers with
- * nothing (a newer waiter took over), it exits 0. */
+ * nothing (a newer waiter took over), it exits 0. It never outlives its
+ * agent: it exits when the agent is gone (the pipes it would answer on have
+ * no reader any more, or its parent died), and fleetd drops its parked call
+ * when the connection closes, so nothing is handed to a dead waiter. */
 #include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "clients/fleetctl_report.h"
 #include "clients/fleetctl_rpc.h"
@@ -86,6 +96,46 @@ static void usage(FILE *f) {
              "\n"
              "Exits 0 with no output whenever fleet has nothing to say: not a fleet\n"
              "worker, fleetd not running or not answering, nothing for the worker.\n");
+}
+
+/* How often the waiter looks whether its agent is still there. */
+#define FL_HOOK_ORPHAN_CHECK_MS 1000
+
+/* 1 when the agent that runs the hook is gone: its parent changed (the
+ * hook's shell or the agent died), or stdout or stderr is a pipe with no
+ * reader left (the agent reads both). */
+static int agent_gone(pid_t parent) {
+  if (getppid() != parent)
+    return 1;
+  struct pollfd p[2] = {{.fd = STDOUT_FILENO, .events = 0}, {.fd = STDERR_FILENO, .events = 0}};
+  if (poll(p, 2, 0) > 0)
+    for (int i = 0; i < 2; i++)
+      if (p[i].revents & (POLLERR | POLLHUP))
+        return 1;
+  return 0;
+}
+
+static void *orphan_watch(void *arg) {
+  pid_t parent = (pid_t)(intptr_t)arg;
+  for (;;) {
+    if (agent_gone(parent))
+      _exit(0); /* the socket closes with us: fleetd drops the waiter */
+    usleep(FL_HOOK_ORPHAN_CHECK_MS * 1000);
+  }
+  return NULL;
+}
+
+/* The waiter lives only as long as its agent. */
+static void watch_agent(void) {
+  pid_t parent = getppid();
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+  if (agent_gone(parent))
+    _exit(0);
+  pthread_t t;
+  if (pthread_create(&t, NULL, orphan_watch, (void *)(intptr_t)parent) == 0)
+    pthread_detach(t);
 }
 
 /* All of stdin, NUL-terminated, at most FL_MAX_LINE bytes; NULL when it is
@@ -244,6 +294,8 @@ int main(int argc, char **argv) {
   }
   fl_alloc_init();
   fl_ctl_report_quiet(1);
+  if (wake)
+    watch_agent();
   /* Read first, whatever follows: the agent writes the whole input and
    * must not find the pipe closed. */
   size_t len = 0;
