@@ -193,33 +193,47 @@ fleetTest('Claude Code hooks: the waiter wakes an idle session, additionalContex
 });
 
 // 4. With fleetd: a worker spawned from the printed profile reports its
-//    activity through its hooks, and fleet_list and fleetctl roster show it:
-//    idle once started, busy while a turn runs, blocked at a permission
-//    dialog (with the tool as the reason), idle again after the turn. A
-//    brief sent while it is blocked waits, and goes in once, after the dialog.
-//    A turn interrupted with Esc runs no Stop, so the hooks still say busy
-//    while the screen shows the idle prompt: the screen decides (the brief is
-//    typed), and fleetd logs and counts the disagreement.
-fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, in fleet_list and fleetctl', { timeout: 300000 }, async (f, t) => {
+//    activity through its hooks, and fleet_list and fleetctl roster show it,
+//    and its briefs go in through the hooks, not typed:
+//    - idle once started; a brief to the idle worker goes to the waiter of
+//      its SessionStart and reaches the model once, as a system reminder;
+//      nothing is typed (no prompt of it at the model, the trace says
+//      via: hook, fleetd typed nothing for it);
+//    - busy while a turn runs; a brief sent meanwhile waits, and goes in
+//      once, with the next turn (the waiter of the Stop that ends it);
+//    - blocked at a permission dialog (the tool as the reason); a brief sent
+//      while blocked waits, and goes in once, after the dialog;
+//    - a turn interrupted with Esc runs no Stop, so the hooks still say busy
+//      while the screen shows the idle prompt: the screen decides (the
+//      brief is typed), and fleetd logs and counts the disagreement.
+fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, briefs through them', { timeout: 400000 }, async (f, t) => {
   const holds = new Map();
+  // The whole text (system reminders too: a waiter's brief comes as one)
+  // of the conversation's newest prompt, and of the request's new prompt
+  // (null for a tool result or a side call).
+  const newestPrompt = (r) => {
+    const prompts = (r.body.messages || []).filter((m) => m.role === 'user' && !(Array.isArray(m.content) && m.content.some((x) => x.type === 'tool_result')));
+    return prompts.length ? textsOf({ body: { messages: [prompts[prompts.length - 1]] } }).join('\n') : '';
+  };
+  const promptOf = (r) => (r.side || r.lastUser == null ? null : newestPrompt(r));
   const model = await startModel(f, (r) => {
+    const p = promptOf(r);
     // INTERRUPT-ME: a fleet_list call first, then the turn holds on HOLD-2
     // (a turn already answered in part, so Esc does not give the prompt back).
-    const lastText = r.userTexts[r.userTexts.length - 1] || '';
-    if (!r.side && lastText.includes('INTERRUPT-ME')) {
-      if (r.lastUser != null) return { toolCalls: [{ name: 'mcp__fleet__fleet_list', input: {} }] };
+    if (!r.side && newestPrompt(r).includes('INTERRUPT-ME')) {
+      if (p != null) return { toolCalls: [{ name: 'mcp__fleet__fleet_list', input: {} }] };
       const g = holds.get('HOLD-2') || gate();
       holds.set('HOLD-2', g);
       return g.promise.then(() => ({ text: 'finished HOLD-2' }));
     }
-    if (r.side || r.lastUser == null) return { text: 'done' };
-    const hold = (r.lastUser.match(/HOLD-\w+/) || [])[0];
+    if (p == null) return { text: 'done' };
+    const hold = (p.match(/HOLD-\w+/) || [])[0];
     if (hold) {
       const g = holds.get(hold) || gate();
       holds.set(hold, g);
       return g.promise.then(() => ({ text: `finished ${hold}` }));
     }
-    const mark = r.lastUser.match(/DOBASH-(\w+)/);
+    const mark = p.match(/DOBASH-(\w+)/);
     if (mark) return { toolCalls: [{ name: 'Bash', input: { command: `touch ${path.join(f.dir, `ran-${mark[1]}`)}`, description: 'touch a marker' } }] };
     return { text: 'noted' };
   });
@@ -239,6 +253,20 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
   const activity = async () => (await callTool(lead, 'fleet_list', {})).entities.find((e) => e.name === 'w1')?.activity;
   const until = (state, what) =>
     waitFor(async () => (await activity())?.state === state, { timeout: 60000, interval: 100, what: `w1 ${state}: ${what}` });
+  /** A brief from the lead; resolves with the send's result. */
+  const send = (content) => callTool(lead, 'fleet_send', { to: 'w1', content, wait_s: 0 }, { timeout: 200000 });
+  /** Waits until text reached the model, then checks it did once, through the hooks, not typed. */
+  const handedOnce = async (text, msgId, what) => {
+    await waitFor(() => carrying(model, text).length >= 1, { timeout: 60000, what: `${what} at the model` });
+    await sleep(1000); // a second copy would follow at once
+    const got = carrying(model, text);
+    assert.equal(got.length, 1, `${what} reached the model once`);
+    assert.ok(!model.prompts().some((p) => p.includes(text)), `${what} was not typed (no prompt holds it)`);
+    const trace = JSON.stringify((await ctl(['trace', msgId])).lines);
+    assert.match(trace, /\(via: hook\)/, trace);
+    assert.doesNotMatch(trace, /typed into/, trace);
+    return got[0];
+  };
   let pane = null;
   onCleanup(f, async () => {
     if (pane) f.notes.push(`worker screen:\n${await tm.capture(pane).catch((e) => e.message)}`);
@@ -255,17 +283,42 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     assert.ok(!Number.isNaN(Date.parse(a.since)), a.since);
   });
 
-  await t.test('busy while a turn runs, idle after it', async () => {
-    const r = await callTool(lead, 'fleet_send', { to: 'w1', content: 'HOLD-1: a long job', wait_s: 0 });
+  await t.test('a brief to the idle worker goes to its waiter: at the model once, as a system reminder, nothing typed', async () => {
+    await waitFor(async () => (await ctl(['status'])).hookDelivery?.waiters >= 1, { timeout: 60000, what: "the SessionStart waiter parked in fleetd" });
+    const st0 = await ctl(['status']);
+    const text = 'IDLE-BRIEF: handed over by the hook';
+    const r = await send(text);
+    assert.equal(r.status, 'injected', JSON.stringify(r));
+    const req = await handedOnce(text, r.msgId, 'the brief to the idle worker');
+    assert.equal(req.lastUser, '', 'no typed prompt in that turn');
+    const user = req.body.messages.filter((m) => m.role === 'user').slice(-1)[0];
+    assert.match(textsOf({ body: { messages: [user] } }).join('\n'), /SYSTEM NOTIFICATION - NOT USER INPUT/);
+    const st = await ctl(['status']);
+    assert.equal(st.hookDelivery.briefs, st0.hookDelivery.briefs + 1, JSON.stringify(st.hookDelivery));
+    await until('idle', 'the woken turn ended');
+  });
+
+  await t.test('busy while a turn runs; a brief sent meanwhile goes in once, with the next turn', async () => {
+    const r = await send('HOLD-1: a long job');
     assert.equal(r.status, 'injected', JSON.stringify(r));
     await until('busy', 'UserPromptSubmit');
     await waitFor(() => holds.has('HOLD-1'), { what: 'the model holding the turn' });
+    let answered = null;
+    const late = send('BRIEF-WHILE-BUSY: for the next turn').then((x) => (answered = x));
+    await sleep(3000);
+    assert.equal(answered, null, 'not handed over while the turn runs');
+    assert.equal(carrying(model, 'BRIEF-WHILE-BUSY').length, 0, 'not at the model yet');
+    const openedAt = Date.now();
     holds.get('HOLD-1').open();
+    const b = await late;
+    assert.equal(b.status, 'injected', JSON.stringify(b));
+    const req = await handedOnce('BRIEF-WHILE-BUSY', b.msgId, 'the brief sent while busy');
+    assert.ok(req.at >= openedAt, 'after the busy turn ended');
     await until('idle', 'Stop');
   });
 
-  await t.test('blocked at a permission dialog, with the tool; fleetctl roster shows it; idle once answered', async () => {
-    const r = await callTool(lead, 'fleet_send', { to: 'w1', content: 'DOBASH-1 please', wait_s: 0 });
+  await t.test('blocked at a permission dialog, with the tool; a brief sent meanwhile goes in once, after the dialog', async () => {
+    const r = await send('DOBASH-1 please');
     assert.equal(r.status, 'injected', JSON.stringify(r));
     await until('blocked', 'PermissionRequest');
     const a = await activity();
@@ -273,31 +326,28 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     await tm.waitScreen(pane, /Do you want to proceed\?/, { what: "Claude Code's permission dialog" });
     const roster = await f.fleetctl(['roster']);
     assert.match(roster.stdout.split('\n').find((l) => l.startsWith('w1 ')) || '', /online \(blocked\)/, roster.stdout);
-    // A brief sent while it is blocked waits: nothing is typed into the dialog.
+    // A brief sent while it is blocked waits: nothing goes into the dialog.
     let answered = null;
-    const late = callTool(lead, 'fleet_send', { to: 'w1', content: 'BRIEF-WHILE-BLOCKED: after the dialog', wait_s: 0 }, { timeout: 200000 }).then(
-      (r) => (answered = r)
-    );
+    const late = send('BRIEF-WHILE-BLOCKED: after the dialog').then((x) => (answered = x));
     await sleep(3000);
     assert.equal(answered, null, 'the brief is not handed over while the worker is blocked');
-    assert.equal(model.prompts().filter((p) => p.includes('BRIEF-WHILE-BLOCKED')).length, 0, 'not at the model yet');
+    assert.equal(carrying(model, 'BRIEF-WHILE-BLOCKED').length, 0, 'not at the model yet');
     assert.match(await tm.capture(pane), /Do you want to proceed\?/, 'the dialog is still open');
     // Someone at the pane says yes: the tool runs and the turn ends.
     await tm.run('send-keys', '-t', pane, 'Enter');
     await waitFor(() => existsSync(path.join(f.dir, 'ran-1')), { timeout: 60000, what: 'the tool running' });
-    // Then the held brief goes in, once.
-    assert.equal((await late).status, 'injected', JSON.stringify(answered));
-    await waitFor(() => model.prompts().some((p) => p.includes('BRIEF-WHILE-BLOCKED')), { timeout: 60000, what: 'the held brief at the model' });
-    await sleep(500);
-    assert.equal(model.prompts().filter((p) => p.includes('BRIEF-WHILE-BLOCKED')).length, 1, 'the held brief reached the model once');
+    // Then the held brief goes in, once, through the hooks.
+    const b = await late;
+    assert.equal(b.status, 'injected', JSON.stringify(b));
+    await handedOnce('BRIEF-WHILE-BLOCKED', b.msgId, 'the held brief');
     await until('idle', 'Stop after the tool and the brief');
     const st = await fleetctlJson(f, ['status']);
     assert.ok(st.hooks?.reports >= 5, JSON.stringify(st.hooks));
-    assert.equal(st.hooks.disagreements, 0, `hooks and screen agreed so far: ${f.fleetdLog.split('\n').filter((l) => /hooks say|brief .* waits|injected|typed/.test(l)).join('\n')}`);
+    assert.equal(st.hooks.disagreements, 0, `hooks and screen agreed so far: ${f.fleetdLog.split('\n').filter((l) => /hooks say|brief .* waits|injected|typed|via/.test(l)).join('\n')}`);
   });
 
   await t.test('a turn interrupted with Esc runs no Stop: the screen decides, the disagreement is logged and counted', async () => {
-    const r = await callTool(lead, 'fleet_send', { to: 'w1', content: 'INTERRUPT-ME: a job to interrupt', wait_s: 0 });
+    const r = await send('INTERRUPT-ME: a job to interrupt');
     assert.equal(r.status, 'injected', JSON.stringify(r));
     await until('busy', 'UserPromptSubmit');
     await waitFor(() => holds.has('HOLD-2'), { what: 'the model holding the turn' });
@@ -306,10 +356,11 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     await sleep(2500); // longer than a hook state must hold before it disagrees
     assert.equal((await activity()).state, 'busy', 'no Stop came: the hooks still say busy');
     // The screen says idle: the brief is typed, and reaches the model once.
-    const b = await callTool(lead, 'fleet_send', { to: 'w1', content: 'AFTER-ESC: the screen decides', wait_s: 0 }, { timeout: 200000 });
+    const b = await send('AFTER-ESC: the screen decides');
     assert.equal(b.status, 'injected', JSON.stringify(b));
     // It goes in with the interrupted turn's tool result, so the fake model reads no new prompt.
     await waitFor(() => carrying(model, 'AFTER-ESC').length >= 1, { timeout: 60000, what: 'the brief at the model' });
+    assert.match(JSON.stringify((await ctl(['trace', b.msgId])).lines), /typed into 'w1'/, 'typed: the hooks went silent');
     const st = await fleetctlJson(f, ['status']);
     assert.equal(st.hooks.disagreements, 1, JSON.stringify(st.hooks));
     assert.match(f.fleetdLog, /'w1': its hooks say busy, its screen says idle; going by the screen/);
