@@ -9,7 +9,9 @@
 //    roster and a msgId; the other agent gets the message.
 // 2. One Claude Code worker, spawned by `fleetctl spawn` from exactly the
 //    profile `fleetctl profile claude` prints (its files written as
-//    printed), shared by the steps: it registers ready and shows its idle
+//    printed, but for the hooks, taken out of settings.json: this is the
+//    worker without hooks, whose briefs fleet types; claude_hooks.test.mjs
+//    has the one with them), shared by the steps: it registers ready and shows its idle
 //    prompt, which the profile's `prompt` matches; its spawn brief reaches
 //    the model once and its fleet_reply answers that brief; briefs (one line, several
 //    lines, long, sent while it is busy, hostile) each reach the model once
@@ -23,7 +25,7 @@
 // and HOME and its config dir are inside the test's temp dir.
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   TmuxServer,
@@ -193,6 +195,11 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
   const env = claudeEnv(f, model);
   const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: API_KEY } });
   const profile = prof.profile;
+  // Without hooks: everything goes in by typing, as before them.
+  const settingsFile = prof.files.find((x) => x.path.endsWith('/settings.json')).path;
+  const { hooks, ...noHooks } = JSON.parse(readFileSync(settingsFile, 'utf8'));
+  assert.ok(hooks.Stop && hooks.UserPromptSubmit, 'the profile writes the hooks');
+  writeFileSync(settingsFile, JSON.stringify(noHooks, null, 2));
   assert.equal(profile.command[0], cliPath('claude'), 'the command is the agent by absolute path');
   assert.equal(profile.env.CLAUDE_CONFIG_DIR, path.join(prof.dir, 'config'));
   const state = JSON.parse(readFileSync(path.join(prof.dir, 'config', '.claude.json'), 'utf8'));
@@ -296,6 +303,11 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     const res = await brief(text);
     assert.equal(res.status, 'injected', JSON.stringify(res));
     await arrivesOnce(text, 'the one-line brief');
+    // No hooks: it was typed (the trace says so), and no hook took anything.
+    const trace = await ctl(['trace', res.msgId]);
+    assert.ok(trace.lines.some((l) => /typed into 'w1'/.test(JSON.stringify(l))), JSON.stringify(trace.lines));
+    const st = await ctl(['status']);
+    assert.equal(st.hookDelivery?.briefs ?? 0, 0, JSON.stringify(st.hookDelivery));
   });
 
   await step('a brief of several lines reaches the model once, newlines intact', async () => {
