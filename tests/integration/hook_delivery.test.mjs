@@ -18,6 +18,7 @@
 //     anything: the brief is typed, once; a waiter whose parent dies exits
 //   - at most FL_HOOK_WAKES_PER_WORKER (2) waiters per worker: the oldest is
 //     answered with nothing (exit 0)
+//   - the nudge line for held messages takes the same door
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -26,8 +27,8 @@ import { BIN_DIR, bin, callTool, fleetTest, fleetctlJson, sleep, waitFor } from 
 import { startPromptAgent, stopTmux } from './tmux-harness.mjs';
 
 /** fleetd, worker agents in panes (names), and a lead. */
-async function setup(f, names = ['w']) {
-  await f.startFleetd({ config: { nudge: { enabled: false, quietMs: 200 }, inject: { timeoutS: 60 } } });
+async function setup(f, names = ['w'], nudge = { enabled: false, quietMs: 200 }) {
+  await f.startFleetd({ config: { nudge, inject: { timeoutS: 60 } } });
   const agents = {};
   for (const name of names) {
     agents[name] = await startPromptAgent(f, {
@@ -253,5 +254,24 @@ fleetTest('hooks deliver: a closed waiter is never handed anything, a waiter die
     });
   } finally {
     await stopTmux(f, a.sock);
+  }
+});
+
+fleetTest('hooks deliver: the nudge for held messages goes to the waiter, nothing typed', async (f) => {
+  const text = 'fleet: you have messages - call fleet_poll';
+  const { agents, gids, lead } = await setup(f, ['w'], { enabled: true, firstDelayMs: 300, backoffMs: 600000, text, quietMs: 200 });
+  try {
+    const waiter = runHook(f, gids.w, 'Stop', { wake: true });
+    await waitFor(async () => (await waiters(f)) === 1, { what: 'the waiter parked' });
+    const b = await callTool(lead, 'fleet_broadcast', { content: 'held for a poll' });
+    assert.ok(b.recipients >= 1, JSON.stringify(b));
+    const got = await waiter.done;
+    assert.equal(got.code, 2, JSON.stringify(got));
+    assert.equal(got.stderr, text);
+    await sleep(800);
+    assert.deepEqual(agents.w.submitted(), [], 'the nudge line was not typed');
+    assert.equal((await status(f)).hookDelivery.lines, 1);
+  } finally {
+    await stopTmux(f, agents.w.sock);
   }
 });
