@@ -19,11 +19,13 @@
 //   - at most FL_HOOK_WAKES_PER_WORKER (2) waiters per worker: the oldest is
 //     answered with nothing (exit 0)
 //   - the nudge line for held messages takes the same door
+//   - a waiter that cannot read its answer (its read side shut: the write
+//     fails): the brief is reported failed and never typed (at most once)
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
-import { BIN_DIR, bin, callTool, fleetTest, fleetctlJson, sleep, waitFor } from './harness.mjs';
+import { BIN_DIR, PROTOCOL_VERSION, bin, callTool, fleetTest, fleetctlJson, sleep, waitFor } from './harness.mjs';
 import { startPromptAgent, stopTmux } from './tmux-harness.mjs';
 
 /** fleetd, worker agents in panes (names), and a lead. */
@@ -272,6 +274,47 @@ fleetTest('hooks deliver: the nudge for held messages goes to the waiter, nothin
     assert.deepEqual(agents.w.submitted(), [], 'the nudge line was not typed');
     assert.equal((await status(f)).hookDelivery.lines, 1);
   } finally {
+    await stopTmux(f, agents.w.sock);
+  }
+});
+
+// A waiter that parks its call, then shuts the read side of its socket
+// (shutdown SHUT_RD: a write to it then fails with EPIPE), and stays
+// connected until its stdin closes. Perl, for the one socket call node has not.
+const DEAF_WAITER = `
+use strict; use Socket; use IO::Socket::UNIX; $| = 1;
+my ($sock, $gid, $proto) = @ARGV;
+my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $sock) or die "connect: $!";
+print $s qq({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"$proto","capabilities":{},"clientInfo":{"name":"deaf-waiter","version":"0"}}}\n);
+my $line = <$s>;
+print $s qq({"jsonrpc":"2.0","method":"notifications/initialized"}\n);
+print $s qq({"jsonrpc":"2.0","id":2,"method":"fleet/hook","params":{"gid":"$gid","agent":"claude","event":"Stop","wake":true,"hook":{}}}\n);
+sleep 1;
+shutdown($s, 0) or die "shutdown: $!";
+print "deaf\n";
+while (<STDIN>) {}
+`;
+
+fleetTest('hooks deliver: an answer that cannot be written fails the brief, which is never typed', async (f) => {
+  const { agents, gids, lead } = await setup(f);
+  let deaf;
+  try {
+    deaf = spawn('perl', ['-e', DEAF_WAITER, f.socket, gids.w, PROTOCOL_VERSION], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    deaf.stdout.on('data', (d) => (out += d));
+    await waitFor(() => out.includes('deaf'), { what: 'the waiter parked, its read side shut' });
+    assert.equal(await waiters(f), 1);
+    const r = await callTool(lead, 'fleet_send', { to: 'w', content: 'NEVER-TYPED' });
+    assert.equal(r.status, 'failed', JSON.stringify(r));
+    assert.match(r.reason, /hook's connection closed before the brief was handed over; it is not typed again/);
+    await sleep(1500);
+    assert.deepEqual(agents.w.submitted(), [], 'not typed after the failed hand-over');
+    const st = await status(f);
+    assert.equal(st.hookDelivery.failed, 1, JSON.stringify(st.hookDelivery));
+    assert.match(await traceOf(f, r.msgId), /failed via hook/);
+  } finally {
+    deaf?.stdin.end();
+    deaf?.kill();
     await stopTmux(f, agents.w.sock);
   }
 });
