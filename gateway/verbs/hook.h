@@ -8,10 +8,11 @@
  *
  * for an entity whose hooks have reported (the module row's entity_write).
  * An entity with no reports has no activity: fleet reads it off its screen
- * as before. The forward path still goes by the screen; where the screen
- * shows the idle prompt while the hooks say busy or blocked and no Stop
- * follows (hooks gone silent), the disagreement is logged and counted
- * (fleetctl status: hooks.disagreements; the row's screen_seen).
+ * as before. Briefs go by the hooks' state (hook_deliver.h: fl_hooks_state);
+ * where the screen shows the idle prompt while the hooks say busy or
+ * blocked and no Stop follows (hooks gone silent), the disagreement is
+ * logged and counted (fleetctl status: hooks.disagreements; the row's
+ * screen_seen), and the screen decides until the hooks report again.
  *
  * Internal to gateway/. Loop thread only. */
 #ifndef FL_HOOK_H
