@@ -34,7 +34,8 @@ const DENY_REASON = 'fleet-approve-deny: not on this branch';
 fleetTest('Claude Code worker blocked on Bash: the lead polls BLOCKED; fleet_approve allow runs the tool, deny refuses it', { timeout: 300000 }, async (f, t) => {
   const model = await startModel(f, (r) => {
     if (r.side || r.lastUser == null) return { text: 'done' };
-    const mark = r.lastUser.match(/DOBASH-(\w+)/);
+    // The brief comes through the hooks (a system reminder) or typed: the newest user message holds it.
+    const mark = JSON.stringify(r.body.messages.filter((m) => m.role === 'user').slice(-1)).match(/DOBASH-(\w+)/);
     if (mark) return { toolCalls: [{ name: 'Bash', input: { command: `touch ${path.join(f.dir, `ran-${mark[1]}`)}`, description: 'touch a marker' } }] };
     return { text: 'noted' };
   });
