@@ -689,11 +689,11 @@ int fl_forward_take(fl_gw *gw, fl_entity *to, const fl_msg *m, const char *sende
 
 /* ---- another door ---------------------------------------------------------------- */
 
-int fl_forward_text(fl_gw *gw, const fl_entity *e, const char *text, size_t len,
+int fl_forward_text(fl_gw *gw, const fl_entity *e, const char *head, const char *text, size_t len,
                     fl_inject_text *out) {
   fl_inject_target t;
   fl_forward_target(gw, e, &t);
-  return fl_inject_text_make(text, len, t.command_chars, out);
+  return fl_inject_text_compose(head, text, len, t.command_chars, out);
 }
 
 void fl_handoff_clear(fl_handoff *h) {
@@ -725,8 +725,10 @@ int fl_forward_hand(fl_gw *gw, fl_entity *e, fl_handoff *out) {
       fl_slot_kick(s, 0);
     return FL_ENOTFOUND;
   }
+  char head[FL_PROVENANCE_MAX]; /* as typing puts it first */
+  fl_provenance_line(gw, &f, head, sizeof head);
   fl_inject_text safe; /* cleared by make, also when it fails */
-  rc = fl_forward_text(gw, e, f.content, f.content_len, &safe);
+  rc = fl_forward_text(gw, e, head, f.content, f.content_len, &safe);
   if (rc == 0 && (rc = fl_store_fwd_set(gw->store, f.msg_id, e->gid, FL_FWD_TYPING, NULL)) != 0)
     fl_gw_count(gw, FL_C_STORE_ERRORS);
   if (rc) {

@@ -97,9 +97,10 @@ typedef struct fl_handoff {
   char note[256]; /* how that text was made safe, "" when it was not changed */
 } fl_handoff;
 
-/* The text typing text[0..len) would put into local e's terminal: made
- * safe (inject_text.h) with the command characters of e's profile. */
-int fl_forward_text(fl_gw *gw, const fl_entity *e, const char *text, size_t len,
+/* The text typing text[0..len) would put into local e's terminal, with
+ * head (NULL: none; a brief's is its provenance line) on a line before it:
+ * fl_inject_text_compose with the command characters of e's profile. */
+int fl_forward_text(fl_gw *gw, const fl_entity *e, const char *head, const char *text, size_t len,
                     fl_inject_text *out);
 /* Takes local e's oldest queued brief for a hand-over: one past its
  * deadline fails as an untyped one would; else it is marked typing

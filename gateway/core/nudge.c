@@ -118,7 +118,7 @@ static int fl_nudge_offer(fl_entity *e) {
   const char *text = gw->cfg.nudge.text;
   fl_inject_text safe; /* cleared by make, also when it fails */
   int door = FL_DOOR_NONE;
-  if (fl_forward_text(gw, e, text, strlen(text), &safe) == 0)
+  if (fl_forward_text(gw, e, NULL, text, strlen(text), &safe) == 0)
     door = fl_modules_offer(gw, e, safe.buf, safe.len);
   fl_inject_text_free(&safe);
   if (door == FL_DOOR_TAKEN) {

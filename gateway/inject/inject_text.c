@@ -143,3 +143,23 @@ void fl_inject_text_note(const fl_inject_text *t, char *buf, size_t n) {
     snprintf(buf + at, n - at, "%sthe leading '%c' (a command to the agent) typed after \"%s\"",
              at ? "; " : "", t->command, FL_INJECT_TEXT_PREFIX);
 }
+
+int fl_inject_text_compose(const char *head, const char *text, size_t len,
+                           const char *command_chars, fl_inject_text *out) {
+  int rc = fl_inject_text_make(text, len, command_chars, out);
+  if (rc || !head || !head[0])
+    return rc;
+  size_t hl = strlen(head);
+  char *both = fl_malloc(hl + 1 + out->len + 1);
+  if (!both)
+    return FL_ENOMEM;
+  memcpy(both, head, hl);
+  both[hl] = '\n';
+  memcpy(both + hl + 1, out->buf, out->len + 1);
+  fl_free(out->buf);
+  out->buf = both;
+  out->len += hl + 1;
+  out->chars += hl + 1; /* the head is ASCII */
+  out->multi = 1;
+  return 0;
+}

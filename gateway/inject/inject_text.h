@@ -55,6 +55,14 @@ typedef struct fl_inject_text {
 int fl_inject_text_make(const char *text, size_t len, const char *command_chars,
                         fl_inject_text *out);
 
+/* The whole text typing puts in: head (a line fleet wrote: printable
+ * ASCII, no newline; NULL or "" = none) on a line of its own, then
+ * text[0..len) made safe as by fl_inject_text_make (whose counts, and so
+ * the note, are the text's alone). Every door into an agent hands over
+ * exactly this. 0 or FL_ENOMEM; out as fl_inject_text_make. */
+int fl_inject_text_compose(const char *head, const char *text, size_t len,
+                           const char *command_chars, fl_inject_text *out);
+
 void fl_inject_text_free(fl_inject_text *t);
 
 /* What was changed, for the sender ("" when nothing was), into buf of n

@@ -358,8 +358,8 @@ int fl_tmux_deliver(uv_loop_t *loop, const fl_inject_target *t, const char *text
   fl_tmux_send *s = fl_calloc(1, sizeof *s);
   if (!s)
     return FL_ENOMEM;
-  fl_inject_text safe;
-  int rc = fl_inject_text_make(text, len, t->command_chars, &safe);
+  fl_inject_text safe; /* fleet's line first, on its own line: one paste */
+  int rc = fl_inject_text_compose(t->head, text, len, t->command_chars, &safe);
   s->prompt = fl_strdup(t->prompt ? t->prompt : "");
   s->busy = fl_strdup(t->busy ? t->busy : "");
   if (rc || !s->prompt || !s->busy) {
@@ -370,25 +370,6 @@ int fl_tmux_deliver(uv_loop_t *loop, const fl_inject_target *t, const char *text
     return rc ? rc : FL_ENOMEM;
   }
   fl_inject_text_note(&safe, s->note, sizeof s->note);
-  if (t->head && t->head[0]) { /* fleet's line first, on its own line: one paste */
-    size_t hl = strlen(t->head);
-    char *both = fl_malloc(hl + 1 + safe.len + 1);
-    if (!both) {
-      fl_inject_text_free(&safe);
-      fl_free(s->prompt);
-      fl_free(s->busy);
-      fl_free(s);
-      return FL_ENOMEM;
-    }
-    memcpy(both, t->head, hl);
-    both[hl] = '\n';
-    memcpy(both + hl + 1, safe.buf, safe.len + 1);
-    fl_free(safe.buf);
-    safe.buf = both;
-    safe.len += hl + 1;
-    safe.chars += hl + 1; /* the head is ASCII */
-    safe.multi = 1;
-  }
   s->text = safe.buf; /* s owns it now */
   s->len = safe.len;
   s->chars = safe.chars;

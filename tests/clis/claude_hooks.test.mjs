@@ -196,7 +196,8 @@ fleetTest('Claude Code hooks: the waiter wakes an idle session, additionalContex
 //    activity through its hooks, and fleet_list and fleetctl roster show it,
 //    and its briefs go in through the hooks, not typed:
 //    - idle once started; a brief to the idle worker goes to the waiter of
-//      its SessionStart and reaches the model once, as a system reminder;
+//      its SessionStart and reaches the model once, as a system reminder,
+//      opening with fleet's provenance line;
 //      nothing is typed (no prompt of it at the model, the trace says
 //      via: hook, fleetd typed nothing for it);
 //    - busy while a turn runs; a brief sent meanwhile waits, and goes in
@@ -261,6 +262,13 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     await sleep(1000); // a second copy would follow at once
     const got = carrying(model, text);
     assert.equal(got.length, 1, `${what} reached the model once`);
+    // It opens with fleet's provenance line, which reached the model once too.
+    const prov = `(fleet) from lead@`;
+    const tail = `(role lead), verified: local, msgId ${msgId}; answer with fleet_reply to lead@`;
+    assert.equal(carrying(model, tail).length, 1, `the provenance line of ${what} reached the model once`);
+    const user = got[0].body.messages.filter((m) => m.role === 'user').slice(-1)[0];
+    const all = textsOf({ body: { messages: [user] } }).join('\n');
+    assert.ok(all.indexOf(prov) >= 0 && all.indexOf(tail) < all.indexOf(text), `the provenance line first: ${all.slice(0, 600)}`);
     assert.ok(!model.prompts().some((p) => p.includes(text)), `${what} was not typed (no prompt holds it)`);
     const trace = JSON.stringify((await ctl(['trace', msgId])).lines);
     assert.match(trace, /\(via: hook\)/, trace);

@@ -91,6 +91,19 @@ async function traceOf(f, msgId) {
   return r.lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n');
 }
 
+/** fleet's provenance line, which opens every delivered brief (msgId id). */
+const provRe = (id) =>
+  new RegExp(`^\\(fleet\\) from lead@\\S+ \\(role lead\\), verified: local, msgId ${id}; answer with fleet_reply to lead@\\S+, inReplyTo ${id}$`);
+
+/** A brief as a hook got it: its provenance line (checked), then the text, which is returned. */
+function handed(s, id) {
+  const nl = s.indexOf('\n');
+  assert.ok(nl > 0, `a provenance line first: ${JSON.stringify(s)}`);
+  if (id) assert.match(s.slice(0, nl), provRe(id));
+  else assert.match(s.slice(0, nl), provRe('\\S+'));
+  return s.slice(nl + 1);
+}
+
 /** What typing puts in for text (the user guide: control bytes as stand-ins, a leading command character after "(fleet) "). */
 function typedForm(text) {
   const t = text
@@ -115,14 +128,15 @@ fleetTest('hooks deliver: an idle worker gets a brief through its waiter, exactl
     assert.equal(r.status, 'injected', JSON.stringify(r));
     const got = await waiter.done;
     assert.equal(got.code, 2, `the waiter exits 2 (wakes the session): ${JSON.stringify(got)}`);
-    assert.equal(got.stderr, typedForm(text), 'the text typing would have put in');
+    assert.equal(handed(got.stderr, r.msgId), typedForm(text), 'the text typing would have put in, after its provenance line');
     assert.match(r.note || '', /stand-in/, 'the sender hears what was changed, as for a typed brief');
 
     // The same brief typed into a worker without hooks: byte for byte the same text.
     const p = await callTool(lead, 'fleet_send', { to: 'plain', content: text });
     assert.equal(p.status, 'injected', JSON.stringify(p));
     await waitFor(() => agents.plain.submitted().length === 1, { what: 'the typed copy' });
-    assert.equal(agents.plain.submitted()[0], got.stderr, 'hook and typing deliver the same text');
+    assert.equal(agents.plain.submitted()[0], handed(got.stderr), 'hook and typing deliver the same text');
+    assert.match(agents.plain.provenance()[0], provRe(p.msgId), 'and the typed one opens with its provenance line too');
 
     await sleep(800);
     assert.deepEqual(agents.w.submitted(), [], 'nothing was typed into the hooked worker');
@@ -148,7 +162,7 @@ fleetTest('hooks deliver: two briefs for one waiter, busy, blocked: each once, t
       const two = track(callTool(lead, 'fleet_send', { to: 'w', content: 'TWO-B second' }));
       const got = await waiter.done;
       assert.equal(got.code, 2);
-      assert.equal(got.stderr, 'TWO-A first');
+      assert.equal(handed(got.stderr, (await one.p).msgId), 'TWO-A first');
       assert.equal((await one.p).status, 'injected');
       // The woken turn has not reported yet: the second waits, typed nowhere.
       await sleep(1500);
@@ -158,8 +172,10 @@ fleetTest('hooks deliver: two briefs for one waiter, busy, blocked: each once, t
       const ups = await runHook(f, gids.w, 'UserPromptSubmit', { extra: { prompt: 'reminder' } }).done;
       assert.equal(ups.code, 0);
       const out = JSON.parse(ups.stdout);
-      assert.deepEqual(out, { hookSpecificOutput: { hookEventName: 'UserPromptSubmit', additionalContext: 'TWO-B second' } });
+      assert.deepEqual(Object.keys(out.hookSpecificOutput).sort(), ['additionalContext', 'hookEventName']);
+      assert.equal(out.hookSpecificOutput.hookEventName, 'UserPromptSubmit');
       assert.equal((await two.p).status, 'injected');
+      assert.equal(handed(out.hookSpecificOutput.additionalContext, two.value.msgId), 'TWO-B second');
       // Its turn ends: Stop's waiter parks, and nothing more comes.
       const stop = runHook(f, gids.w, 'Stop', { wake: true });
       await waitFor(async () => (await waiters(f)) === 1, { what: "Stop's waiter parked" });
@@ -177,8 +193,8 @@ fleetTest('hooks deliver: two briefs for one waiter, busy, blocked: each once, t
       await sleep(2500);
       assert.equal(sending.done, false, 'not handed over while busy');
       const ups = await runHook(f, gids.w, 'UserPromptSubmit', { extra: { prompt: 'next turn' } }).done;
-      assert.equal(JSON.parse(ups.stdout).hookSpecificOutput.additionalContext, 'BUSY-BRIEF');
       assert.equal((await sending.p).status, 'injected');
+      assert.equal(handed(JSON.parse(ups.stdout).hookSpecificOutput.additionalContext, sending.value.msgId), 'BUSY-BRIEF');
       const again = await runHook(f, gids.w, 'UserPromptSubmit', { extra: { prompt: 'another' } }).done;
       assert.equal(again.stdout, '', 'once: the next turn gets nothing');
       rmSync(a.busy, { force: true });
@@ -198,8 +214,8 @@ fleetTest('hooks deliver: two briefs for one waiter, busy, blocked: each once, t
       // The dialog is answered, the turn ends: Stop's waiter gets it.
       const stop = await runHook(f, gids.w, 'Stop', { wake: true }).done;
       assert.equal(stop.code, 2);
-      assert.equal(stop.stderr, 'AFTER-BLOCK');
       assert.equal((await sending.p).status, 'injected');
+      assert.equal(handed(stop.stderr, sending.value.msgId), 'AFTER-BLOCK');
       await sleep(800);
       assert.deepEqual(a.submitted(), [], 'nothing typed');
       await runHook(f, gids.w, 'UserPromptSubmit', { extra: { prompt: 'woken' } }).done;
@@ -248,7 +264,7 @@ fleetTest('hooks deliver: a closed waiter is never handed anything, a waiter die
       const r = await callTool(lead, 'fleet_send', { to: 'w', content: 'TO-THE-NEWEST' });
       assert.equal(r.status, 'injected');
       const got = await w3.done;
-      assert.equal(got.stderr, 'TO-THE-NEWEST');
+      assert.equal(handed(got.stderr, r.msgId), 'TO-THE-NEWEST');
       assert.equal(await waiters(f), 1);
       w2.child.kill('SIGKILL');
       await w2.done;
