@@ -61,8 +61,10 @@ static enum fl_log_level fl_min_level = FL_LOG_INFO;
 void fl_log_set_level(enum fl_log_level lvl) { fl_min_level = lvl; }
 
 void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...) {
-  static const char *const names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
-  if (lvl < fl_min_level)
+  static const char *const names[] = {"DEBUG", "DEBUG", "INFO", "WARN", "ERROR"};
+  int traced = trace && *trace;
+  int to_stderr = lvl >= fl_min_level;
+  if (!to_stderr && !(traced && lvl == FL_LOG_EVENT))
     return;
   char ts[FL_TS_LEN];
   fl_rfc3339(fl_now_ms(), ts);
@@ -84,8 +86,9 @@ void fl_log(enum fl_log_level lvl, const char *trace, const char *fmt, ...) {
     if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
       line[i] = '?';
   line[n] = '\n';
-  fwrite(line, 1, (size_t)n + 1, stderr);
-  if (trace && *trace) {
+  if (to_stderr)
+    fwrite(line, 1, (size_t)n + 1, stderr);
+  if (traced) {
     line[n] = '\0';
     pthread_mutex_lock(&fl_ring_lock);
     fl_ring_keep(line, (size_t)n + 1);

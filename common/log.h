@@ -10,7 +10,11 @@
 
 #include <stddef.h>
 
-enum fl_log_level { FL_LOG_DEBUG, FL_LOG_INFO, FL_LOG_WARN, FL_LOG_ERROR };
+/* FL_LOG_EVENT is a per-message event (published, held, handed, a reply
+ * resolving a send): a traced line that is always kept for `fleetctl trace`
+ * but written to stderr only at debug (as a DEBUG line), so the default
+ * level costs no write per message. */
+enum fl_log_level { FL_LOG_DEBUG, FL_LOG_EVENT, FL_LOG_INFO, FL_LOG_WARN, FL_LOG_ERROR };
 
 void fl_log_set_level(enum fl_log_level lvl);
 /* trace may be NULL or "". */
@@ -28,6 +32,7 @@ void fl_log_find_trace(const char *trace, void (*cb)(void *ctx, const char *line
 int fl_log_trace_of(const char *text, char *trace_out, size_t n);
 
 #define fl_debug(trace, ...) fl_log(FL_LOG_DEBUG, trace, __VA_ARGS__)
+#define fl_event(trace, ...) fl_log(FL_LOG_EVENT, trace, __VA_ARGS__)
 #define fl_info(trace, ...) fl_log(FL_LOG_INFO, trace, __VA_ARGS__)
 #define fl_warn(trace, ...) fl_log(FL_LOG_WARN, trace, __VA_ARGS__)
 #define fl_error(trace, ...) fl_log(FL_LOG_ERROR, trace, __VA_ARGS__)

@@ -272,8 +272,8 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
         json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
                   fl_entity_ref_json(peer ? peer : to), "status", "replied", "reply", reply);
     fl_wait_add_note(w, res);
-    fl_info(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id, w->msg_id,
-            to->name);
+    fl_event(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id, w->msg_id,
+             to->name);
     fl_wait_complete(w, res, NULL);
     return 1;
   }
@@ -343,11 +343,11 @@ static int fl_router_admit(fl_gw *gw, fl_entity *to, fl_msg *m, enum fl_admit ho
   fl_trace_remember(gw, m);
   if (m->handed) {
     fl_gw_count(gw, FL_C_MSGS_HANDED);
-    fl_info(m->trace_id, "%s %s from '%s' handed to a waiting call of '%s'", m->kind, m->msg_id,
-            m->from_name, to->name);
+    fl_event(m->trace_id, "%s %s from '%s' handed to a waiting call of '%s'", m->kind, m->msg_id,
+             m->from_name, to->name);
   } else {
-    fl_info(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name,
-            to->name);
+    fl_event(m->trace_id, "%s %s from '%s' held for '%s'", m->kind, m->msg_id, m->from_name,
+             to->name);
   }
   return 0;
 }

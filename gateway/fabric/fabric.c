@@ -339,8 +339,8 @@ static int fl_publish(fl_fabric *f, fl_client *c, const fl_target *t, size_t nt,
       break;
     fl_confirm_copy(req);
     sent++;
-    fl_info(m->trace_id, "%s %s from '%s' published to key %s%s%s", m->kind, m->msg_id,
-            m->from_name, t[i].key, t[i].host ? ", sealed to " : "", t[i].host ? t[i].host : "");
+    fl_event(m->trace_id, "%s %s from '%s' published to key %s%s%s", m->kind, m->msg_id,
+             m->from_name, t[i].key, t[i].host ? ", sealed to " : "", t[i].host ? t[i].host : "");
   }
   if (rc) {
     fl_gw_count(gw, FL_C_REMOTE_PUBLISH_FAILED);

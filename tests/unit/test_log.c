@@ -7,7 +7,9 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/limits.h"
 #include "common/log.h"
@@ -98,6 +100,41 @@ static void test_ring_bounds_bytes_not_lines(void **state) {
   assert_int_equal(kept("long-0"), 0);
 }
 
+/* A per-message event is kept for `fleetctl trace` at every level, but
+ * written to stderr only at debug; an info line below the level is neither. */
+static void test_events_reach_the_ring_not_the_log(void **state) {
+  (void)state;
+  char path[] = "/tmp/fl-test-log-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_non_null(freopen(path, "w", stderr));
+  fl_log_set_level(FL_LOG_INFO);
+  fl_event("t-ev-1", "SEND m1 from 'a' held for 'b'");
+  fl_info("t-ev-1", "an info line");
+  fl_log_set_level(FL_LOG_WARN);
+  fl_event("t-ev-1", "SEND m2 from 'a' held for 'b'");
+  fl_info("t-ev-1", "an info line below the level");
+  fl_log_set_level(FL_LOG_DEBUG);
+  fl_event("t-ev-1", "SEND m3 from 'a' held for 'b'");
+  fl_log_set_level(FL_LOG_INFO);
+  fflush(stderr);
+  assert_int_equal(kept("t-ev-1"), 4); /* m1, the info line, m2, m3 */
+  char log[4096] = "";
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(log, 1, sizeof log - 1, f);
+  log[n] = '\0';
+  fclose(f);
+  unlink(path);
+  assert_non_null(freopen("/dev/null", "w", stderr));
+  assert_null(strstr(log, "m1"));
+  assert_null(strstr(log, "m2"));
+  assert_null(strstr(log, "below the level"));
+  assert_non_null(strstr(log, "INFO [trace=t-ev-1] an info line"));
+  assert_non_null(strstr(log, "DEBUG [trace=t-ev-1] SEND m3"));
+}
+
 int main(void) {
   /* Thousands of lines: not to the test's output. */
   if (!freopen("/dev/null", "w", stderr))
@@ -106,6 +143,7 @@ int main(void) {
       cmocka_unit_test(test_control_bytes_cannot_break_a_line),
       cmocka_unit_test(test_ring_keeps_the_newest_lines),
       cmocka_unit_test(test_ring_bounds_bytes_not_lines),
+      cmocka_unit_test(test_events_reach_the_ring_not_the_log),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
