@@ -277,8 +277,11 @@ int fl_store_check_file(fl_store *s) {
 }
 
 int fl_store_commit(fl_store *s, const char *trace) {
-  /* A commit into a file that is no longer the database's is lost. */
-  if (fl_store_check_file(s) != 0) {
+  /* A commit into a file that is no longer the database's is lost. Inside
+   * a batch this only releases a savepoint: fl_store_batch_end checks the
+   * file once before the one real commit (a stat per message was 2% of a
+   * receiving gateway's CPU). */
+  if (!s->batch && fl_store_check_file(s) != 0) {
     fl_store_rollback(s, trace);
     return FL_ESTORE;
   }
