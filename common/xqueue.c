@@ -157,10 +157,16 @@ static int xq_grow(fl_xqueue *q) {
   return 0;
 }
 
-static void xq_wake(fl_xqueue *q) {
+/* Wakes the consumer after a push. A worker's pipe is written only when the
+ * push found the queue empty (was_empty): items already waiting mean a byte
+ * is still in the pipe, or the worker has emptied it and has yet to take
+ * them under the lock, where it takes this one too or, when more are left
+ * than it takes, writes the byte itself (fl_xqueue_pop). That saves a write
+ * (and the worker a read) for every command but the first of a burst. */
+static void xq_wake(fl_xqueue *q, int was_empty) {
   if (q->to_loop)
     uv_async_send(&q->async);
-  else
+  else if (was_empty)
     xq_wake_worker(q);
 }
 
@@ -168,13 +174,13 @@ int fl_xqueue_push(fl_xqueue *q, void *item) {
   if (!q || !item)
     return FL_EINVAL;
   uv_mutex_lock(&q->mu);
-  int full = q->n == q->cap;
+  int full = q->n == q->cap, was_empty = q->n == 0;
   if (!full)
     xq_append(q, item);
   uv_mutex_unlock(&q->mu);
   if (full)
     return FL_EFULL;
-  xq_wake(q);
+  xq_wake(q, was_empty);
   return 0;
 }
 
@@ -187,11 +193,12 @@ int fl_xqueue_push_wait(fl_xqueue *q, void *item) {
     uv_cond_timedwait(&q->space, &q->mu, XQ_WAIT_NS);
   if (q->n == q->cap)
     rc = xq_grow(q);
+  int was_empty = q->n == 0;
   if (rc == 0)
     xq_append(q, item);
   uv_mutex_unlock(&q->mu);
   if (rc == 0)
-    xq_wake(q);
+    xq_wake(q, was_empty);
   return rc;
 }
 
