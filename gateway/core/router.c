@@ -367,7 +367,7 @@ int fl_router_deliver(fl_gw *gw, fl_entity *to, fl_msg *m, char *err, size_t err
 static void fl_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from,
                         const fl_entity *to, const char *content) {
   memset(m, 0, sizeof *m);
-  fl_uuid(m->msg_id);
+  fl_uuid_msg(m->msg_id);
   fl_copy(m->kind, sizeof m->kind, fl_envelope_kind_name(kind));
   fl_copy(m->from_gid, sizeof m->from_gid, from->gid);
   fl_copy(m->from_name, sizeof m->from_name, from->name);
@@ -579,7 +579,7 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
   if (group && !*group)
     group = NULL;
   char msg_id[FL_ID_LEN], trace_id[FL_ID_LEN];
-  fl_uuid(msg_id);
+  fl_uuid_msg(msg_id);
   fl_uuid(trace_id);
   size_t recipients = 0, failed = 0;
   fl_msg m;
