@@ -10,6 +10,7 @@
 
 #include "common/alloc.h"
 #include "common/json_writer.h"
+#include "common/limits.h"
 
 static char *fl_put(char *o, const char *s, size_t n) {
   memcpy(o, s, n);
@@ -52,8 +53,19 @@ done:
 }
 
 char *fl_tool_result_line(json_t *id, json_t *structured) {
-  fl_json_out out = {.json = structured ? json_dumps(structured, JSON_COMPACT) : NULL};
-  out.len = out.json ? strlen(out.json) : 0;
+  /* Dumped through a writer rather than json_dumps, which grows a buffer
+   * of its own from 16 bytes and then copies the whole dump once more: a
+   * poll result of a hundred 1 KiB messages is 130 KB, and every block of
+   * 128 KiB or more was a fresh mapping faulted in page by page. The
+   * writer's big blocks are spares (common/alloc.h). */
+  fl_json_out out = {0};
+  if (structured) {
+    fl_jw w;
+    fl_jw_init(&w, FL_MAX_RESULT_JSON);
+    fl_jw_json(&w, structured);
+    if (fl_jw_take(&w, &out.json, &out.len) != 0)
+      fl_jw_free(&w);
+  }
   char *line = out.json ? fl_tool_result_line_take(id, &out, NULL) : NULL;
   json_decref(structured);
   return line;
