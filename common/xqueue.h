@@ -12,8 +12,9 @@
  *     (fl_xqueue_push_wait), so a slow loop slows the worker instead of
  *     growing memory.
  *   - to a worker (fl_xqueue_new_to_worker): the loop pushes, a worker pops.
- *     A push writes a byte to a non-blocking pipe whose read end
- *     (fl_xqueue_fd) the worker polls together with its own sockets. The
+ *     A push into an empty queue writes a byte to a non-blocking pipe whose
+ *     read end (fl_xqueue_fd) the worker polls together with its own
+ *     sockets (a push behind waiting items needs none: see xqueue.c). The
  *     loop never waits: a full queue is FL_EFULL.
  *
  * Items are the caller's pointers; the queue never looks at them. An item
