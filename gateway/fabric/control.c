@@ -380,6 +380,17 @@ int fl_control_spawn(fl_control *c, fl_client *cl, const char *host, const char 
                       wait, err, errlen);
 }
 
+/* The head of a request about one agent (STOP, APPROVE): a fresh trace,
+ * the agent's gid, and who asks as this host vouches for it. */
+static void fl_ctl_env_about(fl_control *c, fl_envelope *env, fl_envelope_kind kind,
+                             const fl_client *cl, const fl_entity *e) {
+  fl_ctl_env(c, env, kind, FL_CONTROL_TTL_MS);
+  fl_uuid(env->trace_id);
+  fl_copy(env->spawn_id, sizeof env->spawn_id, e->gid);
+  fl_copy(env->from, sizeof env->from, cl->entity->gid);
+  fl_copy(env->from_name, sizeof env->from_name, cl->entity->name);
+}
+
 int fl_control_stop(fl_control *c, fl_client *cl, fl_entity *e, fl_gw_cb cb, void *ctx,
                     fl_wait **wait, char *err, size_t errlen) {
   *wait = NULL;
@@ -387,11 +398,7 @@ int fl_control_stop(fl_control *c, fl_client *cl, fl_entity *e, fl_gw_cb cb, voi
   if (rc)
     return rc;
   fl_envelope env;
-  fl_ctl_env(c, &env, FL_KIND_STOP, FL_CONTROL_TTL_MS);
-  fl_uuid(env.trace_id);
-  fl_copy(env.spawn_id, sizeof env.spawn_id, e->gid);
-  fl_copy(env.from, sizeof env.from, cl->entity->gid);
-  fl_copy(env.from_name, sizeof env.from_name, cl->entity->name);
+  fl_ctl_env_about(c, &env, FL_KIND_STOP, cl, e);
   /* Who asks, as this host vouches for it: the target may not have its
    * presence yet (it may have just attached). */
   return fl_req_start(c, cl, FL_REQ_STOP, 0, e->host, &env,
@@ -407,11 +414,7 @@ int fl_control_approve(fl_control *c, fl_client *cl, fl_entity *e, const char *r
   if (rc)
     return rc;
   fl_envelope env;
-  fl_ctl_env(c, &env, FL_KIND_APPROVE, FL_CONTROL_TTL_MS);
-  fl_uuid(env.trace_id);
-  fl_copy(env.spawn_id, sizeof env.spawn_id, e->gid);
-  fl_copy(env.from, sizeof env.from, cl->entity->gid);
-  fl_copy(env.from_name, sizeof env.from_name, cl->entity->name);
+  fl_ctl_env_about(c, &env, FL_KIND_APPROVE, cl, e);
   json_t *body = json_pack("{s:s, s:s, s:s}", "requestId", request_id, "decision", decision, "role",
                            cl->entity->role);
   if (body && reason && *reason)
