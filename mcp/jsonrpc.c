@@ -270,7 +270,10 @@ int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id, con
                        "message nests too deep (the limit is 64 levels of arrays and objects)",
                        err_msg);
 
-  json_error_t jerr;
+  /* Zeroed: jansson sets the error code only for errors it reports, and an
+   * allocation that fails before it starts leaves the code byte as it was
+   * (json_error_code would read stack garbage, once in a while "NUL"). */
+  json_error_t jerr = {0};
   /* JSON_DECODE_ANY so that a bare scalar parses and is refused as "not an
    * object" (Invalid Request, as JSON-RPC says) rather than as bad JSON.
    * Duplicate keys are accepted (last wins), as most JSON parsers do. Without
