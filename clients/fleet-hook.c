@@ -7,12 +7,16 @@
  * passes its environment on to its hooks), tells fleetd what happened with
  * one request on the socket, and answers the hook in the agent's own format:
  *
- *   fleet/hook {gid, agent, event, wake, hook}
+ *   fleet/hook {gid, agent, event, wake, reconnect?, hook}
  *     event  the hook's hook_event_name (UserPromptSubmit, Stop,
  *            PermissionRequest, Notification, SessionStart, ...)
  *     wake   true for the waiter an idle session keeps (--wake, an
  *            asyncRewake hook): fleetd answers it when it has something
  *            for the worker, however long that takes
+ *     reconnect  true when the waiter asks again after losing fleetd: the
+ *            event is old news (the session may have been busy for a
+ *            while), so fleetd parks the waiter and leaves the worker's
+ *            state alone
  *     hook   a bounded summary of the hook's input: sessionId,
  *            notificationType and message (Notification), tool and input
  *            (PermissionRequest; the tool's input as compact JSON, cut at
@@ -42,8 +46,11 @@
  *
  * The waiter (--wake) keeps its request open for as long as the session is
  * idle, up to FL_HOOK_WAKE_S. When fleetd goes away under it (a restart) it
- * connects again with backoff and asks again; when fleetd answers with
- * nothing (a newer waiter took over), it exits 0. It never outlives its
+ * connects again with backoff and asks again, marked reconnect (the Stop it
+ * was started for may be long past: a new turn may be running), and while
+ * the new fleetd refuses it (the worker not registered again yet) it keeps
+ * trying for up to FL_HOOK_REJOIN_S; when fleetd answers with nothing (a
+ * newer waiter took over), it exits 0. It never outlives its
  * agent: it exits when the agent is gone (the pipes it would answer on have
  * no reader any more, or its parent died), and fleetd drops its parked call
  * when the connection closes, so nothing is handed to a dead waiter. */
@@ -325,19 +332,26 @@ int main(int argc, char **argv) {
   json_t *res = NULL;
   int rc = ask(socket_opt, budget_s, params, &res);
   /* The waiter outlives a fleetd restart (it was there, and went away);
-   * any other hook reports once. */
-  long long pause = FL_HOOK_RETRY_MIN_MS;
+   * any other hook reports once. Asking again, it says so: the event it
+   * was started for is not news to the new fleetd. */
+  long long pause = FL_HOOK_RETRY_MIN_MS, refused_until = 0;
   while (wake && rc == -1) {
     if (fl_mono_ms() + pause >= until)
       break;
     usleep((useconds_t)pause * 1000);
     pause = pause * 2 > FL_HOOK_RETRY_MAX_MS ? FL_HOOK_RETRY_MAX_MS : pause * 2;
     long left = (long)((until - fl_mono_ms()) / 1000);
-    if (left <= 0)
+    if (left <= 0 || json_object_set_new(params, "reconnect", json_true()) != 0)
       break;
     rc = ask(socket_opt, left, params, &res);
     if (rc == -2)
-      rc = -1; /* not back yet */
+      rc = -1;     /* not back yet */
+    if (rc == 1) { /* back, but it does not know the worker yet */
+      if (!refused_until)
+        refused_until = fl_mono_ms() + FL_HOOK_REJOIN_S * 1000LL;
+      if (fl_mono_ms() < refused_until)
+        rc = -1;
+    }
   }
   int status = rc == 0 ? answer(event, wake, res) : 0;
   json_decref(res);

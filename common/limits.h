@@ -83,6 +83,11 @@
 #define FL_HOOK_APPROVE_WAIT_S 120
 #define FL_HOOK_WAKE_S 86400
 #define FL_HOOK_SUMMARY_MAX 512
+/* A waiter back after a fleetd restart asks again as a reconnect; fleetd
+ * may refuse it for a while (the worker's fleet-mcp registers again within
+ * a few seconds of the restart, retrying at most every 30 s when refused),
+ * so refusals are retried this long before the waiter gives up. */
+#define FL_HOOK_REJOIN_S 60
 /* How long fleetd keeps a permission request waiting for a lead's
  * fleet_approve (hooks.approveTimeoutMs): by default well inside
  * fleet-hook's own wait (FL_HOOK_APPROVE_WAIT_S), so fleetd's "nothing"

@@ -203,7 +203,9 @@ int fl_gw_dlq(fl_gw *gw, fl_client *c, const char *op, const char *id, double ol
 /* What an agent's hook reported (fleet/hook, from clients/fleet-hook.c)
  * for the local entity gid: event as the agent names it, hook the summary
  * of its input ({sessionId?, notificationType?, message?, tool?, input?};
- * borrowed, may be NULL). Updates the entity's activity (verbs/hook.h).
+ * borrowed, may be NULL). Updates the entity's activity (verbs/hook.h),
+ * except for a waiter's reconnect (reconnect: it asks again after a fleetd
+ * restart, and its event is old news), which is only parked.
  * The answer is {action, text?, handoff?} for fleet-hook to answer the hook
  * with: now in *result, or, for the waiter of an idle session (wake), later
  * through cb (*wait set; the call is parked on c: verbs/hook_park.h; a
@@ -213,8 +215,9 @@ int fl_gw_dlq(fl_gw *gw, fl_client *c, const char *op, const char *id, double ol
  * "handoff" carries a brief (verbs/hook_deliver.h): the caller takes that
  * member out, writes the rest, and calls fl_gw_hook_handed once with how
  * the write went. FL_ENOTFOUND when gid is no agent of this host. */
-int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, int wake, json_t *hook,
-               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, int wake, int reconnect,
+               json_t *hook, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+               size_t errlen);
 /* The answer that carried handoff was written to the hook's connection
  * (status 0), or could not be (a negative code): the brief in it ends
  * injected, or failed and never typed after. */

@@ -198,10 +198,13 @@ void fl_admin_hook(fl_session *s, json_t *id, json_t *params) {
   const char *event = json_string_value(json_object_get(params, "event"));
   json_t *hook = json_object_get(params, "hook");
   json_t *wake = json_object_get(params, "wake");
-  if (!gid || !event || (hook && !json_is_object(hook)) || (wake && !json_is_boolean(wake))) {
+  json_t *again = json_object_get(params, "reconnect");
+  if (!gid || !event || (hook && !json_is_object(hook)) || (wake && !json_is_boolean(wake)) ||
+      (again && !json_is_boolean(again))) {
     fl_session_reply_error(s, id, FL_RPC_INVALID_PARAMS,
-                           "fleet/hook needs params.gid and params.event (strings), an optional "
-                           "params.wake (boolean) and an optional params.hook object");
+                           "fleet/hook needs params.gid and params.event (strings), optional "
+                           "params.wake and params.reconnect (booleans) and an optional "
+                           "params.hook object");
     return;
   }
   fl_tool_call *call = fl_tool_call_new(s, NULL, NULL);
@@ -213,8 +216,9 @@ void fl_admin_hook(fl_session *s, json_t *id, json_t *params) {
   char err[256] = "";
   json_t *result = NULL;
   fl_wait *wait = NULL;
-  int rc = fl_gw_hook(fl_session_gw(s), fl_session_client(s), gid, event, json_is_true(wake), hook,
-                      fl_tool_call_done, call, &result, &wait, err, sizeof err);
+  int rc = fl_gw_hook(fl_session_gw(s), fl_session_client(s), gid, event, json_is_true(wake),
+                      json_is_true(again), hook, fl_tool_call_done, call, &result, &wait, err,
+                      sizeof err);
   if (rc == 0 && wait) {
     fl_tool_call_park(call, id, wait);
     return;

@@ -33,7 +33,7 @@ void fl_admin_gid_release(fl_session *s, json_t *id, json_t *params);
  * traceId may also be a msgId (any id a remembered line mentions): the
  * answer is then the flow of the newest line naming it, with its trace id. */
 void fl_admin_trace(fl_session *s, json_t *id, json_t *params);
-/* fleet/hook {gid, agent, event, wake, hook}: what an agent's hook reports
+/* fleet/hook {gid, agent, event, wake, reconnect?, hook}: what an agent's hook reports
  * (clients/fleet-hook.c); answers {action} (fl_gw_hook), now or, for a call
  * the gateway parks (a permission request waiting for a lead), later. */
 void fl_admin_hook(fl_session *s, json_t *id, json_t *params);

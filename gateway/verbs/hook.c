@@ -13,6 +13,13 @@
  *   Notification idle_prompt                 idle
  *   anything else                            no change
  *
+ * A waiter's reconnect (it asks again after a fleetd restart) changes
+ * nothing: the Stop or SessionStart it was started for may be long past,
+ * with a turn running since, so a new fleetd that took it for news would
+ * see a busy worker as idle and hand it a brief mid-turn. It is parked,
+ * and counted; the worker's state stays unknown (the screen decides) until
+ * its hooks report something new.
+ *
  * `since` moves only when the state does. The table is bounded
  * (FL_MAX_CLIENTS rows: one per session fleetd can have); past it the row
  * reported least recently makes room. What is handed over through the
@@ -33,6 +40,7 @@
 #include "gateway/core/roster.h"
 #include "gateway/verbs/approve.h"
 #include "gateway/verbs/hook_deliver.h"
+#include "gateway/verbs/hook_park.h"
 #include "gateway/verbs/spawn.h"
 
 /* A reason is one line for a roster: the tool, or the dialog's message,
@@ -60,7 +68,7 @@ typedef struct fl_hook_row {
 struct fl_hooks {
   fl_hook_row *rows;
   size_t n, cap;
-  unsigned long long reports, refused, disagreements;
+  unsigned long long reports, refused, disagreements, reconnects;
 };
 
 static struct fl_hooks *fl_hooks_of(fl_gw *gw) {
@@ -143,8 +151,9 @@ static void fl_hook_set(fl_hook_row *r, const char *state, long long now) {
     r->reason[0] = '\0';
 }
 
-int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, int wake, json_t *hook,
-               fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
+int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, int wake, int reconnect,
+               json_t *hook, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait, char *err,
+               size_t errlen) {
   struct fl_hooks *h = fl_hooks_of(gw);
   *result = NULL;
   *wait = NULL;
@@ -158,6 +167,15 @@ int fl_gw_hook(fl_gw *gw, fl_client *c, const char *gid, const char *event, int 
     h->refused++;
     fl_errf(err, errlen, "fleet/hook: no agent of this host has gid %s", gid ? gid : "(none)");
     return FL_ENOTFOUND;
+  }
+  if (reconnect) {
+    h->reconnects++;
+    fl_debug(NULL, "%s: its waiter is back after losing fleetd; its state stays unknown",
+             e ? e->name : gid);
+    if (wake)
+      return fl_hook_doors_park(gw, c, gid, cb, ctx, wait, err, errlen);
+    *result = fl_hook_park_none();
+    return *result ? 0 : FL_ENOMEM;
   }
   const char *type = json_string_value(json_object_get(hook, "notificationType"));
   const char *msg = json_string_value(json_object_get(hook, "message"));
@@ -274,9 +292,9 @@ json_t *fl_hooks_describe(fl_gw *gw) {
   long long now = fl_now_ms();
   for (size_t i = 0; i < h->n; i++)
     fl_hook_settle(gw, &h->rows[i], now);
-  return json_pack("{s:I, s:I, s:I, s:I}", "reports", (json_int_t)h->reports, "refused",
-                   (json_int_t)h->refused, "disagreements", (json_int_t)h->disagreements, "workers",
-                   (json_int_t)h->n);
+  return json_pack("{s:I, s:I, s:I, s:I, s:I}", "reports", (json_int_t)h->reports, "refused",
+                   (json_int_t)h->refused, "disagreements", (json_int_t)h->disagreements,
+                   "reconnects", (json_int_t)h->reconnects, "workers", (json_int_t)h->n);
 }
 
 void fl_hooks_free(fl_gw *gw) {

@@ -13,7 +13,9 @@
 //     the hook's input (the tool's input cut at 512 bytes)
 //   - context → additionalContext for UserPromptSubmit; allow / deny → the
 //     PermissionRequest decision; wake → stderr and exit 2 for --wake
-//   - the waiter (--wake) asks again when fleetd goes away before answering
+//   - the waiter (--wake) asks again when fleetd goes away before answering,
+//     marked reconnect, and retries while the new fleetd refuses it (the
+//     worker not registered again yet)
 //
 // fleetctl hooks: prints the hooks; --check passes the settings `fleetctl
 // profile claude` writes and names each problem of a wrong file.
@@ -171,6 +173,23 @@ test('fleet-hook --wake asks again when fleetd goes away before answering', asyn
     assert.equal(r.code, 2, r.stderr);
     assert.equal(r.stderr, 'after the restart');
     assert.equal(stub.calls.length, 2, 'asked twice');
+    assert.equal(stub.calls[0].reconnect, undefined, 'the first ask is news');
+    assert.equal(stub.calls[1].reconnect, true, 'the second says it is a reconnect');
+    assert.equal(stub.calls[1].event, 'Stop');
+  } finally {
+    await stub.close();
+  }
+});
+
+test('fleet-hook --wake, back after a restart, asks again while the new fleetd does not know its worker yet', async () => {
+  const stub = await stubFleetd(dir, (p, n) =>
+    n === 1 ? { close: true } : n === 2 ? { error: { code: -32602, message: 'fleet/hook: no agent of this host has gid gid-w1' } } : { action: 'wake', text: 'registered again' });
+  try {
+    const r = await hook(STOP, { args: ['--wake'], env: { FLEET_SOCKET: stub.sock } });
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stderr, 'registered again');
+    assert.equal(stub.calls.length, 3);
+    assert.deepEqual(stub.calls.map((c) => c.reconnect), [undefined, true, true]);
   } finally {
     await stub.close();
   }
