@@ -186,14 +186,7 @@ static json_t *bounded(json_t *v) {
   char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
   if (!text)
     return NULL;
-  size_t len = strlen(text), keep = 0;
-  while (keep < len) {
-    unsigned cp;
-    size_t step = fl_utf8_next((const unsigned char *)text + keep, len - keep, &cp);
-    if (step == 0 || keep + step > FL_HOOK_SUMMARY_MAX)
-      break;
-    keep += step;
-  }
+  size_t len = strlen(text), keep = fl_utf8_prefix(text, len, FL_HOOK_SUMMARY_MAX);
   json_t *out = keep < len ? json_sprintf("%.*s…", (int)keep, text) : json_string(text);
   fl_free(text);
   return out;

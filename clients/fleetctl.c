@@ -79,6 +79,8 @@ static int cmd_gid_release(ctl *c);
 static int cmd_trace(ctl *c);
 static int cmd_spawn(ctl *c);
 static int cmd_stop(ctl *c);
+static int cmd_approvals(ctl *c);
+static int cmd_approve(ctl *c);
 static int cmd_systemd(ctl *c);
 static int cmd_rooms(ctl *c);
 static int cmd_claims(ctl *c);
@@ -108,6 +110,15 @@ static const ctl_cmd fl_ctl_cmds[] = {
     {"stop", 1, 1, cmd_stop, "stop NAME|GID",
      "stop an agent (fleetctl, the operator, may stop\nany of this host; on another host, one "
      "you spawned):\nthe pane fleetd opened closes and it leaves every\nroster",
+     CTL_AS_OPERATOR},
+    {"approvals", 0, 0, cmd_approvals, "approvals",
+     "the permission requests of this host's agents\nthat wait for a decision: requestId, agent,\n"
+     "tool, its input, until when, who was asked",
+     0},
+    {"approve", 3, 4, cmd_approve, "approve AGENT REQUESTID allow|deny [REASON]",
+     "answer an agent's permission request (fleetctl,\nthe operator, may answer any of this "
+     "host's;\n"
+     "elsewhere, as authority.approve there says);\nREASON goes to the agent with a deny",
      CTL_AS_OPERATOR},
     {"mcp-config", 1, 1, cmd_mcp_config, "mcp-config claude|opencode|codex",
      "print an MCP client config for fleet-mcp", CTL_AS_AGENT},
@@ -522,6 +533,41 @@ static int cmd_stop(ctl *c) {
     json_decref(ident);
     json_decref(args);
     return fl_ctl_fail("out of memory (or NAME is not UTF-8)");
+  }
+  return ctl_run(c, &call, ident, args);
+}
+
+static int cmd_approvals(ctl *c) {
+  static const ctl_call call = {"fleet/approvals", NULL, print_approvals};
+  return ctl_run(c, &call, NULL, NULL);
+}
+
+static int print_approved(ctl *c, json_t *sc) {
+  printf("%s request %s of %s (%s) on %s\n", str_or(sc, "status", "?"),
+         str_or(sc, "requestId", c->args[1]), str_or(sc, "name", c->args[0]),
+         str_or(sc, "gid", "?"), str_or(sc, "host", "?"));
+  return FL_EXIT_OK;
+}
+
+static int cmd_approve(ctl *c) {
+  static const ctl_call call = {NULL, "fleet_approve", print_approved};
+  const char *to = c->args[0], *id = c->args[1], *decision = c->args[2];
+  if (!*to)
+    return fl_ctl_usage_fail(c->cmd->synopsis, "give the agent's name, name@host or gid");
+  if (strcmp(decision, "allow") != 0 && strcmp(decision, "deny") != 0)
+    return fl_ctl_usage_fail(c->cmd->synopsis, "the decision is allow or deny, not '%.40s'",
+                             decision);
+  json_t *ident = operator_identity(c->o);
+  json_t *args = json_pack("{s:s, s:s, s:s}", "to", to, "requestId", id, "decision", decision);
+  if (ident && args && c->nargs > 3 &&
+      json_object_set_new(args, "reason", json_string(c->args[3])) != 0) {
+    json_decref(args);
+    args = NULL;
+  }
+  if (!ident || !args) {
+    json_decref(ident);
+    json_decref(args);
+    return fl_ctl_fail("out of memory (or an argument is not UTF-8)");
   }
   return ctl_run(c, &call, ident, args);
 }

@@ -30,5 +30,6 @@ int print_trace(ctl *c, json_t *res);
 int print_roster(ctl *c, json_t *sc);
 int print_sent(ctl *c, json_t *sc);
 int print_messages(ctl *c, json_t *sc);
+int print_approvals(ctl *c, json_t *res);
 
 #endif

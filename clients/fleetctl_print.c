@@ -300,3 +300,35 @@ int print_messages(ctl *c, json_t *sc) {
   }
   return FL_EXIT_OK;
 }
+
+/* s with every control byte as '?': what a worker's agent wrote (its tool's
+ * name, its input) never moves the operator's terminal. */
+static void put_plain(const char *s) {
+  for (; *s; s++)
+    putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
+/* The waiting permission requests, oldest first: one line each, then the
+ * tool's input (its bounded summary) indented below. */
+int print_approvals(ctl *c, json_t *res) {
+  (void)c;
+  json_t *reqs = json_object_get(res, "requests"), *r;
+  size_t i;
+  if (json_array_size(reqs) == 0) {
+    printf("no permission request waits for a decision on %s\n", str_or(res, "host", "this host"));
+    return FL_EXIT_OK;
+  }
+  json_array_foreach(reqs, i, r) {
+    json_t *by = json_object_get(r, "spawner");
+    const char *by_name = str_of(by, "name", NULL);
+    printf("%s  %s (%s)  ", str_or(r, "requestId", "?"), str_or(r, "name", "?"),
+           str_or(r, "gid", "?"));
+    put_plain(str_or(r, "tool", "?"));
+    printf("  until %s  asked of %s@%s\n  input: ", str_or(r, "expiresAt", "?"),
+           by_name && *by_name ? by_name : str_or(by, "gid", "?"), str_or(by, "host", "?"));
+    put_plain(str_or(r, "input", ""));
+    putchar('\n');
+  }
+  printf("answer with: fleetctl approve AGENT REQUESTID allow|deny [REASON]\n");
+  return FL_EXIT_OK;
+}

@@ -50,3 +50,16 @@ int fl_utf8_valid(const char *s, size_t n) {
   }
   return 1;
 }
+
+size_t fl_utf8_prefix(const char *s, size_t n, size_t max) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t keep = 0;
+  while (keep < n) {
+    unsigned cp;
+    size_t step = fl_utf8_next(u + keep, n - keep, &cp);
+    if (step == 0 || keep + step > max)
+      break;
+    keep += step;
+  }
+  return keep;
+}

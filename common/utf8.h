@@ -16,4 +16,9 @@ size_t fl_utf8_next(const unsigned char *s, size_t n, unsigned *cp);
  * them check apart), else 0. */
 int fl_utf8_valid(const char *s, size_t n);
 
+/* The length of the longest prefix of s[0..n) that is at most max bytes
+ * of whole, valid characters: where text is cut to a bound, it is cut on a
+ * character boundary (and before the first byte that is not UTF-8). */
+size_t fl_utf8_prefix(const char *s, size_t n, size_t max);
+
 #endif

@@ -235,6 +235,11 @@ void fl_gw_hook_handed(fl_gw *gw, const char *handoff, int status);
 int fl_gw_approve(fl_gw *gw, fl_client *c, const char *to, const char *request_id,
                   const char *decision, const char *reason, fl_gw_cb cb, void *ctx, json_t **result,
                   fl_wait **wait, char *err, size_t errlen);
+/* fleetctl approvals: the permission requests of this host's workers that
+ * wait for a decision, oldest first: {host, requests: [{requestId, gid,
+ * name, tool, input, expiresAt, spawner: {gid, name, host}}]}; NULL when
+ * out of memory. */
+json_t *fl_gw_approvals(fl_gw *gw);
 
 json_t *fl_gw_identity(fl_gw *gw);
 json_t *fl_gw_peers(fl_gw *gw);

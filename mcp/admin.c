@@ -70,6 +70,11 @@ void fl_admin_rooms(fl_session *s, json_t *id, json_t *params) {
   fl_session_reply(s, id, fl_gw_rooms(fl_session_gw(s)));
 }
 
+void fl_admin_approvals(fl_session *s, json_t *id, json_t *params) {
+  (void)params;
+  fl_session_reply(s, id, fl_gw_approvals(fl_session_gw(s)));
+}
+
 /* A pin change's answer: {host, <done>: true}, or the gateway's error. */
 static void fl_admin_pin_reply(fl_session *s, json_t *id, int rc, const char *err, const char *host,
                                const char *done) {

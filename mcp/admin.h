@@ -1,6 +1,6 @@
 /* admin.h — fleet's own JSON-RPC methods for operators (fleetctl): fleet/status,
  * fleet/identity, fleet/peers, fleet/peer.add, fleet/peer.remove,
- * fleet/trace, and fleet/hook (for fleet-hook).
+ * fleet/trace, fleet/approvals, and fleet/hook (for fleet-hook).
  *
  * Each is an fl_method_fn (mcp_internal.h): it answers request id (borrowed)
  * from params (borrowed, may be NULL) through the gateway's public verbs.
@@ -19,6 +19,9 @@ void fl_admin_identity(fl_session *s, json_t *id, json_t *params);
 void fl_admin_peers(fl_session *s, json_t *id, json_t *params);
 /* fleet/rooms: the registered rooms, their sizes and the peers' cursors. */
 void fl_admin_rooms(fl_session *s, json_t *id, json_t *params);
+/* fleet/approvals: the permission requests of this host's workers waiting
+ * for a decision (fl_gw_approvals). */
+void fl_admin_approvals(fl_session *s, json_t *id, json_t *params);
 /* fleet/dlq {op, msgId?, olderThanS?}: fleet.dlq through the broker link;
  * answered once the broker has (a parked call). */
 void fl_admin_dlq(fl_session *s, json_t *id, json_t *params);

@@ -220,7 +220,7 @@ static const fl_method fl_methods[] = {
     {"fleet/peer.add", fl_admin_peer_add, 1}, {"fleet/peer.remove", fl_admin_peer_remove, 1},
     {"fleet/trace", fl_admin_trace, 1},       {"fleet/rooms", fl_admin_rooms, 1},
     {"fleet/dlq", fl_admin_dlq, 1},           {"fleet/gid.release", fl_admin_gid_release, 1},
-    {"fleet/hook", fl_admin_hook, 1},
+    {"fleet/hook", fl_admin_hook, 1},         {"fleet/approvals", fl_admin_approvals, 1},
 };
 
 /* Notifications that do something; notifications/initialized and any other

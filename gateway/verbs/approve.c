@@ -18,11 +18,11 @@
 #include "common/ids.h"
 #include "common/limits.h"
 #include "common/log.h"
-#include "common/utf8.h"
 #include "gateway/core/gw_internal.h"
 #include "gateway/core/remote.h"
 #include "gateway/core/roster.h"
 #include "gateway/core/router.h"
+#include "gateway/verbs/approve_rules.h"
 #include "gateway/verbs/hook.h"
 #include "gateway/verbs/hook_park.h"
 #include "gateway/verbs/spawn.h"
@@ -36,8 +36,10 @@ typedef struct fl_approval {
   char tool[FL_MAX_NAME + 1];
   char by[FL_ID_LEN]; /* its spawner, on by_host ("" = this host) */
   char by_host[64];
-  fl_wait *wait; /* the hook's parked call */
-  int quiet;     /* withdrawn before anyone heard of it: not counted */
+  char input[FL_HOOK_SUMMARY_MAX + 4]; /* the bounded summary of the tool's input */
+  long long expires_ms;                /* wall clock */
+  fl_wait *wait;                       /* the hook's parked call */
+  int quiet;                           /* withdrawn before anyone heard of it: not counted */
 } fl_approval;
 
 /* A requestId that ended: "allow", "deny" or "ended" (unanswered). */
@@ -123,32 +125,16 @@ static int fl_approval_spawner(fl_gw *gw, const fl_entity *e, fl_approval *a, fl
   return 0;
 }
 
-/* The BLOCKED message's body: a new string, or NULL. input is cut at
- * FL_HOOK_SUMMARY_MAX bytes (on a character boundary, "…" added) whatever
- * the caller of fleet/hook sent: fleet-hook cuts it so, and fleetd holds
- * to the same bound. */
-static char *fl_approval_body(fl_gw *gw, const fl_approval *a, const char *input,
-                              long long expires_ms) {
-  char exp[FL_TS_LEN], answer[512], cut[FL_HOOK_SUMMARY_MAX + 4];
-  size_t len = input ? strlen(input) : 0, keep = 0;
-  if (len > FL_HOOK_SUMMARY_MAX + 3) { /* 3: the "…" fleet-hook adds */
-    while (keep < len) {
-      unsigned cp;
-      size_t step = fl_utf8_next((const unsigned char *)input + keep, len - keep, &cp);
-      if (step == 0 || keep + step > FL_HOOK_SUMMARY_MAX)
-        break;
-      keep += step;
-    }
-    snprintf(cut, sizeof cut, "%.*s…", (int)keep, input);
-    input = cut;
-  }
-  fl_rfc3339(expires_ms, exp);
+/* The BLOCKED message's body: a new string, or NULL. */
+static char *fl_approval_body(fl_gw *gw, const fl_approval *a) {
+  char exp[FL_TS_LEN], answer[512];
+  fl_rfc3339(a->expires_ms, exp);
   snprintf(answer, sizeof answer,
            "fleet_approve {to: \"%s\", requestId: \"%s\", decision: \"allow\" or \"deny\", "
            "reason?} before expiresAt; without a decision the worker's own dialog stays open",
            a->gid, a->id);
   json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "requestId", a->id, "tool", a->tool, "input",
-                        input ? input : "", "expiresAt", exp, "answer", answer);
+                        a->input, "expiresAt", exp, "answer", answer);
   char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
   json_decref(o);
   (void)gw;
@@ -203,12 +189,15 @@ int fl_approve_request(fl_gw *gw, fl_client *c, fl_entity *e, const char *tool, 
   a->next = ap->pending;
   ap->pending = a;
   ap->npending++;
-  long long expires_ms = fl_now_ms() + wait_ms;
-  char *body = fl_approval_body(gw, a, input, expires_ms);
+  a->expires_ms = fl_now_ms() + wait_ms;
+  /* Cut whatever the caller of fleet/hook sent: fleet-hook cuts it so, and
+   * fleetd holds to the same bound. */
+  fl_approve_summary(input, a->input, sizeof a->input);
+  char *body = fl_approval_body(gw, a);
   fl_msg m;
   fl_router_msg_init(&m, FL_KIND_BLOCKED, e, dst, body ? body : "");
   fl_uuid(m.trace_id);
-  m.expires_ms = expires_ms;
+  m.expires_ms = a->expires_ms;
   fl_copy(a->wait->trace_id, sizeof a->wait->trace_id, m.trace_id);
   char why[FL_MAX_ERRMSG] = "";
   rc = body ? fl_approval_send(gw, dst, &m, why, sizeof why) : FL_ENOMEM;
@@ -245,15 +234,6 @@ static int fl_approve_may(fl_gw *gw, const fl_entity *who, int operator_session,
                              who->remote ? NULL : who->role);
 }
 
-/* decision is "allow" or "deny": 0, else FL_EINVAL with err. */
-static int fl_approve_check_decision(const char *decision, char *err, size_t errlen) {
-  if (decision && (strcmp(decision, "allow") == 0 || strcmp(decision, "deny") == 0))
-    return 0;
-  fl_errf(err, errlen, "decision must be \"allow\" or \"deny\", not \"%.40s\"",
-          decision ? decision : "");
-  return FL_EINVAL;
-}
-
 int fl_approve_decide(fl_gw *gw, const fl_entity *who, int operator_session, fl_entity *e,
                       const char *request_id, const char *decision, const char *reason,
                       json_t **result, char *err, size_t errlen) {
@@ -264,11 +244,8 @@ int fl_approve_decide(fl_gw *gw, const fl_entity *who, int operator_session, fl_
   int rc = fl_approve_check_decision(decision, err, errlen);
   if (rc)
     return rc;
-  if (reason && strlen(reason) > FL_MAX_APPROVE_REASON) {
-    fl_errf(err, errlen, "reason is %zu bytes; the limit is %d", strlen(reason),
-            FL_MAX_APPROVE_REASON);
-    return FL_ETOOBIG;
-  }
+  if ((rc = fl_approve_check_reason(reason, err, errlen)))
+    return rc;
   fl_approval *a = ap->pending;
   while (a && !(request_id && strcasecmp(a->id, request_id) == 0 && strcmp(a->gid, e->gid) == 0))
     a = a->next;
@@ -357,10 +334,8 @@ int fl_gw_approve(fl_gw *gw, fl_client *c, const char *to, const char *request_i
   int rc = fl_approve_check_decision(decision, err, errlen);
   if (rc)
     return rc;
-  if (!request_id || !*request_id || strlen(request_id) >= FL_ID_LEN) {
-    fl_errf(err, errlen, "requestId must be the id a BLOCKED message gave (a UUID)");
-    return FL_EINVAL;
-  }
+  if ((rc = fl_approve_check_request_id(request_id, err, errlen)))
+    return rc;
   fl_entity *e;
   if ((rc = fl_roster_resolve(gw, to ? to : "", &e, err, errlen)))
     return rc;
@@ -372,6 +347,26 @@ int fl_gw_approve(fl_gw *gw, fl_client *c, const char *to, const char *request_i
     return fl_remote_approve(gw, c, e, request_id, decision, reason, cb, ctx, wait, err, errlen);
   return fl_approve_decide(gw, c->entity, c->operator_session, e, request_id, decision, reason,
                            result, err, errlen);
+}
+
+json_t *fl_gw_approvals(fl_gw *gw) {
+  struct fl_approvals *ap = gw->approvals;
+  json_t *list = json_array();
+  /* The list is newest first: each goes in front, so the oldest leads. */
+  for (const fl_approval *a = ap ? ap->pending : NULL; list && a; a = a->next) {
+    char exp[FL_TS_LEN];
+    fl_rfc3339(a->expires_ms, exp);
+    const fl_entity *s = fl_entity_by_gid(gw, a->by);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s}}", "requestId", a->id,
+                          "gid", a->gid, "name", a->name, "tool", a->tool, "input", a->input,
+                          "expiresAt", exp, "spawner", "gid", a->by, "name", s ? s->name : "",
+                          "host", a->by_host[0] ? a->by_host : gw->cfg.host_id);
+    if (!o || json_array_insert_new(list, 0, o) != 0) {
+      json_decref(list);
+      return NULL;
+    }
+  }
+  return list ? json_pack("{s:s, s:o}", "host", gw->cfg.host_id, "requests", list) : NULL;
 }
 
 json_t *fl_approve_describe(fl_gw *gw) {
