@@ -499,20 +499,29 @@ static fl_entity *fl_ctl_asker(fl_gw *gw, const fl_broker_delivery *d, fl_entity
   return stand_in;
 }
 
+/* What a STOP or APPROVE is about: its asker (fl_ctl_asker, into *who) and
+ * its target, the agent of this host whose gid is the request's spawnId;
+ * NULL, with err saying so (and hint after it), when there is none. */
+static fl_entity *fl_ctl_target(fl_gw *gw, const fl_broker_delivery *d, fl_entity *stand_in,
+                                fl_entity **who, const char *hint, char *err, size_t errlen) {
+  *who = fl_ctl_asker(gw, d, stand_in);
+  fl_entity *e = fl_entity_by_gid(gw, d->env->spawn_id);
+  if (e && !e->remote && !e->removed)
+    return e;
+  fl_errf(err, errlen, "host '%s' has no agent with gid %s%s", gw->cfg.host_id, d->env->spawn_id,
+          hint);
+  return NULL;
+}
+
 static void fl_serve_stop(fl_control *c, const fl_broker_delivery *d) {
   fl_gw *gw = c->gw;
   const fl_envelope *env = d->env;
   char err[FL_MAX_ERRMSG] = "";
   json_t *result = NULL;
-  fl_entity stand_in;
-  fl_entity *who = fl_ctl_asker(gw, d, &stand_in);
-  fl_entity *e = fl_entity_by_gid(gw, env->spawn_id);
-  if (!e || e->remote || e->removed) {
-    fl_errf(err, sizeof err, "host '%s' has no agent with gid %s (stopped already?)",
-            gw->cfg.host_id, env->spawn_id);
-  } else if (fl_spawn_stop(gw, who, 0, e, &result, err, sizeof err) == 0) {
+  fl_entity stand_in, *who;
+  fl_entity *e = fl_ctl_target(gw, d, &stand_in, &who, " (stopped already?)", err, sizeof err);
+  if (e && fl_spawn_stop(gw, who, 0, e, &result, err, sizeof err) == 0)
     fl_gw_count(gw, FL_C_STOPS_FOR_HOSTS);
-  }
   if (!result)
     fl_gw_count(gw, FL_C_CONTROL_REFUSED);
   fl_ctl_answer(c, FL_KIND_STOPPED, env->host, env->from, env->msg_id, env->trace_id, env->spawn_id,
@@ -528,18 +537,15 @@ static void fl_serve_approve(fl_control *c, const fl_broker_delivery *d) {
   const fl_envelope *env = d->env;
   char err[FL_MAX_ERRMSG] = "";
   json_t *result = NULL;
-  fl_entity stand_in;
-  fl_entity *who = fl_ctl_asker(gw, d, &stand_in);
-  fl_entity *e = fl_entity_by_gid(gw, env->spawn_id);
+  fl_entity stand_in, *who;
+  fl_entity *e = fl_ctl_target(gw, d, &stand_in, &who, "", err, sizeof err);
   json_t *o = json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
   const char *id = json_string_value(json_object_get(o, "requestId"));
   const char *decision = json_string_value(json_object_get(o, "decision"));
   json_t *reason = json_object_get(o, "reason");
   if (!id || !decision || (reason && !json_is_string(reason)))
     fl_errf(err, sizeof err, "the APPROVE body needs requestId and decision (strings)");
-  else if (!e || e->remote || e->removed)
-    fl_errf(err, sizeof err, "host '%s' has no agent with gid %s", gw->cfg.host_id, env->spawn_id);
-  else
+  else if (e)
     fl_approve_decide(gw, who, 0, e, id, decision, json_string_value(reason), &result, err,
                       sizeof err);
   json_decref(o);
