@@ -195,6 +195,12 @@
  * and a page that falls out is read back from the OS's file cache. */
 #define FL_STORE_CACHE_KIB 512
 
+/* Recipients the store remembers as holding nothing (store_count.c), so the
+ * count after each answered call (to re-arm a nudge) needs no SQLite read
+ * transaction while nothing was held since. A handful covers the sessions
+ * in calls at one time on a busy gateway; a miss only costs the query. */
+#define FL_STORE_EMPTY_CACHE 16
+
 /* ---- broker link (gateway/broker/broker.c) ---- */
 
 /* Publishes accepted by fl_broker_publish and not yet reported through

@@ -77,6 +77,7 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
                     "UNION ALL SELECT 1 FROM held WHERE msg_id = ?1 AND to_gid = ?2 LIMIT 1",
     /* Expired rows not yet swept still count: the cap bounds storage. */
     [FL_ST_HELD_ALL] = "SELECT coalesce((SELECT n FROM held_count WHERE to_gid = ?1), 0)",
+    /* Its one caller (fl_store_admit) tells store_empty.c first. */
     [FL_ST_INSERT_HELD] = "INSERT INTO held (msg_id, to_gid, trace_id, kind, from_gid, "
                           "from_name, in_reply_to, ts_ms, expires_ms, content) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -232,6 +233,8 @@ int fl_store_step(fl_store *s, sqlite3_stmt *st, const char *trace, const char *
 
 /* Runs a statement that returns no rows (BEGIN, DELETE, ...). */
 int fl_store_exec(fl_store *s, enum fl_stmt_id id, const char *trace, const char *what) {
+  if (id == FL_ST_ROLLBACK_TO)
+    fl_store_held_changed(s); /* rows taken in the savepoint are held again */
   int rc = fl_store_step(s, s->st[id], trace, what);
   if (rc > 0)
     rc = 0;
@@ -450,6 +453,8 @@ int fl_store_set_sync(fl_store *s, int full) {
   return 0;
 }
 
+static void fl_store_on_rollback(void *ctx) { fl_store_held_changed(ctx); }
+
 int fl_store_open(const char *path, fl_store **out) {
   if (!out)
     return FL_EINVAL;
@@ -474,6 +479,11 @@ int fl_store_open(const char *path, fl_store **out) {
   }
   sqlite3_extended_result_codes(s->db, 1);
   sqlite3_busy_timeout(s->db, FL_STORE_BUSY_MS);
+  /* Every rollback of a transaction, explicit or SQLite's own after an
+   * error, makes fl_store_count ask SQLite again (store_empty.c); a
+   * savepoint's rollback is fl_store_exec's, a put fl_store_admit's. */
+  s->held_gen = 1;
+  sqlite3_rollback_hook(s->db, fl_store_on_rollback, s);
   if ((rc = fl_setup_db(s)))
     goto fail;
   struct stat st;

@@ -131,6 +131,7 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
       rc = fl_store_db_fail(s, trace, "binding the message");
       goto out;
     }
+    fl_store_empty_forget(s, m->to_gid); /* it holds something now */
     if ((rc = fl_store_step(s, ins, trace, "storing the message")) < 0)
       goto out;
     seq = sqlite3_last_insert_rowid(s->db);
@@ -324,13 +325,18 @@ int fl_store_count(fl_store *s, const char *to_gid, int64_t now_ms, size_t *n) {
   *n = 0;
   if (!s || !to_gid)
     return FL_EINVAL;
+  if (fl_store_empty_known(s, to_gid))
+    return 0; /* nothing held since it was counted empty (store_empty.c) */
   sqlite3_stmt *st = s->st[FL_ST_COUNT];
   if (fl_store_bind_text(st, 1, to_gid) != SQLITE_OK ||
       sqlite3_bind_int64(st, 2, now_ms) != SQLITE_OK) {
     fl_store_stmt_done(st);
     return fl_store_db_fail(s, NULL, "binding the count");
   }
-  return fl_count_stmt(s, st, "counting held messages", n);
+  int rc = fl_count_stmt(s, st, "counting held messages", n);
+  if (rc == 0 && *n == 0)
+    fl_store_empty_note(s, to_gid);
+  return rc;
 }
 
 int fl_store_is_held(fl_store *s, const char *to_gid, const char *msg_id, int *held) {

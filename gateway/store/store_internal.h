@@ -56,7 +56,27 @@ struct fl_store {
   char *path;             /* the database file, and the file it was at open: */
   unsigned long long dev, ino;
   int file_gone; /* set once path no longer names that file */
+  /* What fl_store_count knows without asking SQLite (store_empty.c): the
+   * recipients it found holding nothing, each at held_gen as it was then.
+   * A put for a recipient drops its entry; held_gen moves on with every
+   * rollback (which may bring back rows taken), so an entry of an older
+   * generation says nothing. */
+  unsigned long long held_gen;
+  struct {
+    char gid[FL_ID_LEN];
+    unsigned long long gen;
+  } empty[FL_STORE_EMPTY_CACHE];
+  size_t empty_next; /* the entry the next one replaces */
 };
+
+/* Rows taken may be held again (a rollback): what fl_store_count remembers
+ * of empty recipients is stale (store_empty.c). */
+static inline void fl_store_held_changed(fl_store *s) { s->held_gen++; }
+/* Whether to_gid was counted holding nothing, with nothing held since; the
+ * note that it was just counted so; and that a row for it is being put. */
+int fl_store_empty_known(const fl_store *s, const char *to_gid);
+void fl_store_empty_note(fl_store *s, const char *to_gid);
+void fl_store_empty_forget(fl_store *s, const char *to_gid);
 
 /* Logs a database failure with SQLite's own words and returns FL_ESTORE. */
 int fl_store_db_fail(const fl_store *s, const char *trace, const char *what);
