@@ -1,11 +1,11 @@
 /* ids.c — random and time-ordered UUIDs (see ids.h). */
 #include "common/ids.h"
 
-#include <sodium.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/random.h"
 #include "common/time.h"
 
 static void fl_uuid_text(const unsigned char *b, char *out) {
@@ -16,7 +16,7 @@ static void fl_uuid_text(const unsigned char *b, char *out) {
 
 void fl_uuid(char *out) {
   unsigned char b[16];
-  randombytes_buf(b, sizeof b);
+  fl_random_bytes(b, sizeof b);
   b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
   b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
   fl_uuid_text(b, out);
@@ -24,7 +24,7 @@ void fl_uuid(char *out) {
 
 void fl_uuid_msg(char *out) {
   unsigned char b[16];
-  randombytes_buf(b, sizeof b);
+  fl_random_bytes(b, sizeof b);
   uint64_t ms = (uint64_t)fl_now_ms();
   for (int i = 0; i < 6; i++)
     b[i] = (unsigned char)(ms >> (40 - 8 * i));

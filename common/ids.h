@@ -1,8 +1,8 @@
 /* ids.h — fleet's global ids: UUIDs in their textual form.
  *
  * Every msgId, traceId, gid and spawnId is one: random (v4), but msgIds
- * time-ordered (v7). Thread-safe (libsodium's
- * randombytes); sodium_init must have run. */
+ * time-ordered (v7). Thread-safe (common/random.h's
+ * per-thread pool); sodium_init must have run. */
 #ifndef FL_IDS_H
 #define FL_IDS_H
 

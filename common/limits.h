@@ -195,6 +195,12 @@
  * and a page that falls out is read back from the OS's file cache. */
 #define FL_STORE_CACHE_KIB 512
 
+/* Random bytes each thread asks the kernel for at once (common/random.c):
+ * a message on the hot path takes about 60 (a msgId, a traceId, a 24-byte
+ * nonce), so one getrandom serves several messages instead of one per id
+ * and nonce; small enough to cost nothing in RSS per thread. */
+#define FL_RANDOM_POOL_BYTES 512
+
 /* Recipients the store remembers as holding nothing (store_count.c), so the
  * count after each answered call (to re-arm a nudge) needs no SQLite read
  * transaction while nothing was held since. A handful covers the sessions

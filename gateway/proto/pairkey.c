@@ -10,6 +10,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/random.h"
 #include "gateway/proto/peers.h"
 
 _Static_assert(FL_AEAD_NONCE_BYTES == crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, "nonce size");
@@ -77,7 +78,7 @@ int fl_aead_seal(const unsigned char k[FL_PAIRKEY_BYTES], const unsigned char *a
   if (nonce)
     memcpy(buf, nonce, FL_AEAD_NONCE_BYTES);
   else
-    randombytes_buf(buf, FL_AEAD_NONCE_BYTES);
+    fl_random_bytes(buf, FL_AEAD_NONCE_BYTES);
   unsigned long long clen = 0;
   crypto_aead_xchacha20poly1305_ietf_encrypt(
       buf + FL_AEAD_NONCE_BYTES, &clen, (const unsigned char *)body, len, ad, adlen, NULL, buf, k);

@@ -8,6 +8,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/random.h"
 
 /* The format is libsodium's crypto_box; seal.h restates its sizes. */
 _Static_assert(FL_SEAL_NONCE_BYTES == crypto_box_NONCEBYTES, "nonce size");
@@ -60,7 +61,7 @@ int fl_seal_with(const unsigned char k[FL_SEAL_KEY_BYTES], const char *body, siz
   if (nonce)
     memcpy(buf, nonce, FL_SEAL_NONCE_BYTES);
   else
-    randombytes_buf(buf, FL_SEAL_NONCE_BYTES);
+    fl_random_bytes(buf, FL_SEAL_NONCE_BYTES);
   /* An empty body still gets its MAC; libsodium wants a pointer all the same. */
   static const unsigned char none[1];
   crypto_box_easy_afternm(buf + FL_SEAL_NONCE_BYTES, len ? (const unsigned char *)body : none, len,
