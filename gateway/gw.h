@@ -99,8 +99,15 @@ const char *fl_client_gid(const fl_client *c);
 const char *fl_client_name(const fl_client *c);
 
 /* A waiting call's outcome: result (stolen) on success, else NULL and err
- * (borrowed for the call) says what failed and what to do. */
+ * (borrowed for the call) says what failed and what to do. Both NULL: the
+ * result was written as JSON into the out its call gave (fl_gw_wait_out). */
 typedef void (*fl_gw_cb)(void *ctx, json_t *result, const char *err);
+/* Where w's result may be written as JSON rather than built as a tree: a
+ * long poll's messages and a send's reply are (the hot path: no tree that
+ * copies each body, then a dump of it), other results stay trees. out
+ * (borrowed) must outlive w; it is written only just before the callback,
+ * which then gets result and err NULL. NULL-safe. */
+void fl_gw_wait_out(fl_wait *w, fl_json_out *out);
 
 /* Each returns 0 with *result (new reference) set, or 0 with *wait set and
  * the callback to come, or a negative code with err filled. A recipient
@@ -132,8 +139,11 @@ int fl_gw_send(fl_gw *gw, fl_client *c, const char *to, const char *content, dou
 int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
                 const char *in_reply_to, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
                 char *err, size_t errlen);
+/* A poll answered at once is written into out when out is given (then
+ * *result stays NULL), else built as *result. */
 int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max, fl_gw_cb cb,
-               void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
+               void *ctx, fl_json_out *out, json_t **result, fl_wait **wait, char *err,
+               size_t errlen);
 int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *content, fl_gw_cb cb,
                     void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen);
 /* Parallel briefs: the same content to each of the nto (2..FL_MAX_FANOUT)

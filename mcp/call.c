@@ -190,6 +190,10 @@ void fl_tool_call_answer_with(fl_tool_call *call, fl_call_answer_fn fn) { call->
 void fl_tool_call_park(fl_tool_call *call, json_t *id, fl_wait *wait) {
   call->id = json_incref(id);
   call->wait = wait;
+  /* A tool's result may come written (a poll's, a send's reply) rather
+   * than as a tree; an admin method's is always a tree. */
+  if (!call->admin && !call->answer)
+    fl_gw_wait_out(wait, &call->out);
   call->next = call->s->parked;
   call->s->parked = call;
 }
@@ -223,6 +227,8 @@ void fl_tool_call_done(void *ctx, json_t *result, const char *err) {
     fl_session_reply_error(call->s, call->id, FL_RPC_INVALID_PARAMS, err ? err : "failed");
   else if (result)
     fl_session_reply_checked(call->s, call->id, call->tool, call->schema, result);
+  else if (!err && call->out.json) /* written into call->out (fl_gw_wait_out) */
+    fl_session_reply_checked_json(call->s, call->id, call->tool, call->schema, &call->out);
   else
     fl_session_reply_tool_error(call->s, call->id, err ? err : "failed");
   fl_tool_call_free(&call);

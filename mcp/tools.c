@@ -152,7 +152,7 @@ static int fl_tool_poll(fl_session *s, fl_tool_call *call, json_t *args, json_t 
                         fl_wait **wait, char *err, size_t errlen) {
   return fl_gw_poll(fl_session_gw(s), fl_session_client(s), fl_arg_str(args, "from"),
                     fl_arg_num(args, "wait_s"), (size_t)fl_arg_num(args, "max"), fl_tool_call_done,
-                    call, result, wait, err, errlen);
+                    call, fl_tool_call_out(call), result, wait, err, errlen);
 }
 
 static int fl_tool_reply(fl_session *s, fl_tool_call *call, json_t *args, json_t **result,

@@ -30,6 +30,7 @@
 #include "gateway/core/module.h"
 #include "gateway/core/nudge.h"
 #include "gateway/core/remote.h"
+#include "gateway/core/result_write.h"
 #include "gateway/proto/envelope.h"
 
 /* ---- trace ring ---------------------------------------------------------------- */
@@ -67,48 +68,6 @@ static long fl_trace_last_send(fl_gw *gw, const char *from_gid, const char *to_g
 
 /* ---- delivery ------------------------------------------------------------------ */
 
-/* A BLOCKED message's request ({requestId, tool, input?, expiresAt?} of
- * its body) as "request" in o, when the body has one. */
-static void fl_msg_blocked_request(json_t *o, const fl_msg *m) {
-  json_t *b = m->content ? json_loadb(m->content, m->content_len, 0, NULL) : NULL;
-  const char *id = json_string_value(json_object_get(b, "requestId"));
-  const char *tool = json_string_value(json_object_get(b, "tool"));
-  if (id && tool) {
-    json_t *r = json_pack("{s:s, s:s}", "requestId", id, "tool", tool);
-    const char *keys[] = {"input", "expiresAt"};
-    for (size_t i = 0; r && i < 2; i++)
-      if (json_is_string(json_object_get(b, keys[i])))
-        json_object_set(r, keys[i], json_object_get(b, keys[i]));
-    if (r)
-      json_object_set_new(o, "request", r);
-  }
-  json_decref(b);
-}
-
-static json_t *fl_msg_json(const fl_msg *m) {
-  char ts[32];
-  fl_rfc3339(m->ts_ms, ts);
-  json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:s%, s:s, s:s}", "msgId", m->msg_id, "kind",
-                        m->kind, "from", "gid", m->from_gid, "name", m->from_name, "to", m->to_gid,
-                        "content", m->content ? m->content : "", m->content_len, "ts", ts,
-                        "traceId", m->trace_id);
-  if (o && m->in_reply_to[0])
-    json_object_set_new(o, "inReplyTo", json_string(m->in_reply_to));
-  if (o && m->turn_id[0]) { /* an ask's turn (ask.h) */
-    json_object_set_new(o, "turnId", json_string(m->turn_id));
-    if (m->expires_ms) {
-      char exp[32];
-      fl_rfc3339(m->expires_ms, exp);
-      json_object_set_new(o, "expiresAt", json_string(exp));
-    }
-  }
-  if (o && fl_envelope_is_kind(m->kind, FL_KIND_COORD)) /* a lead's coordId travels as its name */
-    json_object_set_new(o, "coordId", json_string(m->from_name));
-  if (o && fl_envelope_is_kind(m->kind, FL_KIND_BLOCKED)) /* its request, as approve.c wrote it */
-    fl_msg_blocked_request(o, m);
-  return o;
-}
-
 static void fl_msg_view_of(const fl_msg *m, fl_msg_view *v) {
   v->msg_id = m->msg_id;
   v->kind = m->kind;
@@ -142,9 +101,11 @@ int fl_gw_each_held(fl_gw *gw, fl_client *c, size_t max, fl_gw_held_cb cb, void 
 
 /* Takes up to max held messages of e (from one sender, or any) into a poll
  * result. A handed message (fl_router_deliver) is the whole result: its
- * recipient held nothing when it came. */
+ * recipient held nothing when it came. With out, the result is written
+ * there and NULL returned, unless the writer failed: then, as without out,
+ * it is returned as a new tree. */
 static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t max,
-                              const fl_msg *handed) {
+                              const fl_msg *handed, fl_json_out *out, size_t *ntaken) {
   fl_msg *msgs = NULL;
   size_t n = 0, remaining = 0;
   long long now = fl_now_ms();
@@ -157,20 +118,28 @@ static json_t *fl_poll_result(fl_gw *gw, fl_entity *e, const char *from, size_t 
       fl_gw_count(gw, FL_C_STORE_DISK_FULL);
     n = 0;
   }
-  json_t *arr = json_array();
   for (size_t i = 0; i < n; i++) {
     const fl_msg *m = handed ? handed : &msgs[i];
-    json_array_append_new(arr, fl_msg_json(m));
     fl_remote_drained(gw, e->gid, m->msg_id);
     fl_debug(m->trace_id, "drained %s for '%s'", m->msg_id, e->name);
   }
   gw->counters[FL_C_MSGS_DRAINED] += n;
-  fl_msgs_free(msgs, handed ? 0 : n);
+  if (ntaken)
+    *ntaken = n;
   if (!handed)
     fl_store_count(gw->store, e->gid, now, &remaining);
   if (remaining == 0)
     fl_nudge_stop(e);
-  return json_pack("{s:o, s:I}", "messages", arr, "remaining", (json_int_t)remaining);
+  const fl_msg *taken = handed ? handed : msgs;
+  json_t *res = NULL;
+  if (!out || fl_poll_write(out, taken, n, remaining) != 0) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+      json_array_append_new(arr, fl_router_msg_json(&taken[i]));
+    res = json_pack("{s:o, s:I}", "messages", arr, "remaining", (json_int_t)remaining);
+  }
+  fl_msgs_free(msgs, handed ? 0 : n);
+  return res;
 }
 
 static json_t *fl_send_pending(fl_gw *gw, fl_wait *w) {
@@ -191,10 +160,10 @@ static void fl_send_timeout(fl_wait *w) {
 
 /* A long poll's time is up: it returns what is held (likely nothing). */
 static void fl_poll_timeout(fl_wait *w) {
-  fl_wait_complete(
-      w,
-      fl_poll_result(w->gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL, w->max, NULL),
-      NULL);
+  fl_wait_complete(w,
+                   fl_poll_result(w->gw, w->client->entity, w->peer_gid[0] ? w->peer_gid : NULL,
+                                  w->max, NULL, w->out, NULL),
+                   NULL);
 }
 
 static const fl_wait_ops fl_send_wait_ops = {.timeout = fl_send_timeout};
@@ -265,21 +234,23 @@ int fl_router_wake(fl_gw *gw, fl_entity *to, const fl_msg *m) {
   if (got) {
     gw->counters[FL_C_MSGS_DRAINED]++;
     fl_remote_drained(gw, to->gid, got->msg_id);
-    json_t *reply = fl_msg_json(got);
-    fl_free(buf.content);
     fl_entity *peer = fl_entity_by_gid(gw, w->peer_gid);
-    json_t *res =
-        json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
-                  fl_entity_ref_json(peer ? peer : to), "status", "replied", "reply", reply);
-    fl_wait_add_note(w, res);
+    json_t *res = NULL;
+    if (!w->out || fl_replied_write(w->out, w, peer ? peer : to, got) != 0) {
+      res = json_pack("{s:s, s:s, s:o, s:s, s:o}", "msgId", w->msg_id, "traceId", w->trace_id, "to",
+                      fl_entity_ref_json(peer ? peer : to), "status", "replied", "reply",
+                      fl_router_msg_json(got));
+      fl_wait_add_note(w, res);
+    }
+    fl_free(buf.content);
     fl_event(m->trace_id, "reply %s resolved the waiting send %s of '%s'", m->msg_id, w->msg_id,
              to->name);
     fl_wait_complete(w, res, NULL);
     return 1;
   }
   if ((w = fl_poll_waiter(c, m))) {
-    json_t *res =
-        fl_poll_result(gw, to, w->peer_gid[0] ? w->peer_gid : NULL, w->max, m->handed ? m : NULL);
+    json_t *res = fl_poll_result(gw, to, w->peer_gid[0] ? w->peer_gid : NULL, w->max,
+                                 m->handed ? m : NULL, w->out, NULL);
     fl_wait_complete(w, res, NULL);
     return 1;
   }
@@ -529,7 +500,8 @@ int fl_gw_reply(fl_gw *gw, fl_client *c, const char *to, const char *content,
 }
 
 int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t max, fl_gw_cb cb,
-               void *ctx, json_t **result, fl_wait **wait, char *err, size_t errlen) {
+               void *ctx, fl_json_out *out, json_t **result, fl_wait **wait, char *err,
+               size_t errlen) {
   int rc;
   *result = NULL;
   *wait = NULL;
@@ -547,14 +519,17 @@ int fl_gw_poll(fl_gw *gw, fl_client *c, const char *from, double wait_s, size_t 
   if (max > FL_MAX_POLL)
     max = FL_MAX_POLL;
   wait_s = fl_clamp_wait(wait_s);
-  json_t *res = fl_poll_result(gw, c->entity, from_gid, max, NULL);
-  if (!res) {
+  size_t n = 0;
+  json_t *res = fl_poll_result(gw, c->entity, from_gid, max, NULL, out, &n);
+  if (!res && !(out && out->json)) {
     fl_errf(err, errlen, "out of memory");
     return FL_ENOMEM;
   }
-  if (wait_s > 0 && json_array_size(json_object_get(res, "messages")) == 0) {
+  if (wait_s > 0 && n == 0) {
     /* Nothing yet: park the call until a message for it arrives. */
     json_decref(res);
+    if (out)
+      fl_json_out_free(out);
     fl_wait *w;
     if ((rc =
              fl_wait_new(gw, c, FL_WAIT_POLL, &fl_poll_wait_ops, wait_s, cb, ctx, &w, err, errlen)))
@@ -628,8 +603,6 @@ int fl_gw_broadcast(fl_gw *gw, fl_client *c, const char *group, const char *cont
 }
 
 /* ---- for the verbs in other files (ask.c, fanout.c) ---------------------------- */
-
-json_t *fl_router_msg_json(const fl_msg *m) { return fl_msg_json(m); }
 
 void fl_router_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from,
                         const fl_entity *to, const char *content) {

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+#include "gateway/core/result_write.h"
 #include "gateway/gw.h"
 #include "gateway/proto/envelope.h"
 #include "gateway/store/store.h"
@@ -73,9 +74,8 @@ int fl_router_send(fl_gw *gw, fl_client *c, fl_entity *dst, fl_msg *m, double wa
                    const char *sender_host, fl_gw_cb cb, void *ctx, json_t **result, fl_wait **wait,
                    char *err, size_t errlen);
 
-/* What the verbs share with the ones in other files (ask.c, fanout.c). */
-/* m as a poll shows it: a new object. */
-json_t *fl_router_msg_json(const fl_msg *m);
+/* What the verbs share with the ones in other files (ask.c, fanout.c):
+ * fl_router_msg_json, m as a poll shows it, is result_write.h's. */
 /* A new message of kind from -> to with a fresh msgId, now; content borrowed. */
 void fl_router_msg_init(fl_msg *m, fl_envelope_kind kind, const fl_entity *from,
                         const fl_entity *to, const char *content);

@@ -112,8 +112,9 @@ void fl_wait_complete(fl_wait *w, json_t *result, const char *err) {
   char gid[FL_ID_LEN] = "";
   if (w->client->entity)
     fl_copy(gid, sizeof gid, w->client->entity->gid);
+  int written = !result && !err && w->out && w->out->json;
   fl_wait_release(w);
-  if (!result && !err)
+  if (!result && !err && !written)
     err = "out of memory";
   if (gw->defer_done) {
     struct fl_wait_done *d = fl_calloc(1, sizeof *d);
@@ -149,6 +150,11 @@ void fl_wait_defer_end(fl_gw *gw) {
     fl_free(d);
     d = next;
   }
+}
+
+void fl_gw_wait_out(fl_wait *w, fl_json_out *out) {
+  if (w)
+    w->out = out;
 }
 
 void fl_wait_add_note(const fl_wait *w, json_t *result) {

@@ -92,6 +92,8 @@ struct fl_wait {
   char turn_id[FL_ID_LEN];
   int turn_side;
   long long turn_expires_ms;
+  /* Where the result may be written as JSON (fl_gw_wait_out), or NULL. */
+  fl_json_out *out;
 };
 
 /* 0 when c may start one more waiting call, else FL_EFULL with err saying so. */
@@ -102,8 +104,9 @@ int fl_wait_room(const fl_client *c, char *err, size_t errlen);
 int fl_wait_new(fl_gw *gw, fl_client *c, enum fl_wait_kind kind, const fl_wait_ops *ops,
                 double wait_s, fl_gw_cb cb, void *ctx, fl_wait **out, char *err, size_t errlen);
 /* Ends w: releases it, then runs its callback with result (stolen) or err.
- * result NULL and err NULL reads as out of memory. Afterwards, a nudge is
- * armed again if the client's entity still holds messages. */
+ * result NULL and err NULL reads as out of memory, unless the result was
+ * written into w->out (then the callback gets both NULL). Afterwards, a
+ * nudge is armed again if the client's entity still holds messages. */
 void fl_wait_complete(fl_wait *w, json_t *result, const char *err);
 
 /* Adds w's typed_note to a send's result (borrowed, may be NULL) as

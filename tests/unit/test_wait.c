@@ -138,8 +138,8 @@ static void test_detach_releases_silently(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_gw_poll(f->g.gw, c, NULL, 0.02, 0, seen_cb, &s, &result, &w, err, sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_poll(f->g.gw, c, NULL, 0.02, 0, seen_cb, &s, NULL, &result, &w, err, sizeof err), 0);
   assert_null(result);
   assert_non_null(w);
   fl_gw_detach(f->g.gw, &c);
@@ -154,8 +154,8 @@ static void test_poll_times_out_empty(void **state) {
   json_t *result = NULL;
   fl_wait *w = NULL;
   char err[256] = "";
-  assert_int_equal(fl_gw_poll(f->g.gw, c, NULL, 0.03, 0, seen_cb, &s, &result, &w, err, sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_poll(f->g.gw, c, NULL, 0.03, 0, seen_cb, &s, NULL, &result, &w, err, sizeof err), 0);
   assert_non_null(w);
   uv_run(&f->g.loop, UV_RUN_DEFAULT);
   assert_int_equal(s.calls, 1);
@@ -204,7 +204,7 @@ static void test_poll_woken_by_message(void **state) {
   fl_wait *w = NULL;
   char err[256] = "";
   assert_int_equal(
-      fl_gw_poll(f->g.gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err), 0);
+      fl_gw_poll(f->g.gw, alice, NULL, 30, 0, seen_cb, &s, NULL, &result, &w, err, sizeof err), 0);
   assert_non_null(w);
   send_now(f->g.gw, bob, "alice", "hello");
   assert_int_equal(s.calls, 1); /* woken at once, no loop turn needed */
@@ -231,8 +231,8 @@ static void test_handed_to_a_waiting_poll(void **state) {
   fl_wait *w = NULL;
   char err[256] = "";
   size_t held = 99;
-  assert_int_equal(fl_gw_poll(gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_poll(gw, alice, NULL, 30, 0, seen_cb, &s, NULL, &result, &w, err, sizeof err), 0);
   send_now(gw, bob, "alice", "one");
   assert_int_equal(s.calls, 1);
   json_t *msgs = json_object_get(s.result, "messages");
@@ -250,8 +250,8 @@ static void test_handed_to_a_waiting_poll(void **state) {
   /* bob's next waits held; alice then waits for carol only: carol's
    * message is held behind bob's (not handed), and the poll takes it. */
   send_now(gw, bob, "alice", "two");
-  assert_int_equal(fl_gw_poll(gw, alice, "carol", 30, 0, seen_cb, &s, &result, &w, err, sizeof err),
-                   0);
+  assert_int_equal(
+      fl_gw_poll(gw, alice, "carol", 30, 0, seen_cb, &s, NULL, &result, &w, err, sizeof err), 0);
   assert_non_null(w);
   send_now(gw, carol, "alice", "three");
   assert_int_equal(s.calls, 2);
@@ -279,7 +279,7 @@ static void test_answer_waits_for_the_commit(void **state) {
   fl_wait *w = NULL;
   char err[256] = "";
   assert_int_equal(
-      fl_gw_poll(f->g.gw, alice, NULL, 30, 0, seen_cb, &s, &result, &w, err, sizeof err), 0);
+      fl_gw_poll(f->g.gw, alice, NULL, 30, 0, seen_cb, &s, NULL, &result, &w, err, sizeof err), 0);
   assert_non_null(w);
   assert_int_equal(fl_store_batch_begin(f->g.gw->store), 0);
   fl_wait_defer_begin(f->g.gw);
