@@ -6,7 +6,8 @@
  * session that ends, never call back; the per-session cap; a long poll that
  * a message wakes before its time (handed to it, never held, when nothing
  * else is held); a blocking send that its reply resolves;
- * shutdown ending every waiting call at once. */
+ * shutdown ending every waiting call at once; the caller's nudge armed
+ * again after an answered call exactly when it still holds messages. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "gateway/core/gw_internal.h"
+#include "gateway/core/nudge.h"
 #include "gateway/core/wait.h"
 #include "tests/support/test_gw.h"
 #include "tests/support/test_util.h"
@@ -355,6 +357,48 @@ static void test_shutdown_ends_waits(void **state) {
   fl_gw_detach(f->g.gw, &bob);
 }
 
+/* Alice's send, waiting for bob's reply; bob replies at once. */
+static void ask_bob(fixture *f, fl_client *alice, fl_client *bob) {
+  seen s = {0};
+  json_t *result = NULL, *rep = NULL;
+  fl_wait *w = NULL, *rw = NULL;
+  char err[256] = "";
+  assert_int_equal(
+      fl_gw_send(f->g.gw, alice, "bob", "question", 30, seen_cb, &s, &result, &w, err, sizeof err),
+      0);
+  assert_non_null(w);
+  assert_int_equal(
+      fl_gw_reply(f->g.gw, bob, "alice", "answer", NULL, seen_cb, NULL, &rep, &rw, err, sizeof err),
+      0);
+  json_decref(rep);
+  assert_int_equal(s.calls, 1);
+  assert_string_equal(json_string_value(json_object_get(s.result, "status")), "replied");
+  json_decref(s.result);
+}
+
+/* After an answered call the caller's nudge is armed again exactly when it
+ * still holds messages, also when the store last counted it empty
+ * (store_empty.c): a message held for it since must be seen. */
+static void test_nudge_rearmed_after_answer(void **state) {
+  fixture *f = *state;
+  fl_client *alice = attach(f, "alice"), *bob = attach(f, "bob"), *carol = attach(f, "carol");
+  fl_entity *a = alice->entity;
+  f->g.gw->cfg.nudge.enabled = 1;
+  f->g.gw->cfg.nudge.first_ms = 60000; /* armed, never fired here */
+  ask_bob(f, alice, bob);              /* alice holds nothing: counted empty, no nudge */
+  assert_int_equal(a->nudge.armed, 0);
+  ask_bob(f, alice, bob); /* the same, answered from what the store remembers */
+  assert_int_equal(a->nudge.armed, 0);
+  send_now(f->g.gw, carol, "alice", "held for alice");
+  assert_int_equal(a->nudge.armed, 1); /* the message's own nudge */
+  fl_nudge_stop(a);
+  ask_bob(f, alice, bob); /* alice still holds carol's message */
+  assert_int_equal(a->nudge.armed, 1);
+  fl_gw_detach(f->g.gw, &alice);
+  fl_gw_detach(f->g.gw, &bob);
+  fl_gw_detach(f->g.gw, &carol);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_timeout_calls_back_once, setup, teardown),
@@ -367,6 +411,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_send_resolved_by_reply, setup, teardown),
       cmocka_unit_test_setup_teardown(test_answer_waits_for_the_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shutdown_ends_waits, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_nudge_rearmed_after_answer, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
