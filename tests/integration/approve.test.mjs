@@ -21,9 +21,9 @@
 //     that the request expired.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { BIN_DIR, bin, callTool, callToolRaw, fleetTest, resultText, waitFor } from './harness.mjs';
+import { BIN_DIR, callTool, callToolRaw, fleetTest, resultText, waitFor } from './harness.mjs';
+import { runHook } from './hook-harness.mjs';
 import { promptAgentProfile, startTmux, stopTmux } from './tmux-harness.mjs';
 import { Browser } from './cdp.mjs';
 import { dashboardUrl } from './dashboard-helpers.mjs';
@@ -31,28 +31,7 @@ import { dashboardUrl } from './dashboard-helpers.mjs';
 const HOST = 'hostA';
 
 /** Runs fleet-hook with input on stdin as worker gid; resolves { code, stdout, stderr }. */
-function hook(f, gid, input, { timeout = 60000 } = {}) {
-  const child = spawn(bin('fleet-hook'), [], {
-    env: { PATH: process.env.PATH, FLEET_GID: gid, FLEET_SOCKET: f.socket },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  child.stdin.on('error', () => {});
-  child.stdin.end(JSON.stringify(input));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`fleet-hook did not finish in ${timeout} ms`));
-    }, timeout);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const hook = (f, gid, input, { timeout = 60000 } = {}) => runHook({ gid, socket: f.socket, input }, timeout);
 
 const PERM = (command) => ({
   session_id: 's-1',

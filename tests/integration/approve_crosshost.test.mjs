@@ -13,33 +13,20 @@
 //     refused as a replay and counted.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { BIN_DIR, bin, callTool, callToolRaw, resultText, sleep, waitFor } from './harness.mjs';
+import { BIN_DIR, callTool, callToolRaw, resultText, sleep, waitFor } from './harness.mjs';
+import { startHook, track } from './hook-harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
 import { promptAgentProfile, startTmux, stopTmux } from './tmux-harness.mjs';
 import { amqpClient, counters, envelopeOf, freshKey, headersFor, rfc3339, signEnvelope, status, uuid } from './trust-helpers.mjs';
 
 const brokerRef = useBroker();
 
-/** fleet-hook on host's socket as worker gid; resolves { code, stdout, stderr }. */
+/** fleet-hook on host's socket as worker gid: { result, done(), kill() }. */
 function hook(host, gid, input) {
-  const child = spawn(bin('fleet-hook'), [], {
-    env: { PATH: process.env.PATH, FLEET_GID: gid, FLEET_SOCKET: host.socket },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  let done = false;
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  child.stdin.on('error', () => {});
-  child.stdin.end(JSON.stringify(input));
-  const result = new Promise((resolve) => child.on('close', (code) => {
-    done = true;
-    resolve({ code, stdout, stderr });
-  }));
-  return { result, done: () => done, kill: () => child.kill('SIGKILL') };
+  const { child, done } = startHook({ gid, socket: host.socket, input });
+  const t = track(done);
+  return { result: done, done: () => t.done, kill: () => child.kill('SIGKILL') };
 }
 
 hostsTest('fleet_approve across hosts: BLOCKED reaches the spawner on A; B refuses an unauthorised, a forged and a replayed APPROVE', brokerRef, { start: false }, async ({ hostA, hostB, broker }) => {

@@ -14,33 +14,16 @@
 // Both kinds of restart: SIGTERM and kill -9.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
-import { BIN_DIR, bin, callTool, fleetTest, fleetctlJson, sleep, waitFor } from './harness.mjs';
+import { BIN_DIR, callTool, fleetTest, fleetctlJson, sleep, waitFor } from './harness.mjs';
+import { startHook, track } from './hook-harness.mjs';
 import { startPromptAgent, stopTmux } from './tmux-harness.mjs';
 
 const CONFIG = { nudge: { enabled: false, quietMs: 200 }, inject: { timeoutS: 60 } };
 
-/** Runs fleet-hook for gid as an agent's hook would; returns { child, done }. */
-function runHook(f, gid, event, { wake = false, extra = {} } = {}) {
-  const env = { PATH: process.env.PATH, FLEET_GID: gid, FLEET_SOCKET: f.socket };
-  const child = spawn(bin('fleet-hook'), wake ? ['--wake'] : [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  child.stdin.on('error', () => {});
-  child.stdin.end(JSON.stringify({ session_id: 's-1', hook_event_name: event, ...extra }));
-  const done = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
-  return { child, done };
-}
-
-/** Tracks whether a promise has settled. */
-function track(p) {
-  const t = { done: false, value: undefined, p };
-  p.then((v) => ((t.done = true), (t.value = v)), () => (t.done = true));
-  return t;
-}
+/** Runs fleet-hook for gid as an agent's hook would (event, --wake when wake); returns { child, done }. */
+const runHook = (f, gid, event, { wake = false, extra = {}, shell = false } = {}) =>
+  startHook({ gid, socket: f.socket, args: wake ? ['--wake'] : [], input: { session_id: 's-1', hook_event_name: event, ...extra }, shell });
 
 async function status(f) {
   return fleetctlJson(f, ['status']);

@@ -26,34 +26,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { bin } from './harness.mjs';
+import { runHook } from './hook-harness.mjs';
 import { stubFleetd } from './hook_stub.mjs';
 
 const dir = mkdtempSync('/tmp/fl-hooks-');
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs fleet-hook with input (an object) on stdin; resolves { code, stdout, stderr }. */
-function hook(input, { args = [], env = {}, timeout = 30000 } = {}) {
-  const child = spawn(bin('fleet-hook'), args, {
-    env: { PATH: process.env.PATH, FLEET_GID: 'gid-w1', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  child.stdin.on('error', () => {}); // checked by the result: fleet-hook reads all of it
-  child.stdin.end(JSON.stringify(input));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`fleet-hook ${args.join(' ')} did not finish in ${timeout} ms`));
-    }, timeout);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const hook = (input, { args = [], env = {}, timeout = 30000 } = {}) => runHook({ gid: 'gid-w1', input, args, env }, timeout);
 
 // What Claude Code 2.1.332 gives a hook on stdin (seen with the real CLI).
 const UPS = {
