@@ -15,20 +15,8 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import {
-  TmuxServer,
-  callTool,
-  cliPath,
-  fleetTest,
-  fleetctlJson,
-  onCleanup,
-  profileFor,
-  quietEnv,
-  startModel,
-  waitFor,
-} from './cli_harness.mjs';
+import { callTool, claudeWorker, fleetTest, fleetctlJson, startModel, waitFor } from './cli_harness.mjs';
 
-const API_KEY = 'sk-ant-fleet-test-0123456789abcdefghij';
 const DENY_REASON = 'fleet-approve-deny: not on this branch';
 
 fleetTest('Claude Code worker blocked on Bash: the lead polls BLOCKED; fleet_approve allow runs the tool, deny refuses it', { timeout: 300000 }, async (f, t) => {
@@ -39,24 +27,9 @@ fleetTest('Claude Code worker blocked on Bash: the lead polls BLOCKED; fleet_app
     if (mark) return { toolCalls: [{ name: 'Bash', input: { command: `touch ${path.join(f.dir, `ran-${mark[1]}`)}`, description: 'touch a marker' } }] };
     return { text: 'noted' };
   });
-  const env = {
-    ...quietEnv,
-    HOME: path.join(f.dir, 'home'),
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: API_KEY,
-    PATH: `${path.dirname(cliPath('claude'))}:${process.env.PATH}`,
-  };
-  const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: API_KEY } });
-  const tm = new TmuxServer(f);
-  const leadPane = await tm.start('exec cat', { env });
-  await f.startFleetd({ config: { profiles: { claude: prof.profile }, hooks: { approveTimeoutMs: 90000 } } });
   // The lead spawns the worker itself, so it is the worker's spawner.
-  const lead = await f.mcpClient('lead', { role: 'lead', env: { TMUX: tm.tmuxEnv(), TMUX_PANE: leadPane } });
-  const activity = async () => (await callTool(lead, 'fleet_list', {})).entities.find((e) => e.name === 'w1')?.activity;
-  let pane = null;
-  onCleanup(f, async () => {
-    if (pane) f.notes.push(`worker screen:\n${await tm.capture(pane).catch((e) => e.message)}`);
-  });
+  const w = await claudeWorker(f, model, { config: { hooks: { approveTimeoutMs: 90000 } }, spawnBy: 'lead' });
+  const { tm, lead, activity } = w;
   const blocked = async () => {
     for (let i = 0; i < 12; i++) {
       const got = await callTool(lead, 'fleet_poll', { wait_s: 10 });
@@ -69,10 +42,7 @@ fleetTest('Claude Code worker blocked on Bash: the lead polls BLOCKED; fleet_app
     waitFor(() => model.requests.some((r) => r.toolResults.some((x) => x.name === 'Bash' && pred(x))), { timeout: 60000, what });
 
   await t.test('spawned by the lead, idle', async () => {
-    const before = await tm.panes();
-    const sp = await callTool(lead, 'fleet_spawn', { profile: 'claude', name: 'w1', wait_s: 55 }, { timeout: 90000 });
-    assert.equal(sp.status, 'ready', JSON.stringify(sp));
-    pane = (await tm.panes()).find((p) => !before.includes(p));
+    await w.spawn('w1');
     await waitFor(async () => (await activity())?.state === 'idle', { timeout: 60000, what: 'w1 idle' });
   });
 
@@ -86,7 +56,7 @@ fleetTest('Claude Code worker blocked on Bash: the lead polls BLOCKED; fleet_app
     const a = await activity();
     assert.equal(a.state, 'blocked');
     assert.equal(a.reason, 'permission: Bash');
-    await tm.waitScreen(pane, /Do you want to proceed\?/, { timeout: 30000, what: "Claude Code's dialog, open while the hook waits" });
+    await tm.waitScreen(w.pane, /Do you want to proceed\?/, { timeout: 30000, what: "Claude Code's dialog, open while the hook waits" });
     const ok = await callTool(lead, 'fleet_approve', { to: 'w1', requestId: m.request.requestId, decision: 'allow' });
     assert.equal(ok.status, 'allowed');
     await waitFor(() => existsSync(path.join(f.dir, 'ran-a')), { timeout: 60000, what: 'the allowed tool running' });

@@ -28,19 +28,17 @@ import {
   TmuxServer,
   bin,
   callTool,
-  cliPath,
+  claudeProfile,
+  claudeWorker,
   fleetTest,
   fleetctlJson,
   gate,
   onCleanup,
-  profileFor,
-  quietEnv,
   sleep,
   startModel,
   waitFor,
 } from './cli_harness.mjs';
 
-const API_KEY = 'sk-ant-fleet-test-0123456789abcdefghij';
 const WAKE_TEXT = 'fleet-wake: a brief handed over by the hook';
 const CONTEXT_TEXT = 'fleet-context: a message added to this turn';
 const DENY_REASON = 'fleet-deny: the lead said no';
@@ -79,14 +77,7 @@ fleetTest('Claude Code hooks: the waiter wakes an idle session, additionalContex
     if (mark) return { toolCalls: [{ name: 'Bash', input: { command: `touch ${path.join(f.dir, `ran-${mark[1]}`)}`, description: 'touch a marker' } }] };
     return { text: 'done' };
   });
-  const env = {
-    ...quietEnv,
-    HOME: path.join(f.dir, 'home'),
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: API_KEY,
-    PATH: `${path.dirname(cliPath('claude'))}:${process.env.PATH}`,
-  };
-  const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: API_KEY } });
+  const { env, prof } = await claudeProfile(f, model);
   const settings = JSON.parse(prof.files.find((x) => x.path.endsWith('/settings.json')).content);
   assert.equal(settings.hooks.Stop[0].hooks[0].command, `${bin('fleet-hook')} --wake`, 'the hooks run the built fleet-hook');
 
@@ -238,20 +229,8 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     if (mark) return { toolCalls: [{ name: 'Bash', input: { command: `touch ${path.join(f.dir, `ran-${mark[1]}`)}`, description: 'touch a marker' } }] };
     return { text: 'noted' };
   });
-  const env = {
-    ...quietEnv,
-    HOME: path.join(f.dir, 'home'),
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: API_KEY,
-    PATH: `${path.dirname(cliPath('claude'))}:${process.env.PATH}`,
-  };
-  const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: API_KEY } });
-  const tm = new TmuxServer(f);
-  await tm.start('exec cat', { env });
-  await f.startFleetd({ config: { profiles: { claude: prof.profile } } });
-  const lead = await f.mcpClient('lead', { role: 'lead' });
-  const ctl = (args) => fleetctlJson(f, args, { env: { TMUX: tm.tmuxEnv() }, timeout: 90000 });
-  const activity = async () => (await callTool(lead, 'fleet_list', {})).entities.find((e) => e.name === 'w1')?.activity;
+  const w = await claudeWorker(f, model, { spawnBy: 'fleetctl' });
+  const { tm, lead, ctl, activity } = w;
   const until = (state, what) =>
     waitFor(async () => (await activity())?.state === state, { timeout: 60000, interval: 100, what: `w1 ${state}: ${what}` });
   /** A brief from the lead; resolves with the send's result. */
@@ -275,16 +254,9 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     assert.doesNotMatch(trace, /typed into/, trace);
     return got[0];
   };
-  let pane = null;
-  onCleanup(f, async () => {
-    if (pane) f.notes.push(`worker screen:\n${await tm.capture(pane).catch((e) => e.message)}`);
-  });
 
   await t.test('spawned, it is idle by its SessionStart hook', async () => {
-    const before = await tm.panes();
-    const sp = await ctl(['spawn', 'claude', '--name', 'w1', '--wait', '55']);
-    assert.equal(sp.status, 'ready', JSON.stringify(sp));
-    pane = (await tm.panes()).find((p) => !before.includes(p));
+    await w.spawn('w1');
     await until('idle', 'after SessionStart');
     const a = await activity();
     assert.equal(a.source, 'hooks');
@@ -331,7 +303,7 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     await until('blocked', 'PermissionRequest');
     const a = await activity();
     assert.equal(a.reason, 'permission: Bash');
-    await tm.waitScreen(pane, /Do you want to proceed\?/, { what: "Claude Code's permission dialog" });
+    await tm.waitScreen(w.pane, /Do you want to proceed\?/, { what: "Claude Code's permission dialog" });
     const roster = await f.fleetctl(['roster']);
     assert.match(roster.stdout.split('\n').find((l) => l.startsWith('w1 ')) || '', /online \(blocked\)/, roster.stdout);
     // A brief sent while it is blocked waits: nothing goes into the dialog.
@@ -340,9 +312,9 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     await sleep(3000);
     assert.equal(answered, null, 'the brief is not handed over while the worker is blocked');
     assert.equal(carrying(model, 'BRIEF-WHILE-BLOCKED').length, 0, 'not at the model yet');
-    assert.match(await tm.capture(pane), /Do you want to proceed\?/, 'the dialog is still open');
+    assert.match(await tm.capture(w.pane), /Do you want to proceed\?/, 'the dialog is still open');
     // Someone at the pane says yes: the tool runs and the turn ends.
-    await tm.run('send-keys', '-t', pane, 'Enter');
+    await tm.run('send-keys', '-t', w.pane, 'Enter');
     await waitFor(() => existsSync(path.join(f.dir, 'ran-1')), { timeout: 60000, what: 'the tool running' });
     // Then the held brief goes in, once, through the hooks.
     const b = await late;
@@ -359,8 +331,8 @@ fleetTest('a spawned Claude Code worker: busy, idle and blocked from its hooks, 
     assert.equal(r.status, 'injected', JSON.stringify(r));
     await until('busy', 'UserPromptSubmit');
     await waitFor(() => holds.has('HOLD-2'), { what: 'the model holding the turn' });
-    await tm.run('send-keys', '-t', pane, 'Escape');
-    await tm.waitScreen(pane, /Interrupted/, { what: 'the interrupted turn' });
+    await tm.run('send-keys', '-t', w.pane, 'Escape');
+    await tm.waitScreen(w.pane, /Interrupted/, { what: 'the interrupted turn' });
     await sleep(2500); // longer than a hook state must hold before it disagrees
     assert.equal((await activity()).state, 'busy', 'no Stop came: the hooks still say busy');
     // The screen says idle: the brief is typed, and reaches the model once.

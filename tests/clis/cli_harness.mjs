@@ -23,6 +23,15 @@
 //   onCleanup(f, fn)        fn runs when the test ends (before fleetd stops).
 //   quietEnv                variables that keep every CLI from reaching
 //                           anything but loopback (telemetry, updates).
+//   claudeEnv(f, model, extra)  Claude Code's environment against the fake
+//                           model (HOME in the test's dir, the test API key
+//                           CLAUDE_API_KEY, the pinned CLI first on PATH).
+//   claudeProfile(f, model) that environment plus the profile (and its hooks
+//                           settings) `fleetctl profile claude` writes.
+//   claudeWorker(f, model, opts)  a Claude Code worker's set-up: the
+//                           profile, a private tmux server, fleetd with the
+//                           profile, a lead; spawn(name) starts the worker
+//                           (by the lead's fleet_spawn, or by fleetctl).
 //   runTraced(f, cmd, args, opts)  runs a program (f.run) under
 //                           `strace -e trace=connect` when strace is
 //                           installed; resolves f.run's result plus
@@ -231,6 +240,84 @@ export async function profileFor(f, agent, { dir, cwd, env = {} } = {}) {
  */
 export function configWithProfile(name, profile, extra = {}) {
   return { ...extra, profiles: { ...(extra.profiles || {}), [name]: profile } };
+}
+
+/** The API key the Claude Code tests give the CLI (the profile records its approval). */
+export const CLAUDE_API_KEY = 'sk-ant-fleet-test-0123456789abcdefghij';
+
+/**
+ * Claude Code's environment against model: nothing but loopback, a private
+ * HOME in f.dir (made here), the pinned CLI first on PATH; extra merged in.
+ */
+export function claudeEnv(f, model, extra = {}) {
+  const home = path.join(f.dir, 'home');
+  mkdirSync(home, { recursive: true });
+  return {
+    ...quietEnv,
+    HOME: home,
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: CLAUDE_API_KEY,
+    PATH: `${path.dirname(cliPath('claude'))}:${process.env.PATH}`,
+    ...extra,
+  };
+}
+
+/**
+ * claudeEnv(f, model) and the profile `fleetctl profile claude` writes for
+ * it (profileFor: the hooks settings included): { env, prof }.
+ */
+export async function claudeProfile(f, model) {
+  const env = claudeEnv(f, model);
+  const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: CLAUDE_API_KEY } });
+  return { env, prof };
+}
+
+/**
+ * A Claude Code worker's set-up with its hooks: claudeProfile, a private
+ * tmux server (its first pane an idle cat, in that environment), fleetd
+ * with the profile `claude` (opts.config: other config keys), and a lead.
+ * opts.spawnBy: 'lead' (the lead spawns through fleet_spawn, so it is the
+ * worker's spawner; the lead runs in that first pane) or 'fleetctl'
+ * (`fleetctl spawn`). Returns { env, prof, tm, lead, ctl, activity, spawn,
+ * pane }: ctl(args) runs fleetctl --json with the tmux server's TMUX;
+ * activity(name) is the entity's activity in the lead's fleet_list;
+ * spawn(name) spawns the worker, asserts it is ready, sets pane to its
+ * pane and resolves with the spawn's result. The worker's screen goes to the
+ * diagnostics when the test ends.
+ */
+export async function claudeWorker(f, model, { config = {}, spawnBy = 'lead' } = {}) {
+  const { env, prof } = await claudeProfile(f, model);
+  const tm = new TmuxServer(f);
+  const leadPane = await tm.start('exec cat', { env });
+  await f.startFleetd({ config: configWithProfile('claude', prof.profile, config) });
+  const lead = await f.mcpClient('lead', {
+    role: 'lead',
+    ...(spawnBy === 'lead' ? { env: { TMUX: tm.tmuxEnv(), TMUX_PANE: leadPane } } : {}),
+  });
+  const ctl = (args) => fleetctlJson(f, args, { env: { TMUX: tm.tmuxEnv() }, timeout: 90000 });
+  const w = {
+    env,
+    prof,
+    tm,
+    lead,
+    ctl,
+    pane: null,
+    activity: async (name = 'w1') => (await callTool(lead, 'fleet_list', {})).entities.find((e) => e.name === name)?.activity,
+    spawn: async (name) => {
+      const before = await tm.panes();
+      const sp =
+        spawnBy === 'lead'
+          ? await callTool(lead, 'fleet_spawn', { profile: 'claude', name, wait_s: 55 }, { timeout: 90000 })
+          : await ctl(['spawn', 'claude', '--name', name, '--wait', '55']);
+      assert.equal(sp.status, 'ready', JSON.stringify(sp));
+      w.pane = (await tm.panes()).find((p) => !before.includes(p));
+      return sp;
+    },
+  };
+  onCleanup(f, async () => {
+    if (w.pane) f.notes.push(`worker screen:\n${await tm.capture(w.pane).catch((e) => e.message)}`);
+  });
+  return w;
 }
 
 /** Counts how many entries of list equal (or satisfy) x. */
