@@ -157,7 +157,13 @@ unit_tests() {
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+# The cross-host test files share the broker node started above, each in a
+# vhost of its own (tests/integration/broker-harness.mjs); the few that stop,
+# kill or restart their broker, or change its users, still boot their own.
 integration() {
+  if [ -n "${FLEET_TEST_AMQP_URI:-}" ]; then
+    export FLEET_TEST_SHARED_BROKER_DIR=$broker_dir
+  fi
   FLEET_BIN_DIR=$ROOT/build-asan node --test --test-concurrency=1 tests/integration/
 }
 

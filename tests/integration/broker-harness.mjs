@@ -4,6 +4,9 @@
 //
 //   const brokerRef = useBroker();  // top level of a test file: one private
 //                                   // RabbitMQ for the file, stopped in after()
+//                                   // (a vhost of the run's shared node when
+//                                   // FLEET_TEST_SHARED_BROKER_DIR is set;
+//                                   // useBroker({ own: true }) always a node)
 //   hostsTest('name', brokerRef, { hosts: ['hostA', 'hostB'] }, async ({ hostA, hostB, broker }, t) => {
 //     const alice = await hostA.mcpClient('alice');
 //     ...
@@ -20,6 +23,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, chmodSync, openSync, closeSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -245,15 +249,101 @@ export async function startBroker({ attempts = 2 } = {}) {
 }
 
 /**
- * Call at the top level of a test file: starts one broker for the file in
- * before(), stops it in after(). Returns a ref whose .broker is set once
- * before() ran (tests read ref.broker).
+ * A virtual host of its own on a node that outlives the test file (the
+ * node scripts/test.sh starts for the whole run): the file's exchanges,
+ * queues, policies and messages are its own, as on a node of its own, but
+ * the node is not booted for it. Node-wide things (users, connections, the
+ * node's life) are shared, so such a broker refuses stopApp, kill9 and
+ * restart; a file that needs them asks useBroker({ own: true }).
  */
-export function useBroker() {
+export class VhostBroker extends Broker {
+  constructor(nodeDir, port, vhost) {
+    super(null, nodeDir, port, null);
+    this.vhost = vhost;
+    this.uri = `amqp://guest:guest@127.0.0.1:${port}/${encodeURIComponent(vhost)}`;
+  }
+
+  listExchanges(fields = ['name', 'type', 'durable', 'auto_delete']) {
+    return this.ctlJson(['list_exchanges', '-p', this.vhost, ...fields]);
+  }
+
+  listQueues(fields = ['name', 'durable', 'exclusive', 'auto_delete', 'arguments', 'messages']) {
+    return this.ctlJson(['list_queues', '-p', this.vhost, ...fields]);
+  }
+
+  refuse(what) {
+    throw new Error(`${what} on the shared broker would reach every test file: this file needs useBroker({ own: true })`);
+  }
+
+  stopApp() {
+    return this.refuse('stop_app');
+  }
+
+  startApp() {
+    return this.refuse('start_app');
+  }
+
+  kill9() {
+    return this.refuse('kill -9');
+  }
+
+  restart() {
+    return this.refuse('a restart');
+  }
+
+  /**
+   * Leaves the vhost in place: the node and everything in it goes when the
+   * run ends, and a delete would cost a rabbitmqctl start per file.
+   */
+  async stop() {
+    this.stopped = true;
+  }
+
+  stopSync() {
+    this.stopped = true;
+  }
+}
+
+/**
+ * The node given by FLEET_TEST_SHARED_BROKER_DIR (a DIR of `rabbitmq.sh
+ * start DIR PORT`; scripts/test.sh sets it for the integration suite), or
+ * null when unset.
+ */
+function sharedNode() {
+  const nodeDir = process.env.FLEET_TEST_SHARED_BROKER_DIR;
+  if (!nodeDir) return null;
+  const port = Number(readFileSync(path.join(nodeDir, 'node'), 'utf8').split('\n')[1]);
+  assert.ok(port > 0, `no port in ${nodeDir}/node`);
+  return { nodeDir, port };
+}
+
+/**
+ * A fresh vhost on the shared node, guest allowed everything in it: two
+ * rabbitmqctl calls (CLI starts, not a node boot).
+ */
+export async function startVhostBroker({ nodeDir, port }) {
+  const vhost = `t-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const b = new VhostBroker(nodeDir, port, vhost);
+  await b.ctl(['add_vhost', vhost]);
+  await b.ctl(['set_permissions', '-p', vhost, 'guest', '.*', '.*', '.*']);
+  return b;
+}
+
+/**
+ * Call at the top level of a test file: one broker for the file, made in
+ * before(), stopped in after(). Returns a ref whose .broker is set once
+ * before() ran (tests read ref.broker). With FLEET_TEST_SHARED_BROKER_DIR
+ * set it is a vhost of that node (VhostBroker), unless opts.own: a file
+ * that stops, kills or restarts its broker, or changes users or the
+ * default vhost, asks for a node of its own, as every file does without
+ * the variable.
+ */
+export function useBroker({ own = false } = {}) {
   const ref = { broker: null };
   before(
     async () => {
-      ref.broker = await startBroker();
+      const shared = own ? null : sharedNode();
+      ref.broker = shared ? await startVhostBroker(shared) : await startBroker();
     },
     { timeout: BROKER_START_MS * 2 + 30000 }
   );

@@ -9,7 +9,7 @@ import amqp from 'amqplib';
 import { callTool, callToolRaw, resultText, waitFor } from './harness.mjs';
 import { useBroker, hostsTest, pinAll } from './broker-harness.mjs';
 
-const brokerRef = useBroker();
+const brokerRef = useBroker({ own: true }); // adds vhosts and users on its node
 
 let seq = 0;
 

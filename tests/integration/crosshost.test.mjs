@@ -17,7 +17,7 @@ import {
   FAST_PRESENCE_TTL_MS,
 } from './broker-harness.mjs';
 
-const brokerRef = useBroker();
+const brokerRef = useBroker({ own: true }); // stops the broker app, sets policies and deletes queues on its node
 
 // Slack on top of presence bounds: the roster is polled, and a loaded CI
 // machine is slow. Only decides when a test gives up.

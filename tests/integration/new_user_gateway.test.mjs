@@ -20,7 +20,7 @@ import { callTool, callToolRaw, resultText, selfGid, waitFor, sleep } from './ha
 import { useBroker, hostsTest, findEntity, waitEntity, waitStatus, FAST_PRESENCE_MS } from './broker-harness.mjs';
 import { counters, identityOf, parseJson, status, waitCounter } from './trust-helpers.mjs';
 
-const brokerRef = useBroker();
+const brokerRef = useBroker({ own: true }); // adds a user with permissions on the default vhost
 
 /** The error text of a tool call that must fail. */
 async function toolError(client, name, args) {

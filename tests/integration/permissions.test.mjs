@@ -17,7 +17,7 @@ import { callTool, selfGid } from './harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
 import { applyGatewayPermissions, envelopeOf } from './trust-helpers.mjs';
 
-const brokerRef = useBroker();
+const brokerRef = useBroker({ own: true }); // adds a user with permissions on the default vhost
 const USER = 'gw-hostB';
 const PASS = 'gw-hostB-test-password';
 const GID0 = '00000000-0000-4000-8000-000000000000';
