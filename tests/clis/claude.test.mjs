@@ -30,7 +30,10 @@ import path from 'node:path';
 import {
   TmuxServer,
   bin,
+  CLAUDE_API_KEY,
   callTool,
+  claudeEnv,
+  claudeProfile,
   cliPath,
   count,
   fleetTest,
@@ -38,7 +41,6 @@ import {
   gate,
   onCleanup,
   profileFor,
-  quietEnv,
   sleep,
   startModel,
   waitFor,
@@ -46,7 +48,7 @@ import {
 
 // A key the fake model accepts; its last 20 characters are what Claude Code
 // records when its use is approved.
-const API_KEY = 'sk-ant-fleet-test-0123456789abcdefghij';
+const API_KEY = CLAUDE_API_KEY;
 const TOOL = (name) => `mcp__fleet__${name}`;
 // The default nudge.text names the tool to call.
 const NUDGE_RE = /fleet_poll/;
@@ -54,20 +56,6 @@ const NUDGE_RE = /fleet_poll/;
 const SPAWN_BRIEF = 'SPAWN-BRIEF: say when you are ready';
 // Whether fleetd's config takes a profile's commandChars.
 const COMMAND_CHARS_KNOWN = true;
-
-/** The environment Claude Code runs in: private HOME, the fake model, nothing sent out. */
-function claudeEnv(f, model, extra = {}) {
-  const home = path.join(f.dir, 'home');
-  mkdirSync(home, { recursive: true });
-  return {
-    ...quietEnv,
-    HOME: home,
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: API_KEY,
-    PATH: `${path.dirname(cliPath('claude'))}:${process.env.PATH}`,
-    ...extra,
-  };
-}
 
 /**
  * The text of a user turn as typed: Claude Code sends a long paste as
@@ -192,8 +180,7 @@ fleetTest('Claude Code as a spawned worker: ready, briefs once each, hostile tex
     }
     return { text: 'noted' };
   });
-  const env = claudeEnv(f, model);
-  const prof = await profileFor(f, 'claude', { env: { PATH: env.PATH, ANTHROPIC_API_KEY: API_KEY } });
+  const { env, prof } = await claudeProfile(f, model);
   const profile = prof.profile;
   // Without hooks: everything goes in by typing, as before them.
   const settingsFile = prof.files.find((x) => x.path.endsWith('/settings.json')).path;
