@@ -398,18 +398,23 @@ export class HostFleet extends Fleet {
  */
 export async function pinAll(fleets) {
   const ids = {};
-  for (const f of fleets) {
-    const r = await f.fleetctl(['--json', 'identity']);
-    assert.equal(r.code, 0, `fleetctl identity on ${f.hostId}: ${r.stderr}`);
-    ids[f.hostId] = JSON.parse(r.stdout).publicKey;
-  }
-  for (const f of fleets) {
-    for (const other of fleets) {
-      if (other === f) continue;
-      const r = await f.fleetctl(['peer', 'add', other.hostId, ids[other.hostId]]);
-      assert.equal(r.code, 0, `pin ${other.hostId} on ${f.hostId}: ${r.stderr}`);
-    }
-  }
+  // The hosts are asked side by side; each host's own pins one at a time.
+  await Promise.all(
+    fleets.map(async (f) => {
+      const r = await f.fleetctl(['--json', 'identity']);
+      assert.equal(r.code, 0, `fleetctl identity on ${f.hostId}: ${r.stderr}`);
+      ids[f.hostId] = JSON.parse(r.stdout).publicKey;
+    })
+  );
+  await Promise.all(
+    fleets.map(async (f) => {
+      for (const other of fleets) {
+        if (other === f) continue;
+        const r = await f.fleetctl(['peer', 'add', other.hostId, ids[other.hostId]]);
+        assert.equal(r.code, 0, `pin ${other.hostId} on ${f.hostId}: ${r.stderr}`);
+      }
+    })
+  );
   return ids;
 }
 
