@@ -40,13 +40,18 @@ else
   done < <(find "${dirs[@]}" -name node_modules -prune -o -type f \( -name '*.c' -o -name '*.h' \) -print0 2>/dev/null)
 fi
 
+# One clang-format over every file first: starting it is most of its cost
+# (a run per file takes some 20 times as long). Only when that finds a
+# difference does a run per file name each file that differs.
 differ=0
-for f in "${files[@]}"; do
-  if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then
-    printf 'check-format: %s differs from .clang-format (fix: clang-format -i %s)\n' "$f" "$f"
-    differ=$((differ + 1))
-  fi
-done
+if [ "${#files[@]}" -gt 0 ] && ! clang-format --dry-run --Werror "${files[@]}" >/dev/null 2>&1; then
+  for f in "${files[@]}"; do
+    if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then
+      printf 'check-format: %s differs from .clang-format (fix: clang-format -i %s)\n' "$f" "$f"
+      differ=$((differ + 1))
+    fi
+  done
+fi
 
 if [ "$differ" -eq 0 ]; then
   printf 'check-format: all %d files follow .clang-format\n' "${#files[@]}"
