@@ -163,7 +163,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 # The cross-host test files share the broker node started above, each in a
 # vhost of its own (tests/integration/broker-harness.mjs); the few that stop,
-# kill or restart their broker, or change its users, still boot their own.
+# kill or restart their broker, or work on the node as a whole, still boot
+# their own.
 integration() {
   if [ -n "${FLEET_TEST_AMQP_URI:-}" ]; then
     export FLEET_TEST_SHARED_BROKER_DIR=$broker_dir

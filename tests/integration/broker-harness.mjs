@@ -121,9 +121,16 @@ export class Broker {
     this.nodeDir = nodeDir; // DIR given to rabbitmq.sh
     this.port = port;
     this.node = node;
+    this.vhost = '/';
     this.uri = `amqp://guest:guest@127.0.0.1:${port}/`;
     this.stopped = false;
     this.appStopped = false;
+  }
+
+  /** The URI of this broker's vhost as user:pass (a user the test added). */
+  uriAs(user, pass) {
+    const v = this.vhost === '/' ? '' : encodeURIComponent(this.vhost);
+    return `amqp://${user}:${pass}@127.0.0.1:${this.port}/${v}`;
   }
 
   /**
@@ -253,14 +260,16 @@ export async function startBroker({ attempts = 2 } = {}) {
  * node scripts/test.sh starts for the whole run): the file's exchanges,
  * queues, policies and messages are its own, as on a node of its own, but
  * the node is not booted for it. Node-wide things (users, connections, the
- * node's life) are shared, so such a broker refuses stopApp, kill9 and
- * restart; a file that needs them asks useBroker({ own: true }).
+ * node's life) are shared: a user a file adds has a name of its own and
+ * permissions on the file's vhost (broker.vhost, broker.uriAs), and such a
+ * broker refuses stopApp, kill9 and restart; a file that needs them asks
+ * useBroker({ own: true }).
  */
 export class VhostBroker extends Broker {
   constructor(nodeDir, port, vhost) {
     super(null, nodeDir, port, null);
     this.vhost = vhost;
-    this.uri = `amqp://guest:guest@127.0.0.1:${port}/${encodeURIComponent(vhost)}`;
+    this.uri = this.uriAs('guest', 'guest');
   }
 
   listExchanges(fields = ['name', 'type', 'durable', 'auto_delete']) {
@@ -334,9 +343,9 @@ export async function startVhostBroker({ nodeDir, port }) {
  * before(), stopped in after(). Returns a ref whose .broker is set once
  * before() ran (tests read ref.broker). With FLEET_TEST_SHARED_BROKER_DIR
  * set it is a vhost of that node (VhostBroker), unless opts.own: a file
- * that stops, kills or restarts its broker, or changes users or the
- * default vhost, asks for a node of its own, as every file does without
- * the variable.
+ * that stops, kills or restarts its broker, or works on the node as a
+ * whole, asks for a node of its own, as every file does without the
+ * variable.
  */
 export function useBroker({ own = false } = {}) {
   const ref = { broker: null };

@@ -20,7 +20,7 @@ import { callTool, callToolRaw, resultText, selfGid, waitFor, sleep } from './ha
 import { useBroker, hostsTest, findEntity, waitEntity, waitStatus, FAST_PRESENCE_MS } from './broker-harness.mjs';
 import { counters, identityOf, parseJson, status, waitCounter } from './trust-helpers.mjs';
 
-const brokerRef = useBroker({ own: true }); // adds a user with permissions on the default vhost
+const brokerRef = useBroker();
 
 /** The error text of a tool call that must fail. */
 async function toolError(client, name, args) {
@@ -145,8 +145,8 @@ hostsTest('status reads degraded, naming the agent, while its inbox is not consu
   const user = `limited${process.pid}`;
   await broker.ctl(['add_user', user, 'pw']);
   try {
-    await broker.ctl(['set_permissions', '-p', '/', user, '.*', '.*', '^(fleet\\..*|roster\\..*|control\\..*|claims\\..*)$']);
-    hostL.broker = { uri: `amqp://${user}:pw@127.0.0.1:${broker.port}/` };
+    await broker.ctl(['set_permissions', '-p', broker.vhost, user, '.*', '.*', '^(fleet\\..*|roster\\..*|control\\..*|claims\\..*)$']);
+    hostL.broker = { uri: broker.uriAs(user, 'pw') };
     await hostL.startFleetd();
     const carol = await hostL.mcpClient('carol');
     const carolGid = selfGid(await callTool(carol, 'fleet_list', {}));

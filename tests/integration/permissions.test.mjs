@@ -17,8 +17,8 @@ import { callTool, selfGid } from './harness.mjs';
 import { useBroker, hostsTest, pinAll, waitStatus } from './broker-harness.mjs';
 import { applyGatewayPermissions, envelopeOf } from './trust-helpers.mjs';
 
-const brokerRef = useBroker({ own: true }); // adds a user with permissions on the default vhost
-const USER = 'gw-hostB';
+const brokerRef = useBroker();
+const USER = `gw-hostB-${process.pid}`; // users are the node's: a name of this run's own
 const PASS = 'gw-hostB-test-password';
 const GID0 = '00000000-0000-4000-8000-000000000000';
 
@@ -45,7 +45,7 @@ const publish = (ex, key, body = 'x') => (ch) =>
 hostsTest('the recommended per-gateway permissions allow what a gateway does and refuse what the table says', brokerRef, { start: false, timeout: 150000 }, async ({ hostA, hostB, broker }, t) => {
   const perms = await applyGatewayPermissions(broker, USER, PASS, 'hostB');
   t.diagnostic(`${USER}: ${JSON.stringify(perms)}`);
-  const gwUri = `amqp://${USER}:${PASS}@127.0.0.1:${broker.port}/`;
+  const gwUri = broker.uriAs(USER, PASS);
   hostB.broker = Object.create(broker);
   hostB.broker.uri = gwUri;
   await Promise.all([hostA.startFleetd(), hostB.startFleetd()]);

@@ -443,12 +443,12 @@ export function gatewayPermissions(host, { clear = false } = {}) {
   };
 }
 
-/** Creates broker user `user` with gatewayPermissions(host, opts) on vhost /. */
+/** Creates broker user `user` with gatewayPermissions(host, opts) on the broker's vhost. */
 export async function applyGatewayPermissions(broker, user, pass, host, opts = {}) {
   const p = gatewayPermissions(host, opts);
   await broker.ctl(['add_user', user, pass]);
-  await broker.ctl(['set_permissions', '-p', '/', user, p.configure, p.write, p.read]);
+  await broker.ctl(['set_permissions', '-p', broker.vhost, user, p.configure, p.write, p.read]);
   for (const tp of [p.rosterTopic, p.msgTopic])
-    await broker.ctl(['set_topic_permissions', '-p', '/', user, tp.exchange, tp.write, tp.read]);
+    await broker.ctl(['set_topic_permissions', '-p', broker.vhost, user, tp.exchange, tp.write, tp.read]);
   return p;
 }
