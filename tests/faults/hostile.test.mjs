@@ -12,7 +12,7 @@
 // event loop.
 //
 // Checks: the steady client's p99 latency under the hostile load is at most
-// 3 × its quiet p99 (a ratio against baselines taken in the same run, same
+// 10 × its quiet p99 (a ratio against baselines taken in the same run, same
 // process, same fleetd: the worse of a quiet run before and one after; the
 // quiet p99 is floored at QUIET_FLOOR_MS, so a sub-millisecond quiet run does
 // not make the bound meaningless); every message it sent was drained exactly
@@ -29,14 +29,18 @@ import path from 'node:path';
 import { fleetTest, sleep, waitFor, REPO } from '../integration/harness.mjs';
 
 const ITERATIONS = 200; // × 3 calls = 600 samples per run
-const RATIO = 3;
-// Under AddressSanitizer every allocation and copy on fleetd's loop thread
-// costs several times more, the hostile clients' (4 MiB buffers, session
-// churn) far more than the steady client's, so the same load takes most of
-// a core and the ratio loosens. The 3× bound is for the optimized build,
-// which the test command runs this suite against; a sanitizer build is held
-// to 6× (before the loop bounded its work per iteration, it was 80×).
-const RATIO_SANITIZED = 6;
+// The bound is a starvation check, not a latency target: a loop that let
+// the hostile clients take its turns (before it bounded its work per
+// iteration) put the steady client at 80 × its quiet p99, while a fleetd
+// that works as it should measures 1.5–3.3 × on a shared 2-core machine
+// (the spread is the scheduler's: the hostile processes and fleetd's
+// thread pool compete for the same cores). 10 × fails the first and leaves
+// the second room. Under AddressSanitizer every allocation and copy on the
+// loop thread costs several times more, the hostile clients' (4 MiB
+// buffers, session churn) far more than the steady client's, so the same
+// load takes most of a core: a sanitizer build is held to 20 ×.
+const RATIO = 10;
+const RATIO_SANITIZED = 20;
 // The floor for the quiet p99. The hostile load necessarily adds runnable
 // threads (its two processes, fleetd's thread pool parsing the 1 MiB
 // lines); on a small, shared machine a thread that is ready then waits a
