@@ -303,9 +303,14 @@ done:
 
 static const fl_profile_agent fl_profile_agents[] = {
     /* Claude Code's idle input line: "❯" and a no-break space, or "> " inside
-     * a box border on older versions; padded with spaces or no-break spaces. */
-    {"claude", "claude", "^(│|\\|)?( |\u00a0)*(>|❯)( |\u00a0)*(│|\\|)?( |\u00a0)*$", NULL, 500,
-     "!/#", build_claude},
+     * a box border on older versions; padded with spaces or no-break spaces.
+     * Claude Code keeps that empty line while it works too, and its status
+     * bar under it says "esc to interrupt" for the whole turn ("⏸ manual
+     * mode on · esc to interrupt · ← for agents"; "? for shortcuts" when
+     * idle). Its spinner keeps the screen moving, but on a loaded machine
+     * its redraw can stall for longer than quietMs: busy is that bar. */
+    {"claude", "claude", "^(│|\\|)?( |\u00a0)*(>|❯)( |\u00a0)*(│|\\|)?( |\u00a0)*$",
+     "(^ *|· )esc to interrupt( ·|$)", 500, "!/#", build_claude},
     /* opencode's idle input line: a "┃" border, empty in a session, with a
      * placeholder ("Ask anything… \"Fix broken tests\"") on its start screen.
      * quietMs 2000: on a loaded machine opencode answers keys late for a while

@@ -9,8 +9,9 @@
 // work": it stops prompting and prints a changing status line every 100 ms;
 // when BUSY goes away it prompts again. A BUSY file that holds "still" is
 // work of another kind, as Codex shows it: one status line,
-// "• Working (3s • esc to interrupt)", then its prompt again on a still
-// screen, so only that line tells it is at work; when BUSY goes, the screen
+// "• Working (3s • esc to interrupt)" (or, for "still:LINE", LINE, as
+// Claude Code's status bar), then its prompt again on a still screen, so
+// only that line tells it is at work; when BUSY goes, the screen
 // is cleared (the status line goes) and it prompts.
 //
 // With --mcp it also runs an MCP client (the SDK) that starts fleet-mcp
@@ -149,14 +150,15 @@ out('\x1b[?2004h'); // bracketed paste, please
 setInterval(() => {
   const now = existsSync(busy);
   if (now) {
-    let still = false;
+    let still = null;
     try {
-      still = readFileSync(busy, 'utf8').startsWith('still');
+      const held = readFileSync(busy, 'utf8');
+      if (held.startsWith('still')) still = held.startsWith('still:') ? held.slice(6).trimEnd() : '\u2022 Working (3s \u2022 esc to interrupt)';
     } catch {
       // gone between the two looks: not still
     }
-    if (still) {
-      if (!working) out('\r\n\u2022 Working (3s \u2022 esc to interrupt)\r\n');
+    if (still !== null) {
+      if (!working) out(`\r\n${still}\r\n`);
       if (!working) prompt();
       working = 'still';
       return;
