@@ -10,8 +10,9 @@
 #    need one start their own private broker.
 # 2. Checks the includes follow the ranks (scripts/check-layers.sh) and the
 #    sources follow .clang-format (scripts/check-format.sh).
-# 3. Builds build/ (warnings are errors) and build-asan/ (Debug, AddressSanitizer
-#    + UBSan, warnings are errors).
+# 3. Builds build/ (warnings are errors), the benchmark drivers (bench/build,
+#    built only, not run) and build-asan/ (Debug, AddressSanitizer + UBSan,
+#    warnings are errors).
 # 4. Runs the unit tests (ctest, which also runs scripts/check-modules.sh on
 #    each tree's objects) in both trees, the real agent CLIs (tests/clis,
 #    their own npm install; while build-asan compiles) and the fault suite's
@@ -154,6 +155,13 @@ build_tree() {
   cmake -S . -B "$dir" -DFLEET_WERROR=ON "$@" >/dev/null && cmake --build "$dir" -j"$JOBS"
 }
 
+# The benchmark drivers (bench/) build from some of the product's own
+# sources; building them here keeps a moved or added source from breaking
+# bench/run.sh unnoticed. They are not run: benchmarks are not tests.
+bench_drivers() {
+  cmake -S bench -B bench/build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build bench/build -j"$JOBS"
+}
+
 unit_tests() {
   cd "$1" && ctest --output-on-failure -j"$JOBS"
 }
@@ -235,6 +243,7 @@ asan_built() {
 asan_ok=0
 if step "build" build_tree build -DFLEET_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
   start_asan_build
+  step "bench drivers" bench_drivers || true
   step "unit (build)" unit_tests build || true
   step "clis (build)" clis || true
   wait_asan_build
