@@ -33,6 +33,7 @@
 #include "gateway/inject/inject.h"
 #include "gateway/store/store_forward.h"
 #include "tests/support/test_gw.h"
+#include "tests/support/test_store.h"
 #include "tests/support/test_util.h"
 
 typedef struct fixture {
@@ -42,15 +43,9 @@ typedef struct fixture {
 } fixture;
 
 static int setup(void **state) {
-  fl_alloc_init();
   fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_tmpdir("forward", f->dir, sizeof f->dir) != 0) {
-    free(f);
-    return -1;
-  }
-  snprintf(f->path, sizeof f->path, "%s/holds.db", f->dir);
-  if (fl_store_open(f->path, &f->s) != 0) {
-    fl_test_rmtree(f->dir);
+  if (!f ||
+      fl_test_store_open("forward", f->dir, sizeof f->dir, f->path, sizeof f->path, &f->s) != 0) {
     free(f);
     return -1;
   }

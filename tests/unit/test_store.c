@@ -30,6 +30,7 @@
 #include "common/error.h"
 #include "gateway/store/store.h"
 #include "gateway/store/store_forward.h"
+#include "tests/support/test_store.h"
 #include "tests/support/test_util.h"
 
 typedef struct fixture {
@@ -48,17 +49,10 @@ static void fixture_free(fixture *f) {
 }
 
 static int setup(void **state) {
-  fl_alloc_init();
   fixture *f = calloc(1, sizeof *f);
-  if (!f)
-    return -1;
-  if (fl_test_tmpdir("store", f->dir, sizeof f->dir) != 0) {
+  if (!f ||
+      fl_test_store_open("store", f->dir, sizeof f->dir, f->path, sizeof f->path, &f->s) != 0) {
     free(f);
-    return -1;
-  }
-  snprintf(f->path, sizeof f->path, "%s/holds.db", f->dir);
-  if (fl_store_open(f->path, &f->s) != 0) {
-    fixture_free(f);
     return -1;
   }
   *state = f;

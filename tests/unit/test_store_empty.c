@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "gateway/store/store.h"
 #include "gateway/store/store_internal.h"
+#include "tests/support/test_store.h"
 #include "tests/support/test_util.h"
 
 typedef struct fixture {
@@ -38,15 +39,9 @@ static int on_trace(unsigned type, void *ctx, void *p, void *x) {
 }
 
 static int setup(void **state) {
-  fl_alloc_init();
   fixture *f = calloc(1, sizeof *f);
-  if (!f || fl_test_tmpdir("store-empty", f->dir, sizeof f->dir) != 0) {
-    free(f);
-    return -1;
-  }
-  snprintf(f->path, sizeof f->path, "%s/holds.db", f->dir);
-  if (fl_store_open(f->path, &f->s) != 0) {
-    fl_test_rmtree(f->dir);
+  if (!f || fl_test_store_open("store-empty", f->dir, sizeof f->dir, f->path, sizeof f->path,
+                               &f->s) != 0) {
     free(f);
     return -1;
   }
