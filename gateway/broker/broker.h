@@ -128,9 +128,11 @@ typedef struct fl_broker_events {
    * stays remembered and is retried with a backoff (0.5 s doubling to 5 s;
    * reported again only when the reason changes) and after each reconnect. */
   void (*on_inbox)(void *ctx, const char *gid, int status, const char *why);
-  /* Brackets each burst of events handed to the loop: begin = 1 before the
-   * first, 0 after the last. Lets the loop group its work per burst (one
-   * store commit for many deliveries). */
+  /* Brackets each burst of events handed to the loop that holds a
+   * delivery: begin = 1 before its first delivery, 0 after its last event.
+   * Lets the loop group its work per burst (one store commit for many
+   * deliveries). Events before a burst's first delivery (and bursts of
+   * publish outcomes, link and inbox states alone) run outside it. */
   void (*on_batch)(void *ctx, int begin);
   /* A fl_broker_dlq command finished: status 0 (dead: the messages read,
    * borrowed for the call; affected: how many were removed or

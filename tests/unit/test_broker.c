@@ -445,7 +445,7 @@ static void test_unroutable(void **state) {
   char key[FL_ID_LEN];
   make_uuid(key);
   make_env(&env, key);
-  int done0 = f->done, fail0 = f->done_fail;
+  int done0 = f->done, fail0 = f->done_fail, batches0 = f->batches;
   assert_int_equal(fl_broker_publish(f->b, "fleet.msg", key, FL_BROKER_MANDATORY, &env, "x", 1, f),
                    0);
   run_until(f, &f->done, done0 + 1);
@@ -458,6 +458,9 @@ static void test_unroutable(void **state) {
   assert_int_equal(fl_broker_publish(f->b, "fleet.msg", key, 0, &env, "x", 1, f), 0);
   run_until(f, &f->done, done0 + 1);
   assert_int_equal(f->last_status, 0);
+  /* Publish outcomes alone open no on_batch bracket: there is nothing to store. */
+  assert_int_equal(f->batches, batches0);
+  assert_false(f->batch_open);
 }
 
 static void test_pipelined(void **state) {
