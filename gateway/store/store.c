@@ -128,6 +128,13 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
     [FL_ST_SPAWN_TRIM] = "DELETE FROM spawns WHERE ts_ms < ?1",
 };
 
+/* The seen-set's columns. WITHOUT ROWID: the key is the table, so taking a
+ * message in writes one b-tree page and its expiry index's, not a rowid
+ * table's page and its key index's as well (one WAL frame less a commit). */
+#define FL_SEEN_TABLE                                                                              \
+  "(msg_id TEXT NOT NULL, to_gid TEXT NOT NULL, at_ms INTEGER NOT NULL,"                           \
+  " exp_ms INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (msg_id, to_gid)) WITHOUT ROWID"
+
 /* Idempotent, so opening an existing store runs it too. content is a BLOB
  * because its length is what counts, not a terminator; held_expiry is
  * partial because most messages never expire. "groups" is quoted because
@@ -171,12 +178,7 @@ static const char fl_schema[] =
     " UNIQUE (msg_id, to_gid));"
     "CREATE INDEX IF NOT EXISTS held_to_seq ON held (to_gid, seq);"
     "CREATE INDEX IF NOT EXISTS held_expiry ON held (expires_ms) WHERE expires_ms != 0;"
-    "CREATE TABLE IF NOT EXISTS seen ("
-    " msg_id TEXT NOT NULL,"
-    " to_gid TEXT NOT NULL,"
-    " at_ms INTEGER NOT NULL,"
-    " exp_ms INTEGER NOT NULL DEFAULT 0,"
-    " PRIMARY KEY (msg_id, to_gid));"
+    "CREATE TABLE IF NOT EXISTS seen " FL_SEEN_TABLE ";"
     "CREATE TABLE IF NOT EXISTS held_count ("
     " to_gid TEXT PRIMARY KEY NOT NULL,"
     " n INTEGER NOT NULL) WITHOUT ROWID;"
@@ -197,6 +199,13 @@ static const char fl_seen_schema[] =
     "CREATE TABLE IF NOT EXISTS seen_horizon ("
     " k INTEGER PRIMARY KEY CHECK (k = 0), exp_ms INTEGER NOT NULL);";
 static const char fl_seen_migrate[] = "UPDATE seen SET exp_ms = at_ms + %lld WHERE exp_ms = 0;";
+/* A seen table from before FL_SEEN_TABLE was WITHOUT ROWID, rebuilt as one
+ * (its expiry index goes with the old table; fl_seen_schema makes it anew). */
+static const char fl_seen_rebuild[] = "CREATE TABLE seen_rebuilt " FL_SEEN_TABLE ";"
+                                      "INSERT INTO seen_rebuilt (msg_id, to_gid, at_ms, exp_ms)"
+                                      " SELECT msg_id, to_gid, at_ms, exp_ms FROM seen;"
+                                      "DROP TABLE seen;"
+                                      "ALTER TABLE seen_rebuilt RENAME TO seen;";
 
 /* Logs a database failure with SQLite's own words and returns FL_ESTORE,
  * or FL_EDISKFULL when the failure was a write that found no space: that
@@ -260,23 +269,43 @@ void fl_store_rollback(fl_store *s, const char *trace) {
   }
 }
 
-int fl_store_check_file(fl_store *s) {
-  if (!s || !s->path)
-    return FL_EINVAL;
-  struct stat st;
-  int missing = stat(s->path, &st) != 0;
-  if (!missing && (unsigned long long)st.st_dev == s->dev &&
-      (unsigned long long)st.st_ino == s->ino)
-    return 0;
+/* The database file is no longer at its path (how: "deleted", ...): logged
+ * once, and every commit refused from now on. Returns FL_ESTORE. */
+static int fl_store_file_lost(fl_store *s, const char *how) {
   if (!s->file_gone)
     fl_error(NULL,
              "store: %s was %s while fleetd had it open: nothing written now would survive a "
              "restart, so every write is refused from here on (sends fail, nothing is answered "
              "`sent`). Messages held only in the old file are lost at the next restart; drain "
              "them now, then restart fleetd (see docs/operations.md, \"holds.db\")",
-             s->path, missing ? "deleted" : "replaced by another file");
+             s->path, how);
   s->file_gone = 1;
   return FL_ESTORE;
+}
+
+int fl_store_check_file(fl_store *s) {
+  if (!s || !s->path)
+    return FL_EINVAL;
+  struct stat st;
+  int missing = stat(s->path, &st) != 0;
+  if (!missing && !s->file_gone && (unsigned long long)st.st_dev == s->dev &&
+      (unsigned long long)st.st_ino == s->ino)
+    return 0;
+  return fl_store_file_lost(s, missing ? "deleted" : "replaced by another file");
+}
+
+/* Before each commit: whether the file opened still has a name at all. A
+ * delete, or a rename or copy over its path, leaves it none; this costs one
+ * fstat, where a look-up of the path cost 3% of a receiving gateway's loop
+ * (the sweeper still runs fl_store_check_file, for a file replaced while a
+ * second hard link kept the old one named). */
+static int fl_store_check_linked(fl_store *s) {
+  struct stat st;
+  if (s->file_gone)
+    return FL_ESTORE;
+  if (fstat(s->fd, &st) == 0 && st.st_nlink > 0)
+    return 0;
+  return fl_store_file_lost(s, "deleted or replaced");
 }
 
 int fl_store_commit(fl_store *s, const char *trace) {
@@ -284,7 +313,7 @@ int fl_store_commit(fl_store *s, const char *trace) {
    * a batch this only releases a savepoint: fl_store_batch_end checks the
    * file once before the one real commit (a stat per message was 2% of a
    * receiving gateway's CPU). */
-  if (!s->batch && fl_store_check_file(s) != 0) {
+  if (!s->batch && fl_store_check_linked(s) != 0) {
     fl_store_rollback(s, trace);
     return FL_ESTORE;
   }
@@ -307,7 +336,7 @@ int fl_store_batch_end(fl_store *s) {
   if (!s || !s->batch)
     return FL_EINVAL;
   s->batch = 0;
-  int rc = fl_store_check_file(s);
+  int rc = fl_store_check_linked(s);
   if (rc == 0)
     rc = fl_store_exec(s, FL_ST_COMMIT, NULL, "commit batch");
   if (rc && !sqlite3_get_autocommit(s->db))
@@ -378,6 +407,28 @@ out:
 
 /* Adds column col (declared decl) to table when a store made by an older
  * fleetd lacks it. 0 or FL_ESTORE. */
+/* Rebuilds a seen table that still has rowids (fl_seen_rebuild): 0, or
+ * FL_ESTORE. Runs inside the schema's transaction, after exp_ms exists. */
+static int fl_seen_without_rowid(fl_store *s) {
+  sqlite3_stmt *st = NULL;
+  int old = 0;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT instr(upper(sql), 'WITHOUT ROWID') = 0 FROM sqlite_master"
+                         " WHERE type = 'table' AND name = 'seen'",
+                         -1, &st, NULL) != SQLITE_OK)
+    return fl_store_db_fail(s, NULL, "reading the seen-set's schema");
+  if (sqlite3_step(st) == SQLITE_ROW)
+    old = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (!old)
+    return 0;
+  fl_info(NULL, "store: rebuilding the seen-set without rowids (once, for a store from an older "
+                "fleetd)");
+  return sqlite3_exec(s->db, fl_seen_rebuild, NULL, NULL, NULL) == SQLITE_OK
+             ? 0
+             : fl_store_db_fail(s, NULL, "rebuilding the seen-set");
+}
+
 static int fl_add_column(fl_store *s, const char *table, const char *col, const char *decl) {
   char sql[256];
   snprintf(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", col, table);
@@ -426,6 +477,7 @@ static int fl_setup_db(fl_store *s) {
       fl_add_column(s, "spawns", "pane", "TEXT NOT NULL DEFAULT ''") != 0 ||
       fl_add_column(s, "spawns", "socket", "TEXT NOT NULL DEFAULT ''") != 0 ||
       fl_add_column(s, "seen", "exp_ms", "INTEGER NOT NULL DEFAULT 0") != 0 ||
+      fl_seen_without_rowid(s) != 0 ||
       sqlite3_exec(s->db, fl_seen_schema, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
       sqlite3_exec(s->db, fl_store_fwd_schema, NULL, NULL, NULL) != SQLITE_OK ||
@@ -467,6 +519,7 @@ int fl_store_open(const char *path, fl_store **out) {
   fl_store *s = fl_calloc(1, sizeof *s);
   if (!s)
     return FL_ENOMEM;
+  s->fd = -1;
   /* NOMUTEX: the loop thread owns the store (store.h), so SQLite's per-call
    * locking would buy nothing. */
   if (sqlite3_open_v2(path, &s->db,
@@ -487,9 +540,10 @@ int fl_store_open(const char *path, fl_store **out) {
   if ((rc = fl_setup_db(s)))
     goto fail;
   struct stat st;
-  if (!(s->path = fl_strdup(path)) || stat(path, &st) != 0) {
+  if (!(s->path = fl_strdup(path)) || (s->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
+      fstat(s->fd, &st) != 0) {
     rc = s->path ? FL_ESTORE : FL_ENOMEM;
-    fl_error(NULL, "store: cannot stat %s after opening it", path);
+    fl_error(NULL, "store: cannot open %s again to watch it: %s", path, strerror(errno));
     goto fail;
   }
   s->dev = (unsigned long long)st.st_dev;
@@ -524,6 +578,9 @@ void fl_store_close(fl_store **sp) {
   /* Closing the last connection checkpoints the WAL into the database. */
   if (s->db && sqlite3_close(s->db) != SQLITE_OK)
     fl_store_db_fail(s, NULL, "close");
+  /* Only now: closing any descriptor of the file drops SQLite's POSIX locks. */
+  if (s->fd >= 0)
+    close(s->fd);
   fl_free(s->path);
   fl_free(s);
   *sp = NULL;

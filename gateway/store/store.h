@@ -67,8 +67,8 @@ int fl_store_set_sync(fl_store *s, int full);
 /* 0 while the database's path still names the file opened (same device
  * and inode); FL_ESTORE, logged loudly once, when it was deleted or
  * replaced: from then on every commit is refused, since nothing written
- * to the unlinked file would survive a restart. Checked before each commit
- * and by the sweeper. */
+ * to the unlinked file would survive a restart. The sweeper runs it; each
+ * commit checks, with one fstat, that the file opened still has a name. */
 int fl_store_check_file(fl_store *s);
 /* Closes and sets *s to NULL. NULL-safe. */
 void fl_store_close(fl_store **s);

@@ -56,6 +56,7 @@ struct fl_store {
   char *path;             /* the database file, and the file it was at open: */
   unsigned long long dev, ino;
   int file_gone; /* set once path no longer names that file */
+  int fd;        /* that file opened read-only (never closed before db): fstat tells if unlinked */
   /* What fl_store_count knows without asking SQLite (store_empty.c): the
    * recipients it found holding nothing, each at held_gen as it was then.
    * A put for a recipient drops its entry; held_gen moves on with every

@@ -459,6 +459,29 @@ static void test_seen_trim(void **state) {
                    1000 + FL_ENVELOPE_MAX_LIFE_MS);
 }
 
+/* The commit notices by itself, without the sweeper's look-up of the path:
+ * a delete, a file renamed over the path, and a batch's commit. */
+static void test_file_gone_commit(void **state) {
+  fixture *f = *state;
+  assert_int_equal(unlink(f->path), 0);
+  assert_int_equal(put(f->s, "after", "A", "X", "refused", 0), FL_ESTORE);
+  assert_int_equal(count(f->s, "A", 0), 0);
+
+  fl_store_close(&f->s);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  char other[sizeof f->path + 8];
+  snprintf(other, sizeof other, "%s.new", f->path);
+  FILE *o = fopen(other, "w");
+  assert_non_null(o);
+  fclose(o);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  assert_int_equal(put(f->s, "in-batch", "A", "X", "refused", 0), 0); /* a savepoint only */
+  assert_int_equal(rename(other, f->path), 0);
+  assert_int_equal(fl_store_batch_end(f->s), FL_ESTORE);
+  assert_int_equal(count(f->s, "A", 0), 0);
+  assert_int_equal(put(f->s, "later", "A", "X", "refused", 0), FL_ESTORE);
+}
+
 /* holds.db deleted or replaced under an open store: every commit is
  * refused, since the unlinked file would be gone after a restart. */
 static void test_file_deleted(void **state) {
@@ -477,6 +500,10 @@ static void test_file_deleted(void **state) {
   assert_int_equal(put(f->s, "after", "A", "X", "refused", 0), FL_ESTORE);
 }
 
+/* 1 while the seen table still has rowids. */
+#define SEEN_HAS_ROWID                                                                             \
+  "SELECT instr(upper(sql), 'WITHOUT ROWID') = 0 FROM sqlite_master WHERE name = 'seen'"
+
 /* A store written before the seen-set kept expiries: each key gets a full
  * envelope life from when it was seen. */
 static void test_seen_migrates(void **state) {
@@ -493,6 +520,36 @@ static void test_seen_migrates(void **state) {
   assert_int_equal(put(f->s, "old", "A", "X", "again", 0), FL_EDUP);
   assert_int_equal(side_count(f, "SELECT exp_ms FROM seen WHERE msg_id = 'old'"),
                    5000 + FL_ENVELOPE_MAX_LIFE_MS);
+  /* ... and the table was rebuilt without rowids, its expiry index with it. */
+  assert_int_equal(side_count(f, SEEN_HAS_ROWID), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM sqlite_master WHERE name = 'seen_exp'"), 1);
+}
+
+/* A seen table that already had expiries but still had rowids keeps every key
+ * through the rebuild; a new store's seen table has no rowids. */
+static void test_seen_rebuilt_without_rowid(void **state) {
+  fixture *f = *state;
+  assert_int_equal(side_count(f, SEEN_HAS_ROWID), 0);
+  fl_store_close(&f->s);
+  assert_int_equal(unlink(f->path), 0);
+  side_exec(f, "CREATE TABLE seen (msg_id TEXT NOT NULL, to_gid TEXT NOT NULL,"
+               " at_ms INTEGER NOT NULL, exp_ms INTEGER NOT NULL DEFAULT 0,"
+               " PRIMARY KEY (msg_id, to_gid));"
+               "CREATE INDEX seen_exp ON seen (exp_ms);"
+               "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)"
+               " INSERT INTO seen SELECT 'k' || i, 'A', 1, 4102444800000 FROM n;"
+               "PRAGMA user_version=1;");
+  assert_int_equal(side_count(f, SEEN_HAS_ROWID), 1);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  assert_int_equal(side_count(f, SEEN_HAS_ROWID), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE exp_ms = 4102444800000"), 500);
+  assert_int_equal(put(f->s, "k1", "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(put(f->s, "k500", "A", "X", "again", 0), FL_EDUP);
+  assert_int_equal(put(f->s, "k501", "A", "X", "new", 0), 0);
+  /* Opening it again finds nothing to rebuild. */
+  fl_store_close(&f->s);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen"), 501);
 }
 
 /* A forward table written before briefs kept how their sender's host was
@@ -971,7 +1028,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_full, setup, teardown),
       cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_trim, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_file_gone_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_migrates, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_rebuilt_without_rowid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_forward_auth_migrates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_deleted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_count_total, setup, teardown),
