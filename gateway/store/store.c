@@ -305,7 +305,7 @@ static int fl_store_check_linked(fl_store *s) {
     return FL_ESTORE;
   if (fstat(s->fd, &st) == 0 && st.st_nlink > 0)
     return 0;
-  return fl_store_file_lost(s, "deleted or replaced");
+  return fl_store_file_lost(s, stat(s->path, &st) != 0 ? "deleted" : "replaced by another file");
 }
 
 int fl_store_commit(fl_store *s, const char *trace) {
