@@ -83,6 +83,9 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [FL_ST_INSERT_SEEN] =
         "INSERT INTO seen (msg_id, to_gid, at_ms, exp_ms) VALUES (?1, ?2, ?3, ?4)",
+    /* The dedup check and the record in one: no row changed = seen before. */
+    [FL_ST_INSERT_SEEN_NEW] = "INSERT INTO seen (msg_id, to_gid, at_ms, exp_ms) "
+                              "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (msg_id, to_gid) DO NOTHING",
     [FL_ST_TAKE_SELECT] = "SELECT " FL_MSG_COLS " FROM held WHERE to_gid = ?1 "
                           "AND (?2 = '' OR from_gid = ?2) "
                           "AND (expires_ms = 0 OR expires_ms > ?3) ORDER BY seq LIMIT ?4",

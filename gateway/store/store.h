@@ -87,7 +87,9 @@ enum fl_admit {
   FL_ADMIT_HOLD, /* as fl_store_put */
   /* A waiting call of the recipient will take it: when the recipient holds
    * nothing, only its msgId is recorded (the seen-set dedups it from then
-   * on) and m->handed is set; otherwise it is held as by fl_store_put. */
+   * on) and m->handed is set; otherwise it is held as by fl_store_put. In a
+   * batch, for a recipient known to hold nothing (store_empty.c), that is
+   * one statement. */
   FL_ADMIT_HAND,
   /* Holds a message admitted before as handed whose call went away: no
    * dedup check, no cap, no new seen entry. */

@@ -64,6 +64,40 @@ static int fl_msg_check(const fl_msg *m) {
 
 int fl_store_put(fl_store *s, fl_msg *m) { return fl_store_admit(s, m, FL_ADMIT_HOLD); }
 
+/* Binds the seen-set row of m: msgId, recipient, now, and until when its
+ * envelope can be taken. */
+static int fl_bind_seen(sqlite3_stmt *st, const fl_msg *m) {
+  return fl_store_bind_text(st, 1, m->msg_id) != SQLITE_OK ||
+                 fl_store_bind_text(st, 2, m->to_gid) != SQLITE_OK ||
+                 sqlite3_bind_int64(st, 3, (int64_t)fl_now_ms()) != SQLITE_OK ||
+                 sqlite3_bind_int64(st, 4, fl_store_seen_until(m->ts_ms, m->expires_ms)) !=
+                     SQLITE_OK
+             ? -1
+             : 0;
+}
+
+/* FL_ADMIT_HAND in a batch, for a recipient the store knows holds nothing
+ * (store_empty.c): handed for certain, so only the msgId is written, and
+ * that one statement is the dedup check too (nothing held for the recipient
+ * means no held row to find either). One statement is atomic by itself, so
+ * it needs no savepoint of its own; the batch's commit makes it durable. */
+static int fl_admit_handed(fl_store *s, fl_msg *m) {
+  sqlite3_stmt *st = s->st[FL_ST_INSERT_SEEN_NEW];
+  int rc;
+  if (fl_bind_seen(st, m) != 0)
+    rc = fl_store_db_fail(s, m->trace_id, "binding the seen entry");
+  else if ((rc = fl_store_step(s, st, m->trace_id, "recording the msgId as seen")) == 0 &&
+           sqlite3_changes(s->db) == 0)
+    rc = FL_EDUP;
+  fl_store_stmt_done(st);
+  if (rc)
+    return rc;
+  m->seq = 0;
+  m->handed = 1;
+  s->seen_added++;
+  return 0;
+}
+
 int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
   if (!s || !m)
     return FL_EINVAL;
@@ -71,6 +105,9 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
   if (rc)
     return rc;
   m->handed = 0;
+  /* The hot path: a message for a waiting call, in a burst of deliveries. */
+  if (how == FL_ADMIT_HAND && s->batch && fl_store_empty_known(s, m->to_gid))
+    return fl_admit_handed(s, m);
   const char *trace = m->trace_id;
   sqlite3_stmt *known = s->st[FL_ST_KNOWN];
   sqlite3_stmt *all = s->st[FL_ST_HELD_ALL];
@@ -138,10 +175,7 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
   }
 
   if (how != FL_ADMIT_SEEN_ALREADY) {
-    if (fl_store_bind_text(seen, 1, m->msg_id) != SQLITE_OK ||
-        fl_store_bind_text(seen, 2, m->to_gid) != SQLITE_OK ||
-        sqlite3_bind_int64(seen, 3, (int64_t)fl_now_ms()) != SQLITE_OK ||
-        sqlite3_bind_int64(seen, 4, fl_store_seen_until(m->ts_ms, m->expires_ms)) != SQLITE_OK) {
+    if (fl_bind_seen(seen, m) != 0) {
       rc = fl_store_db_fail(s, trace, "binding the seen entry");
       goto out;
     }

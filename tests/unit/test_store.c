@@ -30,6 +30,7 @@
 #include "common/error.h"
 #include "gateway/store/store.h"
 #include "gateway/store/store_forward.h"
+#include "gateway/store/store_internal.h" /* the statement a test counts runs of */
 #include "tests/support/test_store.h"
 #include "tests/support/test_util.h"
 
@@ -884,6 +885,55 @@ static void test_admit_hand(void **state) {
   fl_msgs_free(got, n);
 }
 
+/* In a burst of deliveries (a batch), a message for a waiting call of a
+ * recipient the store knows holds nothing is handed with one statement, its
+ * dedup check and record in one: the same outcomes as the general path. */
+static void test_admit_hand_batch(void **state) {
+  fixture *f = *state;
+  sqlite3_stmt *known = f->s->st[FL_ST_KNOWN];
+  assert_int_equal(count(f->s, "alice", 2000), 0); /* now known to hold nothing */
+  int runs = sqlite3_stmt_status(known, SQLITE_STMTSTATUS_RUN, 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  fl_msg m, again;
+  mk(&m, "h1", "alice", "bob", "first", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  assert_int_equal(m.handed, 1);
+  mk(&again, "h1", "alice", "bob", "first", 0);
+  assert_int_equal(fl_store_admit(f->s, &again, FL_ADMIT_HAND), FL_EDUP);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  /* The one-statement path ran: no separate dedup query. */
+  assert_int_equal(sqlite3_stmt_status(known, SQLITE_STMTSTATUS_RUN, 0), runs);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'h1'"), 1);
+  assert_int_equal(count(f->s, "alice", 2000), 0);
+  /* Durable and deduplicated outside a batch too. */
+  assert_int_equal(fl_store_admit(f->s, &again, FL_ADMIT_HAND), FL_EDUP);
+  assert_int_equal(fl_store_put(f->s, &again), FL_EDUP);
+
+  /* A recipient holding something is not handed to, in a batch either. */
+  fl_msg held, next;
+  mk(&held, "h2", "alice", "bob", "held", 0);
+  assert_int_equal(fl_store_put(f->s, &held), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  mk(&next, "h3", "alice", "bob", "behind it", 0);
+  assert_int_equal(fl_store_admit(f->s, &next, FL_ADMIT_HAND), 0);
+  assert_int_equal(next.handed, 0);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_int_equal(count(f->s, "alice", 2000), 2);
+
+  /* A batch rolled back takes the handed msgId back with it. */
+  assert_int_equal(count(f->s, "carol", 2000), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  fl_msg c;
+  mk(&c, "c1", "carol", "bob", "undone", 0);
+  assert_int_equal(fl_store_admit(f->s, &c, FL_ADMIT_HAND), 0);
+  assert_int_equal(c.handed, 1);
+  assert_int_equal(sqlite3_exec(f->s->db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+  f->s->batch = 0;
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'c1'"), 0);
+  mk(&c, "c1", "carol", "bob", "again", 0);
+  assert_int_equal(fl_store_admit(f->s, &c, FL_ADMIT_HAND), 0);
+}
+
 static void test_invalid_args(void **state) {
   fixture *f = *state;
   fl_msg m;
@@ -1041,6 +1091,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_file_mode, setup, teardown),
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_admit_hand, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_admit_hand_batch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
       cmocka_unit_test_setup_teardown(test_content_edges, setup, teardown),
       cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),
