@@ -489,6 +489,24 @@ static void test_pipelined(void **state) {
   f->ngot = 0;
 }
 
+/* Publishes body to gid's inbox with a fresh msgId, and waits for its
+ * confirm and its delivery (the only one), which it checks and acks. */
+static void deliver_one(struct fx *f, const char *gid, fl_envelope *env, const char *body) {
+  clear_got(f);
+  make_uuid(env->msg_id);
+  int done0 = f->done;
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", gid, FL_BROKER_MANDATORY, env, body, strlen(body), f),
+      0);
+  run_until(f, &f->done, done0 + 1);
+  assert_int_equal(f->last_status, 0);
+  run_until_got(f, 1);
+  assert_string_equal(f->got[f->ngot - 1].body, body);
+  assert_string_equal(f->got[f->ngot - 1].env.msg_id, env->msg_id);
+  assert_int_equal(fl_broker_ack(f->b, f->got[f->ngot - 1].tag), 0);
+  clear_got(f);
+}
+
 /* Leaves the link idle for ms, so the broker thread goes back to sleep in
  * poll(), then runs what came meanwhile. */
 static void idle_for(struct fx *f, unsigned ms) {
@@ -509,17 +527,7 @@ static void test_direct(void **state) {
   uint64_t direct0 = f->b->direct;
   for (int tries = 0; tries < 5 && f->b->direct == direct0; tries++) {
     idle_for(f, 150);
-    clear_got(f);
-    make_uuid(env.msg_id);
-    int done0 = f->done;
-    assert_int_equal(
-        fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "alone", 5, f), 0);
-    run_until(f, &f->done, done0 + 1);
-    assert_int_equal(f->last_status, 0);
-    run_until_got(f, 1);
-    assert_string_equal(f->got[0].body, "alone");
-    assert_string_equal(f->got[0].env.msg_id, env.msg_id);
-    assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
+    deliver_one(f, l->gid, &env, "alone");
   }
   assert_true(f->b->direct > direct0);
 
@@ -581,18 +589,7 @@ static void test_direct_broken(void **state) {
     run_until(f, &f->ups, ups0 + 1);
   }
   assert_true(f->b->direct > direct0);
-  /* The link works again. */
-  clear_got(f);
-  int done0 = f->done;
-  make_uuid(env.msg_id);
-  assert_int_equal(
-      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "after", 5, f), 0);
-  run_until(f, &f->done, done0 + 1);
-  assert_int_equal(f->last_status, 0);
-  run_until_got(f, 1);
-  assert_string_equal(f->got[f->ngot - 1].body, "after");
-  assert_int_equal(fl_broker_ack(f->b, f->got[f->ngot - 1].tag), 0);
-  clear_got(f);
+  deliver_one(f, l->gid, &env, "after"); /* the link works again */
 }
 
 /* A raw connection of the test's own with channel 1 open, and its end. */
@@ -834,16 +831,7 @@ static void test_reconnect(void **state) {
   assert_int_equal(f->inbox_status, 0);
   fl_envelope env;
   make_env(&env, l->gid);
-  clear_got(f);
-  int done0 = f->done;
-  assert_int_equal(
-      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "again", 5, f), 0);
-  run_until(f, &f->done, done0 + 1);
-  assert_int_equal(f->last_status, 0);
-  run_until_got(f, 1);
-  assert_string_equal(f->got[f->ngot - 1].env.msg_id, env.msg_id);
-  assert_int_equal(fl_broker_ack(f->b, f->got[f->ngot - 1].tag), 0);
-  clear_got(f);
+  deliver_one(f, l->gid, &env, "again");
 }
 
 int main(void) {
