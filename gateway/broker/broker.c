@@ -1,8 +1,7 @@
 /* broker.c — the broker link's public API (broker.h), on the loop thread.
  *
- * Every fl_broker_* function runs on the loop thread and queues: a command
- * goes onto b->cmds, which wakes the broker thread (broker_conn.c); a
- * publish on an idle link the loop may send itself (broker_direct.c);
+ * Every fl_broker_* function runs on the loop thread and only queues: a
+ * command goes onto b->cmds, which wakes the broker thread (broker_conn.c);
  * that thread's events come back on b->events, whose uv_async_t runs
  * on_events here, which hands them to the caller's callbacks in bursts
  * bracketed by on_batch. Nothing here waits on the network. A publish is one
@@ -142,8 +141,6 @@ static void broker_destroy(fl_broker *b) {
   fl_xqueue_free(&b->cmds, item_free_cb);
   fl_xqueue_free(&b->events, item_free_cb);
   fl_broker_conn_free(b);
-  if (b->link_mu_ok)
-    uv_mutex_destroy(&b->link_mu);
   for (size_t i = 0; i < b->ninboxes; i++)
     fl_broker_inbox_free(b->inboxes[i]);
   fl_free(b->loop_inboxes);
@@ -235,11 +232,6 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
     goto fail;
   }
   b->ci = b->cis[0];
-  if (uv_mutex_init(&b->link_mu) != 0) {
-    rc = FL_ENOMEM;
-    goto fail;
-  }
-  b->link_mu_ok = 1;
   if ((rc = fl_broker_conn_init(b)) ||
       (rc = fl_xqueue_new_to_worker(FL_BROKER_MAX_CMDS + FL_BROKER_MAX_INFLIGHT, &b->cmds)))
     goto fail;
@@ -311,13 +303,10 @@ int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_ke
     memcpy(it->body, body, len);
   }
   it->len = len;
-  /* On an idle link the loop sends it itself (broker_direct.c). */
-  if (!fl_broker_direct_publish(b, it)) {
-    int rc = send_cmd(b, it);
-    if (rc != 0) {
-      fl_broker_item_free(it);
-      return rc;
-    }
+  int rc = send_cmd(b, it);
+  if (rc != 0) {
+    fl_broker_item_free(it);
+    return rc;
   }
   b->outstanding++;
   return 0;

@@ -383,12 +383,20 @@ static int link_connect(fl_broker *b, char *why, size_t n) {
 
 /* ---- commands ---- */
 
-int fl_broker_publish_wire(fl_broker *b, struct item *it) {
+/* Publishes it on the publish channel; it then waits in b->pending for its
+ * confirm. Returns 0, or FL_EBROKER after fl_broker_link_lost (which reported it). */
+static int do_publish(fl_broker *b, struct item *it) {
   fl_broker_env_hdr hdr;
   amqp_basic_properties_t p;
   fl_broker_env_properties(&it->env, it->packed, &hdr, &p);
   amqp_bytes_t body = {it->len, it->body};
-  /* Pending before sending: if the send fails, dropping the link reports it. */
+  /* Pending before sending: if the send fails, fl_broker_link_lost reports it. The
+   * loop keeps at most FL_BROKER_MAX_INFLIGHT publishes outstanding, but a
+   * confirm that lags behind later ones keeps their settled slots. */
+  if (b->pending.n == b->pending.cap) {
+    publish_done(b, it, FL_EFULL, "too many publishes are waiting for the broker's confirm");
+    return 0;
+  }
   it->seq = b->next_seq++;
   b->pending.v[(b->pending.head + b->pending.n) % b->pending.cap] = it;
   b->pending.n++;
@@ -397,19 +405,6 @@ int fl_broker_publish_wire(fl_broker *b, struct item *it) {
   /* The broker has it (or the link is gone); only the confirm matters now. */
   fl_free(it->body);
   it->body = NULL;
-  return rc;
-}
-
-/* Publishes it on the publish channel; it then waits in b->pending for its
- * confirm. Returns 0, or FL_EBROKER after fl_broker_link_lost (which reported it). */
-static int do_publish(fl_broker *b, struct item *it) {
-  /* The loop keeps at most FL_BROKER_MAX_INFLIGHT publishes outstanding, but
-   * a confirm that lags behind later ones keeps their settled slots. */
-  if (b->pending.n == b->pending.cap) {
-    publish_done(b, it, FL_EFULL, "too many publishes are waiting for the broker's confirm");
-    return 0;
-  }
-  int rc = fl_broker_publish_wire(b, it);
   if (rc != AMQP_STATUS_OK) {
     char why[FL_BROKER_WHY_LEN];
     fl_errf(why, sizeof(why), "publish failed: %s", amqp_error_string2(rc));
@@ -466,8 +461,6 @@ static void serve_commands(fl_broker *b) {
     case CMD_DELETE_INBOX:
       if (fl_broker_inbox_delete(b, it) < 0)
         fl_broker_link_lost(b, "the connection failed while deleting an inbox queue");
-      break;
-    case CMD_WAKE: /* fl_broker_thread_main looks at direct_why */
       break;
     case CMD_DLQ: {
       char why[FL_BROKER_WHY_LEN] = "";
@@ -748,10 +741,7 @@ static void pump(fl_broker *b) {
      * trickle of commands must not starve the heartbeats it sends. */
     struct pollfd p[2] = {{fl_xqueue_fd(b->cmds), POLLIN, 0},
                           {amqp_get_sockfd(b->conn), POLLIN, 0}};
-    /* Asleep, the thread lets the loop publish on the link (broker_direct.c). */
-    uv_mutex_unlock(&b->link_mu);
     poll(p, 2, IDLE_POLL_MS);
-    uv_mutex_lock(&b->link_mu);
   }
   for (int i = 0; i < FL_BROKER_BATCH && b->conn; i++) {
     amqp_frame_t f;
@@ -776,9 +766,7 @@ static void pump(fl_broker *b) {
 
 static void wait_wake(fl_broker *b, uint64_t ms) {
   struct pollfd p = {fl_xqueue_fd(b->cmds), POLLIN, 0};
-  uv_mutex_unlock(&b->link_mu);
   poll(&p, 1, ms > IDLE_POLL_MS ? IDLE_POLL_MS : (int)ms);
-  uv_mutex_lock(&b->link_mu);
 }
 
 /* ---- the thread ---- */
@@ -789,14 +777,7 @@ void fl_broker_thread_main(void *arg) {
   uint64_t next_try = 0;
   char why[FL_BROKER_WHY_LEN];
 
-  uv_mutex_lock(&b->link_mu);
   while (!fl_xqueue_is_shutdown(b->cmds)) {
-    if (b->direct_why[0]) {
-      /* A publish the loop wrote itself found this link broken. */
-      if (b->conn)
-        fl_broker_link_lost(b, b->direct_why);
-      b->direct_why[0] = '\0';
-    }
     if (b->conn) {
       serve_commands(b);
       if (b->conn)
@@ -851,5 +832,4 @@ void fl_broker_thread_main(void *arg) {
       fl_broker_item_free(it);
     }
   }
-  uv_mutex_unlock(&b->link_mu);
 }

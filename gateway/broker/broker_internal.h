@@ -17,11 +17,8 @@
  *   broker_acks.c      which deliveries of a channel are settled, for
  *                      `multiple` acks (pure);
  *   broker_why.c       on the broker thread: why a connect failed.
- *   broker_direct.c    on the loop thread: a publish written on the link
- *                      at once while the broker thread sleeps.
- * The loop thread and the broker thread share the two fl_xqueues (xqueue.h)
- * and, under link_mu, the link itself (broker_direct.c); each field of
- * fl_broker below says which thread owns it. */
+ * The loop thread and the broker thread share only the two fl_xqueues
+ * (xqueue.h); each field of fl_broker below says which thread owns it. */
 #ifndef FL_BROKER_INTERNAL_H
 #define FL_BROKER_INTERNAL_H
 
@@ -76,7 +73,6 @@ enum item_type {
   CMD_DLQ,           /* doubles as its event once done */
   CMD_REQUEUE_INBOX, /* close one inbox channel incarnation (tag), so the broker requeues
                         what it holds unacked, and consume it again after the backoff */
-  CMD_WAKE,          /* nothing to do: wakes the thread to look at the link (direct_why) */
 };
 
 /* A command (loop -> thread) or an event (thread -> loop). A publish
@@ -181,16 +177,9 @@ struct fl_broker {
   int clear_broadcasts; /* bind the broadcast keys in clear too */
   long max_length, message_ttl_ms, queue_expires_ms;
 
-  /* The state both threads touch. */
+  /* The only state both threads touch. */
   fl_xqueue *cmds;   /* loop -> thread; shut down = the thread is to finish */
   fl_xqueue *events; /* thread -> loop */
-  /* Held by the broker thread whenever it is not asleep in poll(), so the
-   * loop, which only ever tries it, may use the link while the thread sleeps
-   * (broker_direct.c). Everything below marked "broker thread only" is the
-   * loop's too while it holds the lock. */
-  uv_mutex_t link_mu;
-  int link_mu_ok;                     /* link_mu was initialised */
-  char direct_why[FL_BROKER_WHY_LEN]; /* under link_mu: a direct publish lost the link */
 
   /* Loop thread only. */
   int up;             /* as last reported by on_state */
@@ -199,7 +188,6 @@ struct fl_broker {
   int closed;         /* the events queue's async handle is closed */
   int free_on_close;
   size_t ninboxes_loop; /* inboxes added minus removed, for FL_EFULL */
-  uint64_t direct;      /* publishes the loop wrote on the link itself */
   struct inbox_name {
     char gid[FL_ID_LEN];
   } * loop_inboxes;
@@ -274,19 +262,6 @@ uint16_t fl_broker_chan_alloc(fl_broker *b);
 void fl_broker_link_lost(fl_broker *b, const char *why);
 /* The channel a loop tag names, or NULL if that incarnation is gone. */
 struct chan *fl_broker_tag_chan(fl_broker *b, uint64_t tag);
-
-/* Sends it (a CMD_PUBLISH) on the publish channel and puts it in b->pending
- * for its confirm. Returns the rabbitmq-c status of the send; the item is
- * in pending either way (a failed send is reported when the link is
- * dropped). Broker thread, or the loop holding link_mu. */
-int fl_broker_publish_wire(fl_broker *b, struct item *it);
-
-/* ---- broker_direct.c (loop thread) ---- */
-
-/* Writes it on the link now, if the broker thread sleeps and the link is
- * idle and able: returns 1 (it is the thread's from here, in pending, and
- * its outcome comes as for any publish), or 0 (nothing done: queue it). */
-int fl_broker_direct_publish(fl_broker *b, struct item *it);
 
 /* ---- broker_settle.c (broker thread) ---- */
 

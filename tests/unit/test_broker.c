@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -37,7 +36,6 @@
 #include "common/limits.h"
 #include "gateway/broker/broker.h"
 #include "gateway/broker/broker_headers.h"
-#include "gateway/broker/broker_internal.h" /* the direct publishes counted, the link's socket */
 #include "gateway/proto/topology.h"
 #include "tests/support/test_util.h"
 
@@ -507,91 +505,6 @@ static void deliver_one(struct fx *f, const char *gid, fl_envelope *env, const c
   clear_got(f);
 }
 
-/* Leaves the link idle for ms, so the broker thread goes back to sleep in
- * poll(), then runs what came meanwhile. */
-static void idle_for(struct fx *f, unsigned ms) {
-  usleep(ms * 1000);
-  uv_run(&f->loop, UV_RUN_NOWAIT);
-}
-
-/* A publish on an idle link is written by the loop itself (broker_direct.c);
- * in a burst the rest go through the broker thread, and every message keeps
- * its place. The thread wakes every 100 ms to look at the link, so a publish
- * may find it awake: up to five tries for the one written directly. */
-static void test_direct(void **state) {
-  struct live *l = *state;
-  NEED_BROKER(l);
-  struct fx *f = l->f;
-  fl_envelope env;
-  make_env(&env, l->gid);
-  uint64_t direct0 = f->b->direct;
-  for (int tries = 0; tries < 5 && f->b->direct == direct0; tries++) {
-    idle_for(f, 150);
-    deliver_one(f, l->gid, &env, "alone");
-  }
-  assert_true(f->b->direct > direct0);
-
-  /* A burst: the first may go directly, the rest are queued behind it. */
-  enum { BURST = 50 };
-  idle_for(f, 150);
-  clear_got(f);
-  uint64_t direct1 = f->b->direct;
-  int done0 = f->done, ok0 = f->done_ok;
-  for (int i = 0; i < BURST; i++) {
-    char body[32];
-    int n = snprintf(body, sizeof(body), "burst %d", i);
-    make_uuid(env.msg_id);
-    assert_int_equal(
-        fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, body, (size_t)n, f),
-        0);
-  }
-  assert_true(f->b->direct <= direct1 + 1);
-  run_until(f, &f->done, done0 + BURST);
-  assert_int_equal(f->done_ok, ok0 + BURST);
-  run_until_got(f, BURST);
-  for (int i = 0; i < BURST; i++) {
-    char want[32];
-    snprintf(want, sizeof(want), "burst %d", i);
-    assert_string_equal(f->got[i].body, want);
-    assert_int_equal(fl_broker_ack(f->b, f->got[i].tag), 0);
-  }
-  clear_got(f);
-}
-
-/* A publish the loop writes on a link whose socket is broken: the broker
- * thread drops the link, the publish is reported failed (never lost), and
- * the link comes back. The test breaks the socket itself (shutdown, under
- * the link's lock); up to three tries for one written directly. */
-static void test_direct_broken(void **state) {
-  struct live *l = *state;
-  NEED_BROKER(l);
-  struct fx *f = l->f;
-  fl_envelope env;
-  make_env(&env, l->gid);
-  uint64_t direct0 = f->b->direct;
-  for (int tries = 0; tries < 3 && f->b->direct == direct0; tries++) {
-    idle_for(f, 150);
-    int downs0 = f->downs, ups0 = f->ups, done0 = f->done, fail0 = f->done_fail;
-    uv_mutex_lock(&f->b->link_mu);
-    assert_non_null(f->b->conn);
-    assert_int_equal(shutdown(amqp_get_sockfd(f->b->conn), SHUT_WR), 0);
-    uv_mutex_unlock(&f->b->link_mu);
-    make_uuid(env.msg_id);
-    int rc = fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "lost?", 5, f);
-    if (rc == 0) {
-      run_until(f, &f->done, done0 + 1);
-      assert_int_equal(f->done_fail, fail0 + 1);
-      assert_int_equal(f->last_status, FL_EBROKER);
-    } else {
-      assert_int_equal(rc, FL_EBROKER); /* the link was reported down first */
-    }
-    run_until(f, &f->downs, downs0 + 1);
-    run_until(f, &f->ups, ups0 + 1);
-  }
-  assert_true(f->b->direct > direct0);
-  deliver_one(f, l->gid, &env, "after"); /* the link works again */
-}
-
 /* A raw connection of the test's own with channel 1 open, and its end. */
 static amqp_connection_state_t raw_open(void) {
   amqp_connection_state_t c = amqp_new_connection();
@@ -849,7 +762,6 @@ int main(void) {
       cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_unroutable),
       cmocka_unit_test(test_pipelined),        cmocka_unit_test(test_reject_to_dlq),
       cmocka_unit_test(test_requeue_in_order), cmocka_unit_test(test_remove_and_readd),
-      cmocka_unit_test(test_direct),           cmocka_unit_test(test_direct_broken),
       cmocka_unit_test(test_reconnect),        cmocka_unit_test(test_exclusive),
   };
   return rc | cmocka_run_group_tests_name("broker_live", live, live_setup, live_teardown);
