@@ -66,6 +66,9 @@ hostsTest('lead-to-lead: leads of two fleets exchange messages by coordId on the
 
   // A waits; B reads it from its mailbox and answers by coordId.
   const sending = callTool(leadA, 'fleet_send', { coordId: 'boss@beta', content: 'I take the parser; you take the cache', wait_s: 20 });
+  // Awaited below; until then a failure must not escape as an unhandled
+  // rejection, which would end the test without the hosts' diagnostics.
+  sending.catch(() => {});
   const got = await callTool(leadB, 'fleet_poll', { wait_s: 15 });
   assert.equal(got.messages.length, 1, JSON.stringify(got));
   const m = got.messages[0];
