@@ -314,7 +314,7 @@ static int fl_store_check_linked(fl_store *s) {
 int fl_store_commit(fl_store *s, const char *trace) {
   /* A commit into a file that is no longer the database's is lost. Inside
    * a batch this only releases a savepoint: fl_store_batch_end checks the
-   * file once before the one real commit (a stat per message was 2% of a
+   * file once before the one real commit (a check per message was 2% of a
    * receiving gateway's CPU). */
   if (!s->batch && fl_store_check_linked(s) != 0) {
     fl_store_rollback(s, trace);
@@ -408,8 +408,6 @@ out:
   return rc;
 }
 
-/* Adds column col (declared decl) to table when a store made by an older
- * fleetd lacks it. 0 or FL_ESTORE. */
 /* Rebuilds a seen table that still has rowids (fl_seen_rebuild): 0, or
  * FL_ESTORE. Runs inside the schema's transaction, after exp_ms exists. */
 static int fl_seen_without_rowid(fl_store *s) {
@@ -432,6 +430,8 @@ static int fl_seen_without_rowid(fl_store *s) {
              : fl_store_db_fail(s, NULL, "rebuilding the seen-set");
 }
 
+/* Adds column col (declared decl) to table when a store made by an older
+ * fleetd lacks it. 0 or FL_ESTORE. */
 static int fl_add_column(fl_store *s, const char *table, const char *col, const char *decl) {
   char sql[256];
   snprintf(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", col, table);
