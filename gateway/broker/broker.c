@@ -86,37 +86,32 @@ static void dispatch(fl_broker *b, struct item *it, int stopping) {
   fl_broker_item_free(it);
 }
 
-/* Takes every queued event and runs its callback. */
+/* Takes every queued event and runs its callback. While not stopping, the
+ * on_batch bracket opens at the burst's first delivery: a burst of confirms
+ * alone (each sender's publish confirmed, with nothing to store) costs the
+ * loop no store transaction. */
 static void drain_events(fl_broker *b, int stopping) {
-  void *batch[FL_BROKER_BATCH];
-  size_t n;
-  while ((n = fl_xqueue_pop(b->events, batch, FL_BROKER_BATCH)) > 0)
-    for (size_t i = 0; i < n; i++)
-      dispatch(b, batch[i], stopping);
-}
-
-/* Runs the queued events' callbacks. The on_batch bracket opens at the
- * burst's first delivery: a burst of confirms alone (each sender's publish
- * confirmed, with nothing to store) costs the loop no store transaction. */
-static void on_events(void *ctx) {
-  fl_broker *b = ctx;
-  if (b->stopped)
-    return;
   void *batch[FL_BROKER_BATCH];
   size_t n;
   int open = 0;
   while ((n = fl_xqueue_pop(b->events, batch, FL_BROKER_BATCH)) > 0) {
     for (size_t i = 0; i < n; i++) {
       struct item *it = batch[i];
-      if (!open && it->type == EV_DELIVERY && b->ev.on_batch) {
+      if (!stopping && !open && it->type == EV_DELIVERY && b->ev.on_batch) {
         b->ev.on_batch(b->ctx, 1);
         open = 1;
       }
-      dispatch(b, it, 0);
+      dispatch(b, it, stopping);
     }
   }
   if (open)
     b->ev.on_batch(b->ctx, 0);
+}
+
+static void on_events(void *ctx) {
+  fl_broker *b = ctx;
+  if (!b->stopped)
+    drain_events(b, 0);
 }
 
 /* Queues a command for the thread. On failure the caller still owns it. */

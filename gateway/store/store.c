@@ -543,9 +543,12 @@ int fl_store_open(const char *path, fl_store **out) {
   if ((rc = fl_setup_db(s)))
     goto fail;
   struct stat st;
-  if (!(s->path = fl_strdup(path)) || (s->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
-      fstat(s->fd, &st) != 0) {
-    rc = s->path ? FL_ESTORE : FL_ENOMEM;
+  if (!(s->path = fl_strdup(path))) {
+    rc = FL_ENOMEM;
+    goto fail;
+  }
+  if ((s->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(s->fd, &st) != 0) {
+    rc = FL_ESTORE;
     fl_error(NULL, "store: cannot open %s again to watch it: %s", path, strerror(errno));
     goto fail;
   }

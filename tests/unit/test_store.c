@@ -501,6 +501,14 @@ static void test_file_deleted(void **state) {
   assert_int_equal(put(f->s, "after", "A", "X", "refused", 0), FL_ESTORE);
 }
 
+/* Replaces the fixture's store by a file an older fleetd could have left:
+ * closed, deleted, then made by sql on a connection of its own (not opened). */
+static void older_store(fixture *f, const char *sql) {
+  fl_store_close(&f->s);
+  assert_int_equal(unlink(f->path), 0);
+  side_exec(f, sql);
+}
+
 /* 1 while the seen table still has rowids. */
 #define SEEN_HAS_ROWID                                                                             \
   "SELECT instr(upper(sql), 'WITHOUT ROWID') = 0 FROM sqlite_master WHERE name = 'seen'"
@@ -509,12 +517,10 @@ static void test_file_deleted(void **state) {
  * envelope life from when it was seen. */
 static void test_seen_migrates(void **state) {
   fixture *f = *state;
-  fl_store_close(&f->s);
-  assert_int_equal(unlink(f->path), 0);
-  side_exec(f, "CREATE TABLE seen (msg_id TEXT NOT NULL, to_gid TEXT NOT NULL,"
-               " at_ms INTEGER NOT NULL, PRIMARY KEY (msg_id, to_gid));"
-               "INSERT INTO seen VALUES ('old', 'A', 5000);"
-               "PRAGMA user_version=1;");
+  older_store(f, "CREATE TABLE seen (msg_id TEXT NOT NULL, to_gid TEXT NOT NULL,"
+                 " at_ms INTEGER NOT NULL, PRIMARY KEY (msg_id, to_gid));"
+                 "INSERT INTO seen VALUES ('old', 'A', 5000);"
+                 "PRAGMA user_version=1;");
   assert_int_equal(fl_store_open(f->path, &f->s), 0);
   assert_int_equal(put(f->s, "old", "A", "X", "again", 0), FL_EDUP);
   assert_int_equal(fl_store_expire(f->s, 5000 + FL_ENVELOPE_MAX_LIFE_MS - 1, NULL), 0);
@@ -531,15 +537,13 @@ static void test_seen_migrates(void **state) {
 static void test_seen_rebuilt_without_rowid(void **state) {
   fixture *f = *state;
   assert_int_equal(side_count(f, SEEN_HAS_ROWID), 0);
-  fl_store_close(&f->s);
-  assert_int_equal(unlink(f->path), 0);
-  side_exec(f, "CREATE TABLE seen (msg_id TEXT NOT NULL, to_gid TEXT NOT NULL,"
-               " at_ms INTEGER NOT NULL, exp_ms INTEGER NOT NULL DEFAULT 0,"
-               " PRIMARY KEY (msg_id, to_gid));"
-               "CREATE INDEX seen_exp ON seen (exp_ms);"
-               "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)"
-               " INSERT INTO seen SELECT 'k' || i, 'A', 1, 4102444800000 FROM n;"
-               "PRAGMA user_version=1;");
+  older_store(f, "CREATE TABLE seen (msg_id TEXT NOT NULL, to_gid TEXT NOT NULL,"
+                 " at_ms INTEGER NOT NULL, exp_ms INTEGER NOT NULL DEFAULT 0,"
+                 " PRIMARY KEY (msg_id, to_gid));"
+                 "CREATE INDEX seen_exp ON seen (exp_ms);"
+                 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)"
+                 " INSERT INTO seen SELECT 'k' || i, 'A', 1, 4102444800000 FROM n;"
+                 "PRAGMA user_version=1;");
   assert_int_equal(side_count(f, SEEN_HAS_ROWID), 1);
   assert_int_equal(fl_store_open(f->path, &f->s), 0);
   assert_int_equal(side_count(f, SEEN_HAS_ROWID), 0);
@@ -557,18 +561,16 @@ static void test_seen_rebuilt_without_rowid(void **state) {
  * proven: its rows read as not recorded (FL_AUTH_NONE), new rows keep it. */
 static void test_forward_auth_migrates(void **state) {
   fixture *f = *state;
-  fl_store_close(&f->s);
-  assert_int_equal(unlink(f->path), 0);
-  side_exec(f, "CREATE TABLE forward (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-               " msg_id TEXT NOT NULL, to_gid TEXT NOT NULL, from_gid TEXT NOT NULL DEFAULT '',"
-               " from_name TEXT NOT NULL DEFAULT '', trace_id TEXT NOT NULL DEFAULT '',"
-               " sender_host TEXT NOT NULL DEFAULT '', pane TEXT NOT NULL DEFAULT '',"
-               " socket TEXT NOT NULL DEFAULT '', deadline_ms INTEGER NOT NULL,"
-               " at_ms INTEGER NOT NULL, state INTEGER NOT NULL DEFAULT 0,"
-               " reported INTEGER NOT NULL DEFAULT 0, reason TEXT NOT NULL DEFAULT '',"
-               " content BLOB NOT NULL, UNIQUE (msg_id, to_gid));"
-               "INSERT INTO forward (msg_id, to_gid, sender_host, deadline_ms, at_ms, content)"
-               " VALUES ('old', 'A', 'hostB', 9, 1, 'x');");
+  older_store(f, "CREATE TABLE forward (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                 " msg_id TEXT NOT NULL, to_gid TEXT NOT NULL, from_gid TEXT NOT NULL DEFAULT '',"
+                 " from_name TEXT NOT NULL DEFAULT '', trace_id TEXT NOT NULL DEFAULT '',"
+                 " sender_host TEXT NOT NULL DEFAULT '', pane TEXT NOT NULL DEFAULT '',"
+                 " socket TEXT NOT NULL DEFAULT '', deadline_ms INTEGER NOT NULL,"
+                 " at_ms INTEGER NOT NULL, state INTEGER NOT NULL DEFAULT 0,"
+                 " reported INTEGER NOT NULL DEFAULT 0, reason TEXT NOT NULL DEFAULT '',"
+                 " content BLOB NOT NULL, UNIQUE (msg_id, to_gid));"
+                 "INSERT INTO forward (msg_id, to_gid, sender_host, deadline_ms, at_ms, content)"
+                 " VALUES ('old', 'A', 'hostB', 9, 1, 'x');");
   assert_int_equal(fl_store_open(f->path, &f->s), 0);
   fl_fwd got;
   assert_int_equal(fl_store_fwd_get(f->s, "old", "A", &got), 0);
