@@ -22,6 +22,11 @@
 #   BENCH_VARIANTS="..." the variants to run, by name with spaces as _ (default: all)
 #   BENCH_PORT=          the broker's port (default: a free one in 5900-5999)
 #   BENCH_NO_BUILD=1     skip building
+#   BENCH_MODE=rtt       instead of throughput, the request/reply round trip
+#                        (amqp_baseline rtt, BENCH_RTT_N calls at BENCH_RATE/s,
+#                        default 300 at 20/s, as bench/run.sh's raw_rtt) per
+#                        variant, with the variants that apply to one call at a
+#                        time; reports p50 and p99 and each over the plain run's
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,6 +74,32 @@ ALL_VARIANTS=(
   "fleet-like, backlog|-x -m -q inbox -e -s $SEALED -w 64 -b"
   "fleet-like, acks multiple/50|-x -m -q inbox -e -s $SEALED -w 64 -a 50"
 )
+
+# The same for the round trip: one call at a time, so no window, backlog or
+# ack batching.
+RTT_VARIANTS=(
+  "plain|"
+  "topic|-x"
+  "mandatory|-m"
+  "q-dlx|-q dlx"
+  "q-maxlen+overflow|-q maxlen,overflow"
+  "q-ttl|-q ttl"
+  "q-expires|-q expires"
+  "q-inbox (all six)|-q inbox"
+  "envelope in 1 header|-E -s $SEALED"
+  "topic+envelope|-x -E -s $SEALED"
+  "topic+q-inbox|-x -q inbox"
+  "fleet-like|-x -m -q inbox -E -s $SEALED"
+)
+MODE=${BENCH_MODE:-tput}
+RTT_N=${BENCH_RTT_N:-300}
+RATE=${BENCH_RATE:-20}
+if [ "$MODE" = rtt ]; then
+  ALL_VARIANTS=("${RTT_VARIANTS[@]}")
+elif [ "$MODE" != tput ]; then
+  echo "broker_cost: BENCH_MODE is tput or rtt" >&2
+  exit 2
+fi
 
 log() { printf '[broker_cost %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -125,6 +156,12 @@ for r in $(seq "$ROUNDS"); do
     opts=${v#*|}
     log "round $r/$ROUNDS: $name ($opts)"
     # shellcheck disable=SC2086 # opts is a list of options
+    if [ "$MODE" = rtt ]; then
+      "$BBUILD/amqp_baseline" "$URI" rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 $opts \
+        -l "v$i.r$r" >>"$RESULTS"
+      i=$((i + 1))
+      continue
+    fi
     "$BBUILD/amqp_baseline" "$URI" tput -n "$N" -s "$SIZE" -w "$WINDOW" -p 100 -B "$BEAM" \
       $opts -l "v$i.r$r" >>"$RESULTS"
     i=$((i + 1))
@@ -137,6 +174,24 @@ med() { # INDEX KEY
     sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "nan" }'
 }
 echo
+if [ "$MODE" = rtt ]; then
+  echo "request/reply round trip by variant: $RTT_N calls x $SIZE B at $RATE/s, prefetch 100, median of $ROUNDS rounds"
+  echo
+  printf '| %-30s | %-40s | %8s | %8s | %10s | %10s |\n' "variant" "amqp_baseline options" "p50 ms" "p99 ms" "p50/plain" "p99/plain"
+  printf '| --- | --- | ---: | ---: | ---: | ---: |\n'
+  b50=$(med 0 p50_ms)
+  b99=$(med 0 p99_ms)
+  i=0
+  for v in "${VARIANTS[@]}"; do
+    a50=$(med "$i" p50_ms)
+    a99=$(med "$i" p99_ms)
+    printf '| %-30s | %-40s | %8s | %8s | %10s | %10s |\n' "${v%%|*}" "${v#*|}" "$a50" "$a99" \
+      "$(awk -v a="$a50" -v b="$b50" 'BEGIN { printf "%.2f", a / b }')" \
+      "$(awk -v a="$a99" -v b="$b99" 'BEGIN { printf "%.2f", a / b }')"
+    i=$((i + 1))
+  done
+  exit 0
+fi
 echo "broker CPU per message by variant: $N x $SIZE B, window $WINDOW unless said, prefetch 100, median of $ROUNDS rounds"
 echo
 printf '| %-30s | %-44s | %9s | %9s | %9s | %8s |\n' "variant" "amqp_baseline options" "broker us" "msgs/s" "client us" "broker/plain"

@@ -349,6 +349,14 @@ log "(a) raw one-way latency at $RATE/s x $RTT_N (the pace of the fleet round tr
 raw lat -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_lat
 log "(a) raw request/reply round trip at $RATE/s x $RTT_N"
 raw rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l raw_rtt
+# The same two, using the broker as fleet does (bench/broker_cost.sh): the
+# topic exchange, mandatory, an inbox's six queue arguments, the envelope in
+# its one header and the sealed size; for information, not a target.
+FLEETLIKE=(-x -m -q inbox -E -s "$((SIZE + 40))")
+log "(a) raw request/reply round trip using the broker as fleet does"
+raw rtt -n "$RTT_N" -r "$RATE" -p 100 "${FLEETLIKE[@]}" -l raw_rtt_fleetlike
+log "(a) raw throughput using the broker as fleet does: 8000 messages (under an inbox's cap), window $WINDOW"
+raw tput -n 8000 -w "$WINDOW" -p 100 "${FLEETLIKE[@]}" -B "$(cat "$WORK/mq/rabbitmq.pid")" -l raw_tput_fleetlike
 fi
 
 # ---- (b) four gateways ----
@@ -560,6 +568,8 @@ R_SEAL_T=$(ratio "$FL_T" "$FL_TC")
   printf '| %-58s | %12s | %12s | %14s |\n' "U1 p50 ms, 32 in flight: direct vs through fleet-mcp" "$(get fleet_u1_c32.p50_ms)" "$(get fleet_u1_c32_mcp.p50_ms)" "$(ratio "$(get fleet_u1_c32_mcp.p50_ms)" "$(get fleet_u1_c32.p50_ms)")"
   printf '| %-58s | %12s | %12s | %14s |\n' "U1 p99 ms, 32 in flight: direct vs through fleet-mcp" "$(get fleet_u1_c32.p99_ms)" "$(get fleet_u1_c32_mcp.p99_ms)" "$(ratio "$(get fleet_u1_c32_mcp.p99_ms)" "$(get fleet_u1_c32.p99_ms)")"
   printf '| %-58s | %12s | %12s | %14s |\n' "U1 calls/s, 32 in flight: direct vs through fleet-mcp" "$(get fleet_u1_c32.calls_per_s)" "$(get fleet_u1_c32_mcp.calls_per_s)" "$(ratio "$(get fleet_u1_c32_mcp.calls_per_s)" "$(get fleet_u1_c32.calls_per_s)")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "throughput msgs/s: raw using the broker as fleet does" "$(get raw_tput_fleetlike.msgs_per_s)" "$FL_T" "$(ratio "$FL_T" "$(get raw_tput_fleetlike.msgs_per_s)")"
+  printf '| %-58s | %12s | %12s | %14s |\n' "round trip p50 ms: raw req/reply as fleet uses the broker" "$(get raw_rtt_fleetlike.p50_ms)" "$U1" "$(ratio "$U1" "$(get raw_rtt_fleetlike.p50_ms)")"
   printf '| %-58s | %12s | %12s | %14s |\n' "local round trip (one gateway) p50 ms, vs raw req/reply" "$RAW_R" "$LOC" "$(ratio "$LOC" "$RAW_R")"
   printf '| %-58s | %12s | %12s | %14s |\n' "local round trip (one gateway) p99 ms, vs raw req/reply" "$RAW_R99" "$LOC99" "$(ratio "$LOC99" "$RAW_R99")"
   echo
