@@ -64,6 +64,11 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
     /* IMMEDIATE takes the write lock up front, so a transaction that has
      * read never fails later for want of upgrading its lock. */
     [FL_ST_BEGIN] = "BEGIN IMMEDIATE",
+    /* A batch's own transaction is deferred: a burst that only hands
+     * messages out (their keys go to the seen journal) only reads, and a
+     * read-only commit writes nothing. fleetd is the store's one writer, so
+     * the first write's upgrade of the lock does not fail. */
+    [FL_ST_BEGIN_BATCH] = "BEGIN",
     [FL_ST_COMMIT] = "COMMIT",
     [FL_ST_ROLLBACK] = "ROLLBACK",
     /* Inside a batch each operation is a savepoint, so one that fails is
@@ -329,7 +334,7 @@ int fl_store_commit(fl_store *s, const char *trace) {
 int fl_store_batch_begin(fl_store *s) {
   if (!s || s->batch)
     return FL_EINVAL;
-  int rc = fl_store_exec(s, FL_ST_BEGIN, NULL, "begin batch");
+  int rc = fl_store_exec(s, FL_ST_BEGIN_BATCH, NULL, "begin batch");
   if (rc == 0)
     s->batch = 1;
   return rc;
@@ -344,6 +349,8 @@ int fl_store_batch_end(fl_store *s) {
     rc = fl_store_exec(s, FL_ST_COMMIT, NULL, "commit batch");
   if (rc && !sqlite3_get_autocommit(s->db))
     fl_store_exec(s, FL_ST_ROLLBACK, NULL, "rollback batch");
+  if (rc == 0 && s->jn >= FL_SEENLOG_FOLD_AT && fl_seenlog_fold(s) != 0)
+    fl_warn(NULL, "store: the seen journal could not be folded; tried again later");
   fl_store_seen_trim_due(s);
   return rc;
 }
@@ -505,7 +512,10 @@ int fl_store_set_sync(fl_store *s, int full) {
   if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
     return fl_store_db_fail(s, NULL,
                             full ? "setting synchronous=FULL" : "setting synchronous=NORMAL");
-  return 0;
+  /* FULL fsyncs every commit; the journal is never fsynced, so its keys go
+   * into the table now and new ones go there too. */
+  s->sync_full = full;
+  return full ? fl_seenlog_fold(s) : 0;
 }
 
 static void fl_store_on_rollback(void *ctx) { fl_store_held_changed(ctx); }
@@ -523,6 +533,7 @@ int fl_store_open(const char *path, fl_store **out) {
   if (!s)
     return FL_ENOMEM;
   s->fd = -1;
+  s->jfd = -1;
   /* NOMUTEX: the loop thread owns the store (store.h), so SQLite's per-call
    * locking would buy nothing. */
   if (sqlite3_open_v2(path, &s->db,
@@ -567,6 +578,8 @@ int fl_store_open(const char *path, fl_store **out) {
       goto fail;
     }
   }
+  if ((rc = fl_seenidx_load(s)) || (rc = fl_seenlog_open(s)))
+    goto fail;
   *out = s;
   return 0;
 
@@ -579,6 +592,7 @@ void fl_store_close(fl_store **sp) {
   if (!sp || !*sp)
     return;
   fl_store *s = *sp;
+  fl_seenlog_close(s);
   for (int i = 0; i < FL_ST_COUNT_OF; i++)
     sqlite3_finalize(s->st[i]);
   /* Closing the last connection checkpoints the WAL into the database. */

@@ -64,34 +64,70 @@ static int fl_msg_check(const fl_msg *m) {
 
 int fl_store_put(fl_store *s, fl_msg *m) { return fl_store_admit(s, m, FL_ADMIT_HOLD); }
 
-/* Binds the seen-set row of m: msgId, recipient, now, and until when its
- * envelope can be taken. */
-static int fl_bind_seen(sqlite3_stmt *st, const fl_msg *m) {
-  return fl_store_bind_text(st, 1, m->msg_id) != SQLITE_OK ||
-                 fl_store_bind_text(st, 2, m->to_gid) != SQLITE_OK ||
-                 sqlite3_bind_int64(st, 3, (int64_t)fl_now_ms()) != SQLITE_OK ||
-                 sqlite3_bind_int64(st, 4, fl_store_seen_until(m->ts_ms, m->expires_ms)) !=
-                     SQLITE_OK
+int fl_store_bind_seen_row(sqlite3_stmt *st, const char *msg_id, const char *to_gid,
+                           long long at_ms, long long until_ms) {
+  return fl_store_bind_text(st, 1, msg_id) != SQLITE_OK ||
+                 fl_store_bind_text(st, 2, to_gid) != SQLITE_OK ||
+                 sqlite3_bind_int64(st, 3, (int64_t)at_ms) != SQLITE_OK ||
+                 sqlite3_bind_int64(st, 4, (int64_t)until_ms) != SQLITE_OK
              ? -1
              : 0;
 }
 
-/* FL_ADMIT_HAND in a batch, for a recipient the store knows holds nothing
- * (store_empty.c): handed for certain, so only the msgId is written, and
- * that one statement is the dedup check too (nothing held for the recipient
- * means no held row to find either). One statement is atomic by itself, so
- * it needs no savepoint of its own; the batch's commit makes it durable. */
-static int fl_admit_handed(fl_store *s, fl_msg *m) {
-  sqlite3_stmt *st = s->st[FL_ST_INSERT_SEEN_NEW];
+/* Binds the seen-set row of m: msgId, recipient, now, and until when its
+ * envelope can be taken. */
+static int fl_bind_seen(sqlite3_stmt *st, const fl_msg *m) {
+  return fl_store_bind_seen_row(st, m->msg_id, m->to_gid, fl_now_ms(),
+                                fl_store_seen_until(m->ts_ms, m->expires_ms));
+}
+
+/* Whether the key is in the seen table or held: 1, 0, or FL_ESTORE. */
+static int fl_known(fl_store *s, const fl_msg *m) {
+  sqlite3_stmt *known = s->st[FL_ST_KNOWN];
   int rc;
-  if (fl_bind_seen(st, m) != 0)
-    rc = fl_store_db_fail(s, m->trace_id, "binding the seen entry");
-  else if ((rc = fl_store_step(s, st, m->trace_id, "recording the msgId as seen")) == 0 &&
-           sqlite3_changes(s->db) == 0)
-    rc = FL_EDUP;
-  fl_store_stmt_done(st);
-  if (rc)
-    return rc;
+  if (fl_store_bind_text(known, 1, m->msg_id) != SQLITE_OK ||
+      fl_store_bind_text(known, 2, m->to_gid) != SQLITE_OK)
+    rc = fl_store_db_fail(s, m->trace_id, "binding the dedup check");
+  else
+    rc = fl_store_step(s, known, m->trace_id, "dedup check");
+  fl_store_stmt_done(known);
+  return rc;
+}
+
+/* FL_ADMIT_HAND in a batch, for a recipient the store knows holds nothing
+ * (store_empty.c): handed for certain, so only the msgId is recorded. With
+ * the seen journal (store_seenlog.c) that is one append, after a read of
+ * the seen table only when the key's fingerprint is there: the burst's
+ * transaction usually runs nothing, and its commit writes nothing. Without it (synchronous=FULL,
+ * the journal full or not open), one INSERT … ON CONFLICT DO NOTHING is the dedup check and the
+ * record in one (nothing held for the recipient means no held row to find either); one statement is
+ * atomic by itself, so it needs no savepoint of its own, and the batch's commit makes it durable.
+ */
+static int fl_admit_handed(fl_store *s, fl_msg *m) {
+  int rc;
+  if (fl_seenlog_usable(s)) {
+    if (s->file_gone)
+      return FL_ESTORE; /* every write is refused once holds.db is gone */
+    if (fl_seenidx_maybe(s, m->msg_id, m->to_gid)) {
+      if ((rc = fl_known(s, m)) < 0)
+        return rc;
+      if (rc == 1)
+        return FL_EDUP;
+    }
+    if ((rc = fl_seenlog_add(s, m)) != 0)
+      return rc;
+  } else {
+    sqlite3_stmt *st = s->st[FL_ST_INSERT_SEEN_NEW];
+    if (fl_bind_seen(st, m) != 0)
+      rc = fl_store_db_fail(s, m->trace_id, "binding the seen entry");
+    else if ((rc = fl_store_step(s, st, m->trace_id, "recording the msgId as seen")) == 0 &&
+             sqlite3_changes(s->db) == 0)
+      rc = FL_EDUP;
+    fl_store_stmt_done(st);
+    if (rc)
+      return rc;
+    fl_seenidx_add(s, m->msg_id, m->to_gid);
+  }
   m->seq = 0;
   m->handed = 1;
   s->seen_added++;
@@ -105,11 +141,13 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
   if (rc)
     return rc;
   m->handed = 0;
+  /* A key in the seen journal is in the seen-set, not yet in its table. */
+  if (how != FL_ADMIT_SEEN_ALREADY && fl_seenlog_has(s, m->msg_id, m->to_gid))
+    return FL_EDUP;
   /* The hot path: a message for a waiting call, in a burst of deliveries. */
   if (how == FL_ADMIT_HAND && s->batch && fl_store_empty_known(s, m->to_gid))
     return fl_admit_handed(s, m);
   const char *trace = m->trace_id;
-  sqlite3_stmt *known = s->st[FL_ST_KNOWN];
   sqlite3_stmt *all = s->st[FL_ST_HELD_ALL];
   sqlite3_stmt *ins = s->st[FL_ST_INSERT_HELD];
   sqlite3_stmt *seen = s->st[FL_ST_INSERT_SEEN];
@@ -118,12 +156,7 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
     return rc;
 
   if (how != FL_ADMIT_SEEN_ALREADY) {
-    if (fl_store_bind_text(known, 1, m->msg_id) != SQLITE_OK ||
-        fl_store_bind_text(known, 2, m->to_gid) != SQLITE_OK) {
-      rc = fl_store_db_fail(s, trace, "binding the dedup check");
-      goto out;
-    }
-    if ((rc = fl_store_step(s, known, trace, "dedup check")) < 0)
+    if ((rc = fl_known(s, m)) < 0)
       goto out;
     if (rc == 1) {
       rc = FL_EDUP;
@@ -181,9 +214,9 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
     }
     if ((rc = fl_store_step(s, seen, trace, "recording the msgId as seen")) < 0)
       goto out;
+    fl_seenidx_add(s, m->msg_id, m->to_gid);
   }
 
-  fl_store_stmt_done(known);
   fl_store_stmt_done(all);
   fl_store_stmt_done(ins);
   fl_store_stmt_done(seen);
@@ -198,7 +231,6 @@ int fl_store_admit(fl_store *s, fl_msg *m, enum fl_admit how) {
   return 0;
 
 out:
-  fl_store_stmt_done(known);
   fl_store_stmt_done(all);
   fl_store_stmt_done(ins);
   fl_store_stmt_done(seen);
@@ -454,10 +486,14 @@ static int fl_seen_drop(fl_store *s, long long cut, const char *what) {
 int fl_store_trim_seen(fl_store *s, long long now_ms) {
   if (!s)
     return FL_EINVAL;
+  /* The journal's keys first, so the bound counts them. */
+  int rc = fl_seenlog_fold(s);
+  if (rc)
+    return rc;
   s->seen_added = 0;
   sqlite3_stmt *cut = s->st[FL_ST_SEEN_CUT];
   sqlite3_stmt *hor = s->st[FL_ST_HORIZON_PUT];
-  int rc = fl_store_begin(s, NULL);
+  rc = fl_store_begin(s, NULL);
   if (rc)
     return rc;
   /* By time: a key whose envelope has expired guards nothing. */
@@ -495,6 +531,11 @@ int fl_store_trim_seen(fl_store *s, long long now_ms) {
             s->max_seen, at);
     s->seen_horizon = horizon;
   }
+  /* Fingerprints of trimmed keys stay in the set (a check of one asks the
+   * table); once they could be half of it, the set is made again. */
+  if (s->idx_n > 2 * s->max_seen && fl_seenidx_load(s) != 0)
+    fl_warn(NULL, "store: the seen-set's fingerprints could not be read again; dedup asks the "
+                  "database for every message now");
   return 0;
 
 fail:

@@ -7,12 +7,14 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gateway/store/store.h"
 
 /* Every statement, prepared once at open (store.c's table of SQL). */
 enum fl_stmt_id {
   FL_ST_BEGIN,
+  FL_ST_BEGIN_BATCH,
   FL_ST_COMMIT,
   FL_ST_ROLLBACK,
   FL_ST_SAVEPOINT,
@@ -69,7 +71,49 @@ struct fl_store {
     unsigned long long gen;
   } empty[FL_STORE_EMPTY_CACHE];
   size_t empty_next; /* the entry the next one replaces */
+  /* The seen journal (store_seenlog.c): its path, its descriptor (-1: not
+   * used), its size in bytes and the keys in it not yet folded. */
+  int sync_full; /* synchronous=FULL: the journal is not used */
+  char *jpath;
+  int jfd;
+  size_t jsize, jn;
+  struct fl_seenlog_key *jkeys;
+  /* Fingerprints of the seen table's keys (store_seenlog.c): an open
+   * addressing set of idx_cap slots, 0 = empty; idx_ok 0 = not kept. */
+  uint64_t *idx;
+  size_t idx_cap, idx_n;
+  int idx_ok;
 };
+
+/* The seen journal (store_seenlog.c). Keys wait in it at most
+ * FL_SEENLOG_CAP; a batch's end folds them once FL_SEENLOG_FOLD_AT wait. */
+#define FL_SEENLOG_CAP 512
+#define FL_SEENLOG_FOLD_AT 256
+/* At open, after the statements: folds what a crash left, then opens the
+ * journal for appending. Returns 0, FL_ESTORE or FL_ENOMEM. */
+int fl_seenlog_open(fl_store *s);
+/* 1 if the key is in the journal (not yet folded), else 0. */
+int fl_seenlog_has(const fl_store *s, const char *msg_id, const char *to_gid);
+/* 1 if a key may go to the journal now (open, synchronous=NORMAL, room). */
+int fl_seenlog_usable(const fl_store *s);
+/* Appends m's key (fl_seenlog_usable said yes). Returns 0, FL_EDISKFULL or
+ * FL_ESTORE (logged); on failure nothing of it stays in the journal. */
+int fl_seenlog_add(fl_store *s, const fl_msg *m);
+/* Outside a batch: moves the journal's keys into the seen table in one
+ * transaction and empties it. Returns 0 or the store's error (the keys
+ * then stay in the journal). */
+int fl_seenlog_fold(fl_store *s);
+/* Folds (a failure leaves the file for the next open), then closes. */
+void fl_seenlog_close(fl_store *s);
+/* The fingerprints of the seen table's keys: (re)loaded from the table
+ * (at open, after a trim), added to with every key written to it, and
+ * asked whether a key may be there (0: certainly not; 1: ask the table). */
+int fl_seenidx_load(fl_store *s);
+void fl_seenidx_add(fl_store *s, const char *msg_id, const char *to_gid);
+int fl_seenidx_maybe(const fl_store *s, const char *msg_id, const char *to_gid);
+/* Binds the four columns of a seen row. Returns 0 or -1. */
+int fl_store_bind_seen_row(sqlite3_stmt *st, const char *msg_id, const char *to_gid,
+                           long long at_ms, long long until_ms);
 
 /* Rows taken may be held again (a rollback): what fl_store_count remembers
  * of empty recipients is stale (store_empty.c). */

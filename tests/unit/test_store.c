@@ -19,6 +19,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@
 #include "common/error.h"
 #include "gateway/store/store.h"
 #include "gateway/store/store_forward.h"
-#include "gateway/store/store_internal.h" /* the statement a test counts runs of */
+#include "gateway/store/store_internal.h" /* the journal, the statements */
 #include "tests/support/test_store.h"
 #include "tests/support/test_util.h"
 
@@ -890,26 +891,60 @@ static void test_admit_hand(void **state) {
 /* In a burst of deliveries (a batch), a message for a waiting call of a
  * recipient the store knows holds nothing is handed with one statement, its
  * dedup check and record in one: the same outcomes as the general path. */
+/* The seen journal's file as a string (fl_free), or NULL. */
+static char *journal_text(const fixture *f) {
+  char jp[160];
+  snprintf(jp, sizeof jp, "%s-seen", f->path);
+  FILE *fp = fopen(jp, "r");
+  if (!fp)
+    return NULL;
+  char *buf = fl_calloc(1, 65536);
+  size_t n = buf ? fread(buf, 1, 65535, fp) : 0;
+  (void)n;
+  fclose(fp);
+  return buf;
+}
+
 static void test_admit_hand_batch(void **state) {
   fixture *f = *state;
-  sqlite3_stmt *known = f->s->st[FL_ST_KNOWN];
   assert_int_equal(count(f->s, "alice", 2000), 0); /* now known to hold nothing */
+  sqlite3_stmt *known = f->s->st[FL_ST_KNOWN];
   int runs = sqlite3_stmt_status(known, SQLITE_STMTSTATUS_RUN, 0);
+  int changes = sqlite3_total_changes(f->s->db);
   assert_int_equal(fl_store_batch_begin(f->s), 0);
   fl_msg m, again;
   mk(&m, "h1", "alice", "bob", "first", 0);
   assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
   assert_int_equal(m.handed, 1);
+  /* No fingerprint of it: the table was not asked. */
+  assert_int_equal(sqlite3_stmt_status(known, SQLITE_STMTSTATUS_RUN, 0), runs);
   mk(&again, "h1", "alice", "bob", "first", 0);
   assert_int_equal(fl_store_admit(f->s, &again, FL_ADMIT_HAND), FL_EDUP);
   assert_int_equal(fl_store_batch_end(f->s), 0);
-  /* The one-statement path ran: no separate dedup query. */
-  assert_int_equal(sqlite3_stmt_status(known, SQLITE_STMTSTATUS_RUN, 0), runs);
-  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'h1'"), 1);
+  /* The key went to the journal, and the burst wrote nothing to SQLite. */
+  assert_int_equal(sqlite3_total_changes(f->s->db), changes);
+  char *j = journal_text(f);
+  assert_non_null(j);
+  assert_non_null(strstr(j, "h1 alice "));
+  fl_free(j);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'h1'"), 0);
   assert_int_equal(count(f->s, "alice", 2000), 0);
-  /* Durable and deduplicated outside a batch too. */
+  /* Deduplicated outside a batch too, on either path. */
   assert_int_equal(fl_store_admit(f->s, &again, FL_ADMIT_HAND), FL_EDUP);
   assert_int_equal(fl_store_put(f->s, &again), FL_EDUP);
+  /* Folded into the table (as before a trim), and still refused after it. */
+  assert_int_equal(fl_seenlog_fold(f->s), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'h1'"), 1);
+  j = journal_text(f);
+  assert_string_equal(j, "");
+  fl_free(j);
+  assert_int_equal(fl_store_put(f->s, &again), FL_EDUP);
+  /* Its fingerprint is there now, so the handed path asks the table. */
+  runs = sqlite3_stmt_status(known, SQLITE_STMTSTATUS_RUN, 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  assert_int_equal(fl_store_admit(f->s, &again, FL_ADMIT_HAND), FL_EDUP);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_int_equal(sqlite3_stmt_status(known, SQLITE_STMTSTATUS_RUN, 0), runs + 1);
 
   /* A recipient holding something is not handed to, in a batch either. */
   fl_msg held, next;
@@ -922,18 +957,146 @@ static void test_admit_hand_batch(void **state) {
   assert_int_equal(fl_store_batch_end(f->s), 0);
   assert_int_equal(count(f->s, "alice", 2000), 2);
 
-  /* A batch rolled back takes the handed msgId back with it. */
+  /* A handed key is durable at once: a batch rolled back (its commit
+   * failed, so its deliveries come again) keeps it, and the redelivery of
+   * what was handed is refused. */
   assert_int_equal(count(f->s, "carol", 2000), 0);
   assert_int_equal(fl_store_batch_begin(f->s), 0);
   fl_msg c;
-  mk(&c, "c1", "carol", "bob", "undone", 0);
+  mk(&c, "c1", "carol", "bob", "handed", 0);
   assert_int_equal(fl_store_admit(f->s, &c, FL_ADMIT_HAND), 0);
   assert_int_equal(c.handed, 1);
   assert_int_equal(sqlite3_exec(f->s->db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
   f->s->batch = 0;
-  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'c1'"), 0);
   mk(&c, "c1", "carol", "bob", "again", 0);
-  assert_int_equal(fl_store_admit(f->s, &c, FL_ADMIT_HAND), 0);
+  assert_int_equal(fl_store_admit(f->s, &c, FL_ADMIT_HAND), FL_EDUP);
+}
+
+/* Keys a crash left in the journal are folded when the store opens; a torn
+ * last line and lines not of its form are skipped. */
+static void test_seen_journal_recovery(void **state) {
+  fixture *f = *state;
+  assert_int_equal(count(f->s, "dave", 2000), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  fl_msg m;
+  mk(&m, "k1", "dave", "bob", "x", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  mk(&m, "k2", "dave", "bob", "x", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  char *j = journal_text(f);
+  assert_non_null(j);
+  /* The crash: the journal as it was, the table without the keys (closing
+   * folded them; a crash would not have). */
+  fl_store_close(&f->s);
+  assert_null(f->s);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "DELETE FROM seen WHERE to_gid = 'dave'", NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  char jp[160];
+  snprintf(jp, sizeof jp, "%s-seen", f->path);
+  FILE *fp = fopen(jp, "w");
+  assert_non_null(fp);
+  fprintf(fp, "%snot a line of ours\n%s", j, "k3 dave 17");
+  fclose(fp);
+  fl_free(j);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE to_gid = 'dave'"), 2);
+  /* The fingerprints were read from the table: the handed path refuses it. */
+  assert_int_equal(count(f->s, "dave", 2000), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  mk(&m, "k1", "dave", "bob", "again", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), FL_EDUP);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_int_equal(fl_store_put(f->s, &m), FL_EDUP);
+  mk(&m, "k2", "dave", "bob", "again", 0);
+  assert_int_equal(fl_store_put(f->s, &m), FL_EDUP);
+  mk(&m, "k3", "dave", "bob", "the torn one was never handed", 0);
+  assert_int_equal(fl_store_put(f->s, &m), 0);
+  j = journal_text(f);
+  assert_string_equal(j, "");
+  fl_free(j);
+}
+
+/* When the journal cannot take a key (full, a write failing, or
+ * synchronous=FULL), the key goes to the table, or the admit fails. */
+static void test_seen_journal_limits(void **state) {
+  fixture *f = *state;
+  assert_int_equal(count(f->s, "erin", 2000), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  fl_msg m;
+  char id[32];
+  for (int i = 0; i <= FL_SEENLOG_CAP; i++) {
+    snprintf(id, sizeof id, "e%d", i);
+    mk(&m, id, "erin", "bob", "x", 0);
+    assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+    assert_int_equal(m.handed, 1);
+  }
+  /* The last one found the journal full: it is in the table already. */
+  assert_int_equal(f->s->jn, FL_SEENLOG_CAP);
+  snprintf(id, sizeof id, "e%d", FL_SEENLOG_CAP);
+  char sql[96];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM seen WHERE msg_id = '%s'", id);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_int_equal(side_count(f, sql), 1);
+  /* The batch's end folded the rest. */
+  assert_int_equal(f->s->jn, 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE to_gid = 'erin'"),
+                   FL_SEENLOG_CAP + 1);
+
+  /* A write that finds the disk full: the admit fails, nothing half-kept. */
+  int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+  assert_true(full >= 0);
+  int saved = dup(f->s->jfd);
+  assert_true(dup2(full, f->s->jfd) >= 0);
+  close(full);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  mk(&m, "full1", "erin", "bob", "x", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), FL_EDISKFULL);
+  assert_int_equal(m.handed, 0);
+  assert_int_equal(f->s->jn, 0);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_true(dup2(saved, f->s->jfd) >= 0);
+  close(saved);
+  assert_int_equal(fl_store_put(f->s, &m), 0); /* not recorded as seen */
+
+  /* synchronous=FULL: keys go to the table, fsynced with its commit. */
+  assert_int_equal(count(f->s, "frank", 2000), 0);
+  assert_int_equal(fl_store_set_sync(f->s, 1), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  mk(&m, "f1", "frank", "bob", "x", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  assert_int_equal(m.handed, 1);
+  assert_int_equal(f->s->jn, 0);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'f1'"), 1);
+}
+
+/* The journal's file deleted under fleetd: a fold starts a new one, so the
+ * keys after it survive a restart. */
+static void test_seen_journal_deleted(void **state) {
+  fixture *f = *state;
+  assert_int_equal(count(f->s, "gina", 2000), 0);
+  char jp[160];
+  snprintf(jp, sizeof jp, "%s-seen", f->path);
+  assert_int_equal(unlink(jp), 0);
+  fl_msg m;
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  mk(&m, "g1", "gina", "bob", "x", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_int_equal(fl_seenlog_fold(f->s), 0); /* and starts a new journal */
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'g1'"), 1);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  mk(&m, "g2", "gina", "bob", "x", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  char *j = journal_text(f);
+  assert_non_null(j);
+  assert_non_null(strstr(j, "g2 gina "));
+  fl_free(j);
 }
 
 static void test_invalid_args(void **state) {
@@ -1094,6 +1257,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_admit_hand, setup, teardown),
       cmocka_unit_test_setup_teardown(test_admit_hand_batch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_journal_recovery, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_journal_limits, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_journal_deleted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
       cmocka_unit_test_setup_teardown(test_content_edges, setup, teardown),
       cmocka_unit_test_setup_teardown(test_alloc_failure, setup, teardown),

@@ -1,0 +1,383 @@
+/* store_seenlog.c — the seen journal: the msgIds of handed messages,
+ * recorded with one append instead of a write to the database.
+ *
+ * A message handed to a waiting call is never held, so all the store keeps
+ * of it is its key in the seen-set, and that key must be durable before the
+ * call has the message (a redelivery after a crash is then refused). Written
+ * into SQLite, that is a write transaction per burst: its locks, two b-tree
+ * pages and a WAL commit, all cold when calls come one at a time. Here it is
+ * one write(2) of a line to `holds.db-seen`, as durable as a commit at
+ * synchronous=NORMAL (it survives fleetd's crash, not the machine's), and
+ * the key is kept in memory until it is folded into the seen table.
+ *
+ * The journal holds at most FL_SEENLOG_CAP keys. They are folded (inserted
+ * into the seen table in one transaction, then the file emptied) once
+ * FL_SEENLOG_FOLD_AT wait at the end of a batch, before the seen-set is
+ * trimmed, when the store switches to synchronous=FULL (which wants every
+ * key fsynced with its commit, so the journal is not used then) and when it
+ * closes. A journal left by a crash is folded when the store opens; a torn
+ * last line (the machine stopped mid-write) or any line not of our form is
+ * skipped and counted in the log line.
+ *
+ * Line format: "<msgId> <to gid> <at ms> <until ms>\n", the four columns of
+ * a seen row.
+ *
+ * The dedup check of a handed message asks the seen table only when a key
+ * might be there: an in-memory set of 64-bit fingerprints holds one for
+ * every key the table got since the store opened (and all it had then), so
+ * an absent fingerprint means an absent key, and the burst's transaction
+ * runs no statement at all. A present one (a key seen, a key trimmed since,
+ * or a collision) is checked in the table. If the set cannot grow (out of
+ * memory), it is dropped and every check asks the table.
+ *
+ * Loop thread only, as the rest of the store. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "gateway/store/store_internal.h"
+
+/* A line: two ids, two numbers of at most 20 digits, three spaces, '\n'. */
+#define FL_SEENLOG_LINE_MAX (2 * FL_ID_LEN + 2 * 21 + 4)
+
+struct fl_seenlog_key {
+  char msg_id[FL_ID_LEN];
+  char to_gid[FL_ID_LEN];
+  long long at_ms, until_ms;
+};
+
+/* ---- the fingerprints of the seen table ---- */
+
+#define FL_SEENIDX_FIRST 4096 /* slots; a power of two */
+
+static uint64_t fl_seenidx_hash(const char *msg_id, const char *to_gid) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = msg_id; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  h = (h ^ 0xffu) * 1099511628211ull; /* between the two: "ab"+"c" is not "a"+"bc" */
+  for (const char *p = to_gid; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h ? h : 1; /* 0 marks an empty slot */
+}
+
+static void fl_seenidx_put(uint64_t *v, size_t cap, uint64_t h) {
+  for (size_t i = (size_t)h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+    if (v[i] == h)
+      return;
+    if (v[i] == 0) {
+      v[i] = h;
+      return;
+    }
+  }
+}
+
+/* The set no longer covers the table: every check asks the table. */
+static void fl_seenidx_drop(fl_store *s) {
+  fl_free(s->idx);
+  s->idx = NULL;
+  s->idx_cap = s->idx_n = 0;
+  s->idx_ok = 0;
+}
+
+void fl_seenidx_add(fl_store *s, const char *msg_id, const char *to_gid) {
+  if (!s->idx_ok)
+    return;
+  if (2 * (s->idx_n + 1) > s->idx_cap) {
+    size_t cap = s->idx_cap ? 2 * s->idx_cap : FL_SEENIDX_FIRST;
+    uint64_t *v = fl_calloc(cap, sizeof *v);
+    if (!v) {
+      fl_warn(NULL, "store: out of memory for the seen-set's fingerprints; dedup asks the "
+                    "database for every message now");
+      fl_seenidx_drop(s);
+      return;
+    }
+    for (size_t i = 0; i < s->idx_cap; i++)
+      if (s->idx[i])
+        fl_seenidx_put(v, cap, s->idx[i]);
+    fl_free(s->idx);
+    s->idx = v;
+    s->idx_cap = cap;
+  }
+  fl_seenidx_put(s->idx, s->idx_cap, fl_seenidx_hash(msg_id, to_gid));
+  s->idx_n++; /* counts adds, a repeat included: it only makes the set grow sooner */
+}
+
+int fl_seenidx_maybe(const fl_store *s, const char *msg_id, const char *to_gid) {
+  if (!s->idx_ok)
+    return 1;
+  if (!s->idx_cap)
+    return 0; /* nothing added yet */
+  uint64_t h = fl_seenidx_hash(msg_id, to_gid);
+  for (size_t i = (size_t)h & (s->idx_cap - 1);; i = (i + 1) & (s->idx_cap - 1)) {
+    if (s->idx[i] == h)
+      return 1;
+    if (s->idx[i] == 0)
+      return 0;
+  }
+}
+
+int fl_seenidx_load(fl_store *s) {
+  fl_seenidx_drop(s);
+  s->idx_ok = 1;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, "SELECT msg_id, to_gid FROM seen", -1, &st, NULL) != SQLITE_OK)
+    return fl_store_db_fail(s, NULL, "reading the seen-set");
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW && s->idx_ok)
+    fl_seenidx_add(s, (const char *)sqlite3_column_text(st, 0),
+                   (const char *)sqlite3_column_text(st, 1));
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    fl_seenidx_drop(s);
+    return fl_store_db_fail(s, NULL, "reading the seen-set");
+  }
+  return 0;
+}
+
+/* ---- the journal ---- */
+
+/* Inserts one key into the seen table (a transaction is open). */
+static int fl_seenlog_insert(fl_store *s, const struct fl_seenlog_key *k) {
+  sqlite3_stmt *st = s->st[FL_ST_INSERT_SEEN_NEW];
+  int rc = fl_store_bind_seen_row(st, k->msg_id, k->to_gid, k->at_ms, k->until_ms) != 0
+               ? fl_store_db_fail(s, NULL, "binding a journalled seen entry")
+               : fl_store_step(s, st, NULL, "folding the seen journal");
+  fl_store_stmt_done(st);
+  if (rc < 0)
+    return rc;
+  fl_seenidx_add(s, k->msg_id, k->to_gid);
+  return 0;
+}
+
+/* Parses one line (without its '\n') into k. Returns 0, or -1 when it is
+ * not a line this file writes. */
+static int fl_seenlog_parse(const char *line, size_t len, struct fl_seenlog_key *k) {
+  char buf[FL_SEENLOG_LINE_MAX + 1];
+  if (len == 0 || len >= sizeof buf)
+    return -1;
+  memcpy(buf, line, len);
+  buf[len] = '\0';
+  char *save = NULL;
+  char *f[4];
+  for (int i = 0; i < 4; i++) {
+    f[i] = strtok_r(i ? NULL : buf, " ", &save);
+    if (!f[i])
+      return -1;
+  }
+  if (strtok_r(NULL, " ", &save) || strlen(f[0]) >= FL_ID_LEN || strlen(f[1]) >= FL_ID_LEN)
+    return -1;
+  char *end;
+  errno = 0;
+  k->at_ms = strtoll(f[2], &end, 10);
+  if (errno || *end || end == f[2])
+    return -1;
+  k->until_ms = strtoll(f[3], &end, 10);
+  if (errno || *end || end == f[3])
+    return -1;
+  fl_copy(k->msg_id, sizeof k->msg_id, f[0]);
+  fl_copy(k->to_gid, sizeof k->to_gid, f[1]);
+  return 0;
+}
+
+/* Folds a journal a crash left behind (fd, read from its start) into the
+ * seen table. Returns 0 or FL_ESTORE / FL_ENOMEM. */
+static int fl_seenlog_recover(fl_store *s, int fd) {
+  size_t cap = 64 * 1024, n = 0, folded = 0, skipped = 0;
+  char *buf = fl_malloc(cap);
+  if (!buf)
+    return FL_ENOMEM;
+  int rc = 0, began = 0;
+  for (;;) {
+    if (n == cap) { /* a line longer than any we write: drop what we have */
+      skipped++;
+      n = 0;
+    }
+    ssize_t got = read(fd, buf + n, cap - n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      fl_error(NULL, "store: cannot read the seen journal %s-seen: %s", s->path, strerror(errno));
+      rc = FL_ESTORE;
+      break;
+    }
+    if (got == 0) {
+      if (n)
+        skipped++; /* a torn last line */
+      break;
+    }
+    n += (size_t)got;
+    size_t start = 0;
+    for (char *nl; (nl = memchr(buf + start, '\n', n - start)) != NULL;) {
+      struct fl_seenlog_key k;
+      size_t len = (size_t)(nl - (buf + start));
+      if (fl_seenlog_parse(buf + start, len, &k) != 0) {
+        skipped++;
+      } else {
+        if (!began && (rc = fl_store_begin(s, NULL)) != 0)
+          break;
+        began = 1;
+        if ((rc = fl_seenlog_insert(s, &k)) != 0)
+          break;
+        folded++;
+      }
+      start += len + 1;
+    }
+    if (rc)
+      break;
+    memmove(buf, buf + start, n - start);
+    n -= start;
+  }
+  fl_free(buf);
+  if (began)
+    rc = rc ? (fl_store_rollback(s, NULL), rc) : fl_store_commit(s, NULL);
+  if (rc == 0 && (folded || skipped))
+    fl_info(NULL, "store: folded %zu msgIds from the seen journal left by the last run%s", folded,
+            skipped ? " (skipped lines not of its form, a torn last one included)" : "");
+  s->seen_added += folded;
+  return rc;
+}
+
+int fl_seenlog_open(fl_store *s) {
+  s->jfd = -1;
+  size_t plen = strlen(s->path);
+  s->jpath = fl_malloc(plen + sizeof "-seen");
+  s->jkeys = fl_calloc(FL_SEENLOG_CAP, sizeof *s->jkeys);
+  if (!s->jpath || !s->jkeys)
+    return FL_ENOMEM;
+  memcpy(s->jpath, s->path, plen);
+  memcpy(s->jpath + plen, "-seen", sizeof "-seen");
+  int fd = open(s->jpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    fl_error(NULL, "store: cannot open the seen journal %s: %s", s->jpath, strerror(errno));
+    return FL_ESTORE;
+  }
+  int rc = fl_seenlog_recover(s, fd);
+  if (rc == 0 && ftruncate(fd, 0) != 0) {
+    fl_error(NULL, "store: cannot empty the seen journal %s: %s", s->jpath, strerror(errno));
+    rc = FL_ESTORE;
+  }
+  close(fd);
+  if (rc)
+    return rc;
+  s->jfd = open(s->jpath, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (s->jfd < 0) {
+    fl_error(NULL, "store: cannot open the seen journal %s: %s", s->jpath, strerror(errno));
+    return FL_ESTORE;
+  }
+  s->jsize = 0;
+  return 0;
+}
+
+int fl_seenlog_has(const fl_store *s, const char *msg_id, const char *to_gid) {
+  for (size_t i = 0; i < s->jn; i++)
+    if (strcmp(s->jkeys[i].msg_id, msg_id) == 0 && strcmp(s->jkeys[i].to_gid, to_gid) == 0)
+      return 1;
+  return 0;
+}
+
+int fl_seenlog_usable(const fl_store *s) {
+  return s->jfd >= 0 && !s->sync_full && s->jn < FL_SEENLOG_CAP;
+}
+
+int fl_seenlog_add(fl_store *s, const fl_msg *m) {
+  struct fl_seenlog_key *k = &s->jkeys[s->jn];
+  fl_copy(k->msg_id, sizeof k->msg_id, m->msg_id);
+  fl_copy(k->to_gid, sizeof k->to_gid, m->to_gid);
+  k->at_ms = fl_now_ms();
+  k->until_ms = fl_store_seen_until(m->ts_ms, m->expires_ms);
+  char line[FL_SEENLOG_LINE_MAX + 1];
+  int len =
+      snprintf(line, sizeof line, "%s %s %lld %lld\n", k->msg_id, k->to_gid, k->at_ms, k->until_ms);
+  if (len <= 0 || (size_t)len >= sizeof line)
+    return FL_EINVAL;
+  ssize_t w;
+  do
+    w = write(s->jfd, line, (size_t)len);
+  while (w < 0 && errno == EINTR);
+  if (w == len) {
+    s->jn++;
+    s->jsize += (size_t)len;
+    return 0;
+  }
+  int err = w < 0 ? errno : ENOSPC; /* a short write to a file: out of space */
+  /* Nothing half-written may stay: the next line would be glued to it. */
+  if (w > 0 && ftruncate(s->jfd, (off_t)s->jsize) != 0)
+    fl_warn(NULL, "store: cannot cut a short write off the seen journal: %s", strerror(errno));
+  fl_error(m->trace_id, "store: cannot record msgId %s in the seen journal %s: %s", m->msg_id,
+           s->jpath, strerror(err));
+  return err == ENOSPC || err == EDQUOT ? FL_EDISKFULL : FL_ESTORE;
+}
+
+/* The journal's file lost its name (deleted, or another file renamed over
+ * it): what it holds is folded already, so start a new one at the path. */
+static void fl_seenlog_renew(fl_store *s) {
+  struct stat st;
+  if (fstat(s->jfd, &st) == 0 && st.st_nlink > 0)
+    return;
+  int fd = open(s->jpath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    fl_warn(NULL,
+            "store: the seen journal %s was removed and cannot be made again (%s); msgIds "
+            "go to the database instead",
+            s->jpath, strerror(errno));
+    close(s->jfd);
+    s->jfd = -1;
+    return;
+  }
+  fl_warn(NULL,
+          "store: the seen journal %s was removed while fleetd had it open; started a new "
+          "one",
+          s->jpath);
+  close(s->jfd);
+  s->jfd = fd;
+  s->jsize = 0;
+  if (ftruncate(fd, 0) != 0)
+    fl_warn(NULL, "store: cannot empty the new seen journal: %s", strerror(errno));
+}
+
+int fl_seenlog_fold(fl_store *s) {
+  if (!s->jn || s->batch)
+    return 0;
+  int rc = fl_store_begin(s, NULL);
+  for (size_t i = 0; rc == 0 && i < s->jn; i++)
+    rc = fl_seenlog_insert(s, &s->jkeys[i]);
+  if (rc) {
+    fl_store_rollback(s, NULL);
+    return rc;
+  }
+  if ((rc = fl_store_commit(s, NULL)) != 0)
+    return rc;
+  s->jn = 0;
+  if (s->jfd < 0)
+    return 0;
+  /* Folded: the keys are in the table now. A journal that cannot be
+   * emptied is folded again at the next open, which changes nothing. */
+  if (ftruncate(s->jfd, 0) == 0)
+    s->jsize = 0;
+  else
+    fl_warn(NULL, "store: cannot empty the seen journal %s: %s", s->jpath, strerror(errno));
+  fl_seenlog_renew(s);
+  return 0;
+}
+
+void fl_seenlog_close(fl_store *s) {
+  if (s->jkeys && s->db && fl_seenlog_fold(s) != 0)
+    fl_warn(NULL, "store: the seen journal %s is left to fold at the next start", s->jpath);
+  if (s->jfd >= 0)
+    close(s->jfd);
+  s->jfd = -1;
+  fl_free(s->jkeys);
+  s->jkeys = NULL;
+  fl_free(s->jpath);
+  s->jpath = NULL;
+  fl_seenidx_drop(s);
+}
