@@ -232,6 +232,39 @@ hostsTest('a remote message held at kill -9 is drained exactly once after the re
   );
 });
 
+// ---- 3a. kill -9 right after a message was handed to a waiting call ---------------
+
+hostsTest('a message handed to a waiting poll is remembered across kill -9 (the seen journal)', brokerRef, async ({ hostA, hostB }) => {
+  const alice = await hostA.mcpClient('alice', { role: 'lead' });
+  const bob = await hostB.mcpClient('bob');
+  const bobGid = selfGid(await callTool(bob, 'fleet_list', {}));
+  await waitStatus(alice, 'bob', 'hostB', 'online');
+  await waitStatus(bob, 'alice', 'hostA', 'online');
+
+  // bob waits, so the message is handed to his poll, never held: its msgId
+  // goes to hostB's seen journal, not to holds.db.
+  const polling = callTool(bob, 'fleet_poll', { wait_s: 15, max: 10 });
+  await sleep(1000); // the poll is parked on hostB before the message arrives
+  const sent = await callTool(alice, 'fleet_send', { to: 'bob', content: 'handed, then the crash' });
+  assert.equal(sent.status, 'sent', JSON.stringify(sent));
+  const got = await polling;
+  assert.equal(got.messages.length, 1, JSON.stringify(got));
+  assert.equal(got.messages[0].msgId, sent.msgId);
+  const before = hostB.fleetdLog.length;
+
+  await hostB.kill9();
+  await hostB.closeClient(bob);
+  await hostB.startFleetd();
+  // The journal the crash left is read back before fleetd serves.
+  await waitFor(async () => /folded 1 msgIds from the seen journal left by the last run/.test(hostB.fleetdLog.slice(before)), {
+    what: "hostB's log to say it folded the seen journal",
+  });
+  const bob2 = await hostB.mcpClient('bob');
+  assert.equal(selfGid(await callTool(bob2, 'fleet_list', {})), bobGid, 'bob resumes his gid on hostB');
+  const again = await callTool(bob2, 'fleet_poll', { wait_s: 2, max: 10 });
+  assert.deepEqual(again.messages, [], `handed once, never again: ${JSON.stringify(again)}`);
+});
+
 // ---- 3b. acks of a burst go as one multiple ack, never over a held message ----------
 
 hostsTest('acks drained out of order never settle a message still held; a drained burst is all acked', brokerRef, async ({ hostA, hostB, broker }) => {
