@@ -108,6 +108,8 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
     /* The expiry below which the count bound drops keys: the newest ?1
      * expiries stay. */
     [FL_ST_SEEN_CUT] = "SELECT exp_ms FROM seen ORDER BY exp_ms DESC LIMIT 1 OFFSET ?1",
+    /* Every key, for the fingerprints (store_seenidx.c). */
+    [FL_ST_SEEN_KEYS] = "SELECT msg_id, to_gid FROM seen",
     [FL_ST_HORIZON_PUT] = "INSERT INTO seen_horizon (k, exp_ms) VALUES (0, ?1) "
                           "ON CONFLICT (k) DO UPDATE SET exp_ms = max(exp_ms, excluded.exp_ms)",
     [FL_ST_ENTITY_PUT] = "INSERT INTO entities (gid, name, role, \"groups\") "
@@ -593,6 +595,7 @@ void fl_store_close(fl_store **sp) {
     return;
   fl_store *s = *sp;
   fl_seenlog_close(s);
+  fl_seenidx_drop(s);
   for (int i = 0; i < FL_ST_COUNT_OF; i++)
     sqlite3_finalize(s->st[i]);
   /* Closing the last connection checkpoints the WAL into the database. */

@@ -33,6 +33,7 @@ enum fl_stmt_id {
   FL_ST_EXPIRE,
   FL_ST_TRIM_SEEN,
   FL_ST_SEEN_CUT,
+  FL_ST_SEEN_KEYS,
   FL_ST_HORIZON_PUT,
   FL_ST_ENTITY_PUT,
   FL_ST_ENTITY_BY_NAME,
@@ -78,7 +79,7 @@ struct fl_store {
   int jfd;
   size_t jsize, jn;
   struct fl_seenlog_key *jkeys;
-  /* Fingerprints of the seen table's keys (store_seenlog.c): an open
+  /* Fingerprints of the seen table's keys (store_seenidx.c): an open
    * addressing set of idx_cap slots, 0 = empty; idx_ok 0 = not kept. */
   uint64_t *idx;
   size_t idx_cap, idx_n;
@@ -105,10 +106,12 @@ int fl_seenlog_add(fl_store *s, const fl_msg *m);
 int fl_seenlog_fold(fl_store *s);
 /* Folds (a failure leaves the file for the next open), then closes. */
 void fl_seenlog_close(fl_store *s);
-/* The fingerprints of the seen table's keys: (re)loaded from the table
- * (at open, after a trim), added to with every key written to it, and
- * asked whether a key may be there (0: certainly not; 1: ask the table). */
+/* The fingerprints of the seen table's keys (store_seenidx.c): (re)loaded
+ * from the table (at open, after a trim; 0 or FL_ESTORE), added to with
+ * every key written to it, asked whether a key may be there (0: certainly
+ * not; 1: ask the table), and dropped (at close). */
 int fl_seenidx_load(fl_store *s);
+void fl_seenidx_drop(fl_store *s);
 void fl_seenidx_add(fl_store *s, const char *msg_id, const char *to_gid);
 int fl_seenidx_maybe(const fl_store *s, const char *msg_id, const char *to_gid);
 /* Binds the four columns of a seen row. Returns 0 or -1. */

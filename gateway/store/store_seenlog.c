@@ -20,20 +20,12 @@
  * skipped and counted in the log line.
  *
  * Line format: "<msgId> <to gid> <at ms> <until ms>\n", the four columns of
- * a seen row.
- *
- * The dedup check of a handed message asks the seen table only when a key
- * might be there: an in-memory set of 64-bit fingerprints holds one for
- * every key the table got since the store opened (and all it had then), so
- * an absent fingerprint means an absent key, and the burst's transaction
- * runs no statement at all. A present one (a key seen, a key trimmed since,
- * or a collision) is checked in the table. If the set cannot grow (out of
- * memory), it is dropped and every check asks the table.
+ * a seen row. The dedup check before an append asks the seen table only
+ * when the key's fingerprint is there (store_seenidx.c).
  *
  * Loop thread only, as the rest of the store. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,96 +46,6 @@ struct fl_seenlog_key {
   char to_gid[FL_ID_LEN];
   long long at_ms, until_ms;
 };
-
-/* ---- the fingerprints of the seen table ---- */
-
-#define FL_SEENIDX_FIRST 4096 /* slots; a power of two */
-
-static uint64_t fl_seenidx_hash(const char *msg_id, const char *to_gid) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = msg_id; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  h = (h ^ 0xffu) * 1099511628211ull; /* between the two: "ab"+"c" is not "a"+"bc" */
-  for (const char *p = to_gid; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return h ? h : 1; /* 0 marks an empty slot */
-}
-
-static void fl_seenidx_put(uint64_t *v, size_t cap, uint64_t h) {
-  for (size_t i = (size_t)h & (cap - 1);; i = (i + 1) & (cap - 1)) {
-    if (v[i] == h)
-      return;
-    if (v[i] == 0) {
-      v[i] = h;
-      return;
-    }
-  }
-}
-
-/* The set no longer covers the table: every check asks the table. */
-static void fl_seenidx_drop(fl_store *s) {
-  fl_free(s->idx);
-  s->idx = NULL;
-  s->idx_cap = s->idx_n = 0;
-  s->idx_ok = 0;
-}
-
-void fl_seenidx_add(fl_store *s, const char *msg_id, const char *to_gid) {
-  if (!s->idx_ok)
-    return;
-  if (2 * (s->idx_n + 1) > s->idx_cap) {
-    size_t cap = s->idx_cap ? 2 * s->idx_cap : FL_SEENIDX_FIRST;
-    uint64_t *v = fl_calloc(cap, sizeof *v);
-    if (!v) {
-      fl_warn(NULL, "store: out of memory for the seen-set's fingerprints; dedup asks the "
-                    "database for every message now");
-      fl_seenidx_drop(s);
-      return;
-    }
-    for (size_t i = 0; i < s->idx_cap; i++)
-      if (s->idx[i])
-        fl_seenidx_put(v, cap, s->idx[i]);
-    fl_free(s->idx);
-    s->idx = v;
-    s->idx_cap = cap;
-  }
-  fl_seenidx_put(s->idx, s->idx_cap, fl_seenidx_hash(msg_id, to_gid));
-  s->idx_n++; /* counts adds, a repeat included: it only makes the set grow sooner */
-}
-
-int fl_seenidx_maybe(const fl_store *s, const char *msg_id, const char *to_gid) {
-  if (!s->idx_ok)
-    return 1;
-  if (!s->idx_cap)
-    return 0; /* nothing added yet */
-  uint64_t h = fl_seenidx_hash(msg_id, to_gid);
-  for (size_t i = (size_t)h & (s->idx_cap - 1);; i = (i + 1) & (s->idx_cap - 1)) {
-    if (s->idx[i] == h)
-      return 1;
-    if (s->idx[i] == 0)
-      return 0;
-  }
-}
-
-int fl_seenidx_load(fl_store *s) {
-  fl_seenidx_drop(s);
-  s->idx_ok = 1;
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(s->db, "SELECT msg_id, to_gid FROM seen", -1, &st, NULL) != SQLITE_OK)
-    return fl_store_db_fail(s, NULL, "reading the seen-set");
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW && s->idx_ok)
-    fl_seenidx_add(s, (const char *)sqlite3_column_text(st, 0),
-                   (const char *)sqlite3_column_text(st, 1));
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-    fl_seenidx_drop(s);
-    return fl_store_db_fail(s, NULL, "reading the seen-set");
-  }
-  return 0;
-}
-
-/* ---- the journal ---- */
 
 /* Inserts one key into the seen table (a transaction is open). */
 static int fl_seenlog_insert(fl_store *s, const struct fl_seenlog_key *k) {
@@ -205,7 +107,7 @@ static int fl_seenlog_recover(fl_store *s, int fd) {
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0) {
-      fl_error(NULL, "store: cannot read the seen journal %s-seen: %s", s->path, strerror(errno));
+      fl_error(NULL, "store: cannot read the seen journal %s: %s", s->jpath, strerror(errno));
       rc = FL_ESTORE;
       break;
     }
@@ -379,5 +281,4 @@ void fl_seenlog_close(fl_store *s) {
   s->jkeys = NULL;
   fl_free(s->jpath);
   s->jpath = NULL;
-  fl_seenidx_drop(s);
 }

@@ -972,6 +972,34 @@ static void test_admit_hand_batch(void **state) {
   assert_int_equal(fl_store_admit(f->s, &c, FL_ADMIT_HAND), FL_EDUP);
 }
 
+/* A key written to the table by the held path has its fingerprint too: a
+ * redelivery of a message taken already, arriving while its recipient
+ * (now holding nothing) waits, is refused by the handed path. */
+static void test_seen_fingerprint_of_held(void **state) {
+  fixture *f = *state;
+  fl_msg m;
+  mk(&m, "p1", "hank", "bob", "held first", 0);
+  assert_int_equal(fl_store_put(f->s, &m), 0);
+  fl_msg *out = NULL;
+  size_t n = 0;
+  assert_int_equal(fl_store_take(f->s, "hank", NULL, 10, 0, &out, &n), 0);
+  assert_int_equal(n, 1);
+  fl_msgs_free(out, n);
+  assert_int_equal(count(f->s, "hank", 2000), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  mk(&m, "p1", "hank", "bob", "redelivered", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), FL_EDUP);
+  assert_int_equal(m.handed, 0);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  /* And from a table the store found at open. */
+  fl_store_close(&f->s);
+  assert_int_equal(fl_store_open(f->path, &f->s), 0);
+  assert_int_equal(count(f->s, "hank", 2000), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), FL_EDUP);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+}
+
 /* Keys a crash left in the journal are folded when the store opens; a torn
  * last line and lines not of its form are skipped. */
 static void test_seen_journal_recovery(void **state) {
@@ -1257,6 +1285,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_admit_hand, setup, teardown),
       cmocka_unit_test_setup_teardown(test_admit_hand_batch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_fingerprint_of_held, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_journal_recovery, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_journal_limits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_journal_deleted, setup, teardown),
