@@ -14,11 +14,15 @@
 #   - with BENCH_TPUT=1, cross-host throughput (fleet_bench tput) and both
 #     gateways' and the broker's CPU per message over it (user + system,
 #     from /proc), then each gateway's RSS and its parts (bench/rss_parts.sh;
-#     every part is in results.txt, BENCH_KEEP=1).
+#     every part is in results.txt, BENCH_KEEP=1);
+#   - with BENCH_C32=1, U1 with 32 calls in flight (32 pairs, unpaced,
+#     BENCH_C32_N calls each) with direct sessions, then with every session
+#     through its own fleet-mcp from the same build dir: the stdio hop.
 # Printed: the median over rounds of each, new/old, and each build's U1 p50
 # over the raw round trip's median. Knobs: BENCH_ROUNDS (3), BENCH_RATE (20),
 # BENCH_RTT_N (300), BENCH_SIZE (1024), BENCH_TPUT (0), BENCH_N (10000),
-# BENCH_WINDOW (64), BENCH_KEEP=1 keeps the work dir. The drivers come from
+# BENCH_WINDOW (64), BENCH_C32 (0), BENCH_C32_N (50), BENCH_KEEP=1 keeps the
+# work dir. The drivers come from
 # bench/build (bench/run.sh builds them); fleetctl is taken from each dir.
 set -euo pipefail
 
@@ -35,7 +39,10 @@ SIZE=${BENCH_SIZE:-1024}
 TPUT=${BENCH_TPUT:-0}
 N=${BENCH_N:-10000}
 WINDOW=${BENCH_WINDOW:-64}
-for b in "$OLD/fleetd" "$NEW/fleetd" "$OLD/fleetctl" "$NEW/fleetctl" "$FB" "$AB"; do
+C32=${BENCH_C32:-0}
+C32_N=${BENCH_C32_N:-50}
+for b in "$OLD/fleetd" "$NEW/fleetd" "$OLD/fleetctl" "$NEW/fleetctl" "$OLD/fleet-mcp" "$NEW/fleet-mcp" \
+  "$FB" "$AB"; do
   [ -x "$b" ] || { echo "compare: $b is missing" >&2; exit 1; }
 done
 
@@ -112,6 +119,11 @@ one() { # WHICH BIN_DIR
   start_pair "$1" "$2"
   local sa=$WORK/$1/hostA/fleetd.sock sb=$WORK/$1/hostB/fleetd.sock
   "$FB" rtt "$sa" "$sb" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "$1_u1" >>"$RESULTS"
+  if [ "$C32" = 1 ]; then
+    "$FB" rtt "$sa" "$sb" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -l "$1_c32" >>"$RESULTS"
+    "$FB" rtt "$sa" "$sb" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -m "$2/fleet-mcp" \
+      -l "$1_c32_mcp" >>"$RESULTS"
+  fi
   if [ "$TPUT" = 1 ]; then
     local a0 a1 b0 b1 m0 m1 beam
     beam=$(cat "$WORK/mq/rabbitmq.pid")
@@ -169,4 +181,12 @@ if [ "$TPUT" = 1 ]; then
   row "hostB RssAnon KiB" rss_b.RssAnon_kib
   row "hostA RssFile KiB" rss_a.RssFile_kib
   row "hostB RssFile KiB" rss_b.RssFile_kib
+fi
+if [ "$C32" = 1 ]; then
+  row "32 in flight, direct: p50 ms" c32.p50_ms
+  row "32 in flight, through fleet-mcp: p50 ms" c32_mcp.p50_ms
+  row "32 in flight, through fleet-mcp: p99 ms" c32_mcp.p99_ms
+  table_line "the stdio hop: through fleet-mcp / direct p50" \
+    "$(ratio "$(med old_c32_mcp.p50_ms)" "$(med old_c32.p50_ms)")" \
+    "$(ratio "$(med new_c32_mcp.p50_ms)" "$(med new_c32.p50_ms)")" ""
 fi
