@@ -63,6 +63,28 @@ static void fl_calls_remove(fl_calls *c, size_t i) {
   c->n--;
 }
 
+/* Keeps tok (taken: freed here on failure) as the newest call. */
+static int fl_calls_keep(fl_calls *c, char *tok, enum fl_call_kind kind) {
+  if (c->n >= c->cap) {
+    fl_free(tok);
+    return FL_EFULL;
+  }
+  if (c->n == c->alloc) {
+    size_t want = c->alloc ? c->alloc * 2 : 8;
+    if (want > c->cap)
+      want = c->cap;
+    fl_call *v = fl_realloc(c->v, want * sizeof *v);
+    if (!v) {
+      fl_free(tok);
+      return FL_ENOMEM;
+    }
+    c->v = v;
+    c->alloc = want;
+  }
+  c->v[c->n++] = (fl_call){.tok = tok, .kind = kind};
+  return 0;
+}
+
 int fl_calls_add(fl_calls *c, json_t *id, enum fl_call_kind kind) {
   if (!c)
     return FL_EINVAL;
@@ -70,21 +92,23 @@ int fl_calls_add(fl_calls *c, json_t *id, enum fl_call_kind kind) {
     return FL_EINVAL;
   if (c->n >= c->cap)
     return FL_EFULL;
-  if (c->n == c->alloc) {
-    size_t want = c->alloc ? c->alloc * 2 : 8;
-    if (want > c->cap)
-      want = c->cap;
-    fl_call *v = fl_realloc(c->v, want * sizeof *v);
-    if (!v)
-      return FL_ENOMEM;
-    c->v = v;
-    c->alloc = want;
-  }
   char *tok = fl_calls_tok(id);
   if (!tok)
     return FL_ENOMEM;
-  c->v[c->n++] = (fl_call){.tok = tok, .kind = kind};
-  return 0;
+  return fl_calls_keep(c, tok, kind);
+}
+
+int fl_calls_add_tok(fl_calls *c, const char *tok, size_t toklen, enum fl_call_kind kind) {
+  if (!c || !tok || toklen == 0)
+    return FL_EINVAL;
+  if (c->n >= c->cap)
+    return FL_EFULL;
+  char *copy = fl_malloc(toklen + 1);
+  if (!copy)
+    return FL_ENOMEM;
+  memcpy(copy, tok, toklen);
+  copy[toklen] = '\0';
+  return fl_calls_keep(c, copy, kind);
 }
 
 void fl_calls_forget(fl_calls *c, json_t *id) {

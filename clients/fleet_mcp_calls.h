@@ -34,6 +34,10 @@ size_t fl_calls_count(const fl_calls *c);
  * FL_EINVAL for an id that is no string or integer (fleetd refuses it at
  * once); FL_ENOMEM. */
 int fl_calls_add(fl_calls *c, json_t *id, enum fl_call_kind kind);
+/* The same for an id given as its compact JSON text tok (toklen bytes: an
+ * integer, or a string with its quotes, as jansson writes it), read from a
+ * line without parsing it (fleet_mcp_head.h). Returns as fl_calls_add. */
+int fl_calls_add_tok(fl_calls *c, const char *tok, size_t toklen, enum fl_call_kind kind);
 /* Forgets the call with this id (borrowed), if it is here: the client
  * cancelled it, and fleetd does not answer a cancelled call. */
 void fl_calls_forget(fl_calls *c, json_t *id);

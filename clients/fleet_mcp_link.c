@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clients/fleet_mcp_head.h"
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/time.h"
@@ -239,11 +240,53 @@ void fl_link_down(fl_relay *r, const char *why, int refused) {
   r->next_try = now + retry_in(r, refused);
 }
 
+/* 1 when the scanned line's method is name. */
+static int head_is(const fl_mcp_head *h, const char *name) {
+  return h->method_len == strlen(name) && memcmp(h->method, name, h->method_len) == 0;
+}
+
+static void warn_untracked(fl_relay *r) {
+  if (r->untracked_warned)
+    return;
+  r->untracked_warned = 1;
+  fprintf(stderr, "fleet-mcp: over %d calls in flight; the rest go through untracked\n",
+          FL_MCP_MAX_CALLS);
+}
+
+/* Takes the link down when a write to fleetd failed (wrc, a negative errno). */
+static void sent(fl_relay *r, int wrc) {
+  if (wrc != 0) {
+    char why[64];
+    fl_errf(why, sizeof why, "writing to fleetd failed: %s", strerror(-wrc));
+    fl_link_down(r, why, 0);
+  }
+}
+
+/* A request that needs nothing of fleet-mcp but its id kept (every request
+ * but initialize and logging/setLevel), read by fl_mcp_head_scan: it goes
+ * through as it came, with no tree built of it. */
+static int send_plain_call(fl_relay *r, const fl_mcp_head *h, const char *line, size_t len) {
+  int arc = fl_calls_add_tok(r->calls, h->id, h->id_len,
+                             head_is(h, "tools/call") ? FL_CALL_TOOL : FL_CALL_OTHER);
+  if (arc == FL_ENOMEM) {
+    fprintf(stderr, "fleet-mcp: out of memory\n");
+    return FL_PUMP_FAIL;
+  }
+  if (arc == FL_EFULL)
+    warn_untracked(r);
+  sent(r, write_line(r->sock, line, len));
+  return FL_PUMP_OK;
+}
+
 /* Sends one whole line from the client to fleetd, noting what fleet-mcp
  * must know of it (the call to answer if the link is lost, the session to
  * register again). initialize gets the identity. A write that fails takes
  * the link down. Returns FL_PUMP_OK, or FL_PUMP_FAIL when out of memory. */
 static int send_client_line(fl_relay *r, const char *line, size_t len) {
+  fl_mcp_head h;
+  if (fl_mcp_head_scan(line, len, &h) && h.method && h.id && !head_is(&h, "initialize") &&
+      !head_is(&h, "logging/setLevel"))
+    return send_plain_call(r, &h, line, len);
   json_t *root = json_loadb(line, len, 0, NULL);
   const char *method = json_string_value(json_object_get(root, "method"));
   json_t *id = json_object_get(root, "id");
@@ -254,11 +297,8 @@ static int send_client_line(fl_relay *r, const char *line, size_t len) {
     int arc = fl_calls_add(r->calls, id, kind);
     if (arc == FL_ENOMEM)
       goto oom;
-    if (arc == FL_EFULL && !r->untracked_warned) {
-      r->untracked_warned = 1;
-      fprintf(stderr, "fleet-mcp: over %d calls in flight; the rest go through untracked\n",
-              FL_MCP_MAX_CALLS);
-    }
+    if (arc == FL_EFULL)
+      warn_untracked(r);
     if (kind == FL_CALL_INIT && add_identity(root, r->ident) == 0) {
       json_decref(r->init_sent);
       r->init_sent = json_incref(json_object_get(root, "params"));
@@ -277,17 +317,11 @@ static int send_client_line(fl_relay *r, const char *line, size_t len) {
     /* fleetd never answers a cancelled call: nothing to fail for it later. */
     fl_calls_forget(r->calls, json_object_get(json_object_get(root, "params"), "requestId"));
   }
-  int wrc;
   if (rewritten) {
     struct iovec iov = {.iov_base = rewritten, .iov_len = strlen(rewritten)};
-    wrc = fl_link_write_all(r->sock, &iov, 1);
+    sent(r, fl_link_write_all(r->sock, &iov, 1));
   } else {
-    wrc = write_line(r->sock, line, len);
-  }
-  if (wrc != 0) {
-    char why[64];
-    fl_errf(why, sizeof why, "writing to fleetd failed: %s", strerror(-wrc));
-    fl_link_down(r, why, 0);
+    sent(r, write_line(r->sock, line, len));
   }
   goto done;
 oom:
