@@ -225,6 +225,14 @@
  * broker holds the backlog instead of our heap. */
 #define FL_BROKER_MAX_EVENTS 8192
 
+/* Bytes of deliveries (the message and its envelope) on their way from the
+ * broker thread to the loop, queued or being handled. The count above alone
+ * let a loop held up by a slow commit collect thousands of deliveries of up
+ * to a MiB each. Past this the broker thread stops reading the socket until
+ * the loop has dealt with the ones it has (a message bigger than the budget
+ * still goes, alone). */
+#define FL_BROKER_MAX_EVENT_BYTES (4u * 1024u * 1024u)
+
 /* Broker URIs one gateway may be given (the nodes of a cluster): it tries
  * them in turn until one answers. */
 #define FL_BROKER_MAX_URIS 8

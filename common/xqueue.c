@@ -20,9 +20,10 @@
 
 struct fl_xqueue {
   uv_mutex_t mu;
-  uv_cond_t space; /* signalled when a pop made room, or on shutdown */
+  uv_cond_t space; /* signalled when a pop or a settle made room, or on shutdown */
   void **v;
   size_t cap, head, n;
+  size_t bytes, max_bytes; /* unsettled weight, and its budget (0: none) */
   int shut;
   /* to the loop */
   int to_loop;
@@ -184,18 +185,37 @@ int fl_xqueue_push(fl_xqueue *q, void *item) {
   return 0;
 }
 
-int fl_xqueue_push_wait(fl_xqueue *q, void *item) {
+void fl_xqueue_set_max_bytes(fl_xqueue *q, size_t max) {
+  if (!q)
+    return;
+  uv_mutex_lock(&q->mu);
+  q->max_bytes = max;
+  uv_mutex_unlock(&q->mu);
+}
+
+/* Whether an item of bytes must wait for the budget (lock held). */
+static int xq_over_budget(const fl_xqueue *q, size_t bytes) {
+  if (!q->max_bytes || !q->bytes)
+    return 0;
+  return bytes >= q->max_bytes || q->bytes > q->max_bytes - bytes;
+}
+
+int fl_xqueue_push_wait(fl_xqueue *q, void *item) { return fl_xqueue_push_wait_bytes(q, item, 0); }
+
+int fl_xqueue_push_wait_bytes(fl_xqueue *q, void *item, size_t bytes) {
   if (!q || !item)
     return FL_EINVAL;
   int rc = 0;
   uv_mutex_lock(&q->mu);
-  while (q->n == q->cap && !q->shut)
+  while ((q->n == q->cap || xq_over_budget(q, bytes)) && !q->shut)
     uv_cond_timedwait(&q->space, &q->mu, XQ_WAIT_NS);
   if (q->n == q->cap)
     rc = xq_grow(q);
   int was_empty = q->n == 0;
-  if (rc == 0)
+  if (rc == 0) {
     xq_append(q, item);
+    q->bytes += bytes;
+  }
   uv_mutex_unlock(&q->mu);
   if (rc == 0)
     xq_wake(q, was_empty);
@@ -224,6 +244,15 @@ size_t fl_xqueue_pop(fl_xqueue *q, void **items, size_t max) {
   if (left && !q->to_loop)
     xq_wake_worker(q); /* more wait: the next poll must return at once */
   return got;
+}
+
+void fl_xqueue_settle_bytes(fl_xqueue *q, size_t bytes) {
+  if (!q || bytes == 0)
+    return;
+  uv_mutex_lock(&q->mu);
+  q->bytes -= bytes < q->bytes ? bytes : q->bytes;
+  uv_cond_signal(&q->space);
+  uv_mutex_unlock(&q->mu);
 }
 
 int fl_xqueue_fd(const fl_xqueue *q) { return q && !q->to_loop ? q->wake[0] : -1; }

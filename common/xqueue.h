@@ -59,6 +59,23 @@ int fl_xqueue_push(fl_xqueue *q, void *item);
  * Returns 0, FL_ENOMEM (shut down and no memory to grow) or FL_EINVAL. */
 int fl_xqueue_push_wait(fl_xqueue *q, void *item);
 
+/* A budget of bytes on top of the count (0, the default, is none): the
+ * items pushed with fl_xqueue_push_wait_bytes and not yet settled by the
+ * consumer weigh at most max bytes, so a burst of big items waits in the
+ * producer's thread (and, behind it, in the socket it reads) instead of in
+ * memory. Call before any push. */
+void fl_xqueue_set_max_bytes(fl_xqueue *q, size_t max);
+
+/* As fl_xqueue_push_wait, but the item weighs bytes, and the push also
+ * waits while the weight of the unsettled items plus this one would pass
+ * the budget. An item heavier than the whole budget goes when nothing else
+ * weighs on it, so no item waits forever; after shutdown nothing waits. */
+int fl_xqueue_push_wait_bytes(fl_xqueue *q, void *item, size_t bytes);
+
+/* The consumer is done with items weighing bytes (it freed them): their
+ * weight leaves the budget, and a push waiting for it goes on. Any thread. */
+void fl_xqueue_settle_bytes(fl_xqueue *q, size_t bytes);
+
 /* Takes up to max items from the head into items, oldest first, and
  * returns how many (0 when empty). Never blocks; wakes a waiting push_wait.
  * For a to-worker queue it also clears the pipe first, and leaves it

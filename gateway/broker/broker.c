@@ -95,14 +95,17 @@ static void drain_events(fl_broker *b, int stopping) {
   size_t n;
   int open = 0;
   while ((n = fl_xqueue_pop(b->events, batch, FL_BROKER_BATCH)) > 0) {
+    size_t settled = 0;
     for (size_t i = 0; i < n; i++) {
       struct item *it = batch[i];
+      settled += it->weight;
       if (!stopping && !open && it->type == EV_DELIVERY && b->ev.on_batch) {
         b->ev.on_batch(b->ctx, 1);
         open = 1;
       }
       dispatch(b, it, stopping);
     }
+    fl_xqueue_settle_bytes(b->events, settled);
   }
   if (open)
     b->ev.on_batch(b->ctx, 0);
@@ -233,6 +236,7 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
   /* Last: from here on, freeing b takes a loop turn to close the handle. */
   if ((rc = fl_xqueue_new_to_loop(loop, FL_BROKER_MAX_EVENTS, on_events, b, &b->events)))
     goto fail;
+  fl_xqueue_set_max_bytes(b->events, FL_BROKER_MAX_EVENT_BYTES);
   if ((rc = uv_thread_create(&b->thread, fl_broker_thread_main, b)) != 0) {
     b->stopped = 1;
     b->free_on_close = 1;

@@ -563,7 +563,12 @@ static void delivered(fl_broker *b, struct chan *c) {
     it->len = c->size;
     c->body = NULL;
   }
-  emit(b, it);
+  /* Past the budget this waits for the loop, and the socket waits with it. */
+  it->weight = sizeof(*it) + it->len;
+  if (fl_xqueue_push_wait_bytes(b->events, it, it->weight) != 0) {
+    fl_error(it->env.trace_id, "broker: dropped an event while stopping (out of memory)");
+    fl_broker_item_free(it);
+  }
 }
 
 static void content_done(fl_broker *b, struct chan *c) {

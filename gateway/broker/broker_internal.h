@@ -89,6 +89,7 @@ struct item {
   fl_envelope env;
   char *body;
   size_t len;
+  size_t weight; /* delivery: what it counts against FL_BROKER_MAX_EVENT_BYTES */
   void *req;
   uint64_t seq; /* publish sequence number on the publish channel */
   int done;     /* publish: an outcome is set */

@@ -238,12 +238,81 @@ static void test_pop_releases(void **state) {
   fl_xqueue_free(&bl.q, NULL);
 }
 
+/* ---- the byte budget ---- */
+
+struct heavy {
+  fl_xqueue *q;
+  int item;
+  size_t bytes;
+  int rc;
+  int done;
+};
+
+static void push_heavy(void *arg) {
+  struct heavy *h = arg;
+  h->rc = fl_xqueue_push_wait_bytes(h->q, ITEM(h->item), h->bytes);
+  __atomic_store_n(&h->done, 1, __ATOMIC_SEQ_CST);
+}
+
+static int heavy_done(struct heavy *h) { return __atomic_load_n(&h->done, __ATOMIC_SEQ_CST); }
+
+/* Items weigh until the consumer settles them, not only while queued: a
+ * push that would pass the budget waits for a settle, a pop is not enough.
+ * An item heavier than the whole budget goes when nothing else weighs. A
+ * shutdown releases a push waiting for the budget. */
+static void test_byte_budget(void **state) {
+  (void)state;
+  fl_xqueue *q = NULL;
+  assert_int_equal(fl_xqueue_new_to_worker(16, &q), 0);
+  fl_xqueue_set_max_bytes(q, 100);
+  assert_int_equal(fl_xqueue_push_wait_bytes(q, ITEM(1), 60), 0);
+
+  struct heavy h = {.q = q, .item = 2, .bytes = 60, .rc = 99};
+  uv_thread_t t;
+  assert_int_equal(uv_thread_create(&t, push_heavy, &h), 0);
+  uv_sleep(50);
+  assert_int_equal(heavy_done(&h), 0); /* 60 + 60 > 100 */
+  void *got[4];
+  assert_int_equal(fl_xqueue_pop(q, got, 4), 1);
+  assert_int_equal(NUM(got[0]), 1);
+  uv_sleep(50);
+  assert_int_equal(heavy_done(&h), 0); /* popped, not yet settled */
+  fl_xqueue_settle_bytes(q, 60);
+  uv_thread_join(&t);
+  assert_int_equal(h.rc, 0);
+  assert_int_equal(fl_xqueue_pop(q, got, 4), 1);
+  assert_int_equal(NUM(got[0]), 2);
+
+  /* Within the budget nothing waits: 60 + 40 is exactly 100. */
+  assert_int_equal(fl_xqueue_push_wait_bytes(q, ITEM(3), 40), 0);
+  assert_int_equal(fl_xqueue_pop(q, got, 4), 1);
+  fl_xqueue_settle_bytes(q, 100);
+
+  /* Alone, an item over the whole budget goes at once. */
+  assert_int_equal(fl_xqueue_push_wait_bytes(q, ITEM(4), 500), 0);
+  /* Behind it even a small one waits, until a shutdown. */
+  struct heavy h2 = {.q = q, .item = 5, .bytes = 1, .rc = 99};
+  assert_int_equal(uv_thread_create(&t, push_heavy, &h2), 0);
+  uv_sleep(50);
+  assert_int_equal(heavy_done(&h2), 0);
+  fl_xqueue_shutdown(q);
+  uv_thread_join(&t);
+  assert_int_equal(h2.rc, 0);
+  assert_int_equal(fl_xqueue_pop(q, got, 4), 2);
+  assert_int_equal(NUM(got[0]), 4);
+  assert_int_equal(NUM(got[1]), 5);
+  /* Settling more than is owed does not wrap the count. */
+  fl_xqueue_settle_bytes(q, 10000);
+  fl_xqueue_free(&q, NULL);
+}
+
 int main(void) {
   fl_alloc_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_to_worker),      cmocka_unit_test(test_arguments),
       cmocka_unit_test(test_to_loop),        cmocka_unit_test(test_close_callback),
       cmocka_unit_test(test_shutdown_grows), cmocka_unit_test(test_pop_releases),
+      cmocka_unit_test(test_byte_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
