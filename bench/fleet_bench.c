@@ -2,7 +2,7 @@
  * JSON-RPC over its Unix socket) and measures what fleet adds on top of the
  * broker.
  *
- *   fleet_bench tput SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] [-l LABEL]
+ *   fleet_bench tput SOCK_A SOCK_B [-n N] [-s SIZE] [-w WINDOW] [-p POLLMAX] [-l LABEL]
  *   fleet_bench rtt  SOCK_A SOCK_B [-n N] [-s SIZE] [-r RATE] [-W WARMUP] [-l LABEL]
  *   fleet_bench bcast SOCK_A SOCK_B [SOCK_C ...] [-n N] [-s SIZE] [-r RATE] [-W WARMUP] [-l LABEL]
  *
@@ -10,8 +10,9 @@
  *       fleet_send (no wait_s) to a receiver registered on gateway B, keeping
  *       WINDOW requests in flight on its one connection (fleetd allows 64
  *       waiting calls per client, and a remote send waits for the broker's
- *       confirm). The receiver long-polls (wait_s, max 100) until all N have
- *       arrived. Result: N / (last message received - first send written).
+ *       confirm). The receiver long-polls (wait_s, max POLLMAX, 100) until all
+ *       N have arrived (a smaller POLLMAX keeps a poll of big messages under
+ *       the line cap). Result: N / (last message received - first send written).
  * rtt:  U1, "ask and wait": a requester on A calls fleet_send with wait_s at
  *       RATE calls/s; a responder on B long-polls and answers each message at
  *       once with fleet_reply (inReplyTo its msgId, the same content back).
@@ -83,7 +84,7 @@ struct opts {
   const char *mode, *sock_a, *sock_b, *label;
   const char *more[MAX_RECEIVERS]; /* bcast: receiving gateways after SOCK_B */
   size_t nmore;
-  size_t n, size, window, warmup, pairs;
+  size_t n, size, window, warmup, pairs, poll_max;
   double rate;
 };
 
@@ -92,7 +93,7 @@ struct opts {
 struct receiver {
   const char *sock;
   char name[64];
-  size_t expect, size;
+  size_t expect, size, poll_max;
   size_t got, polls, max_batch;
   uint64_t t_last;
   struct sess s;
@@ -102,7 +103,7 @@ struct receiver {
 static void *receiver_main(void *arg) {
   struct receiver *rx = arg;
   char args[64];
-  snprintf(args, sizeof args, "{\"wait_s\":%d,\"max\":100}", POLL_WAIT_S);
+  snprintf(args, sizeof args, "{\"wait_s\":%d,\"max\":%zu}", POLL_WAIT_S, rx->poll_max);
   while (rx->got < rx->expect) {
     json_t *r = sess_call(&rx->s, "fleet_poll", args);
     json_t *msgs = json_object_get(tool_result(&rx->s, r, "fleet_poll"), "messages");
@@ -126,7 +127,8 @@ static void *receiver_main(void *arg) {
 }
 
 static void run_tput(const struct opts *o) {
-  struct receiver rx = {.sock = o->sock_b, .expect = o->n, .size = o->size};
+  struct receiver rx = {
+      .sock = o->sock_b, .expect = o->n, .size = o->size, .poll_max = o->poll_max};
   snprintf(rx.name, sizeof rx.name, "%s-rx", o->label);
   char txname[64];
   snprintf(txname, sizeof txname, "%s-tx", o->label);
@@ -360,6 +362,7 @@ static void run_bcast(const struct opts *o) {
     rx[k].sock = k ? o->more[k - 1] : o->sock_b;
     rx[k].expect = total;
     rx[k].size = o->size;
+    rx[k].poll_max = o->poll_max;
     snprintf(rx[k].name, sizeof rx[k].name, "%s-rx%zu", o->label, k);
     sess_open(&rx[k].s, rx[k].sock, rx[k].name);
   }
@@ -648,7 +651,13 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
   fb_prog = "fleet_bench";
-  struct opts o = {.n = 20000, .size = 1024, .window = 64, .warmup = 10, .rate = 20, .pairs = 1};
+  struct opts o = {.n = 20000,
+                   .size = 1024,
+                   .window = 64,
+                   .warmup = 10,
+                   .rate = 20,
+                   .pairs = 1,
+                   .poll_max = 100};
   if (argc < 4)
     usage();
   o.mode = argv[1];
@@ -662,13 +671,16 @@ int main(int argc, char **argv) {
     o.more[o.nmore++] = argv[optind++];
   }
   int ch;
-  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:m:c:")) != -1) {
+  while ((ch = getopt(argc, argv, "n:s:w:r:W:l:m:c:p:")) != -1) {
     switch (ch) {
     case 'm':
       g_fleet_mcp = optarg;
       break;
     case 'c':
       o.pairs = strtoul(optarg, NULL, 10);
+      break;
+    case 'p':
+      o.poll_max = strtoul(optarg, NULL, 10);
       break;
     case 'n':
       o.n = strtoul(optarg, NULL, 10);
@@ -692,8 +704,8 @@ int main(int argc, char **argv) {
       usage();
     }
   }
-  if (o.pairs == 0 || o.pairs > 256 || o.n == 0 || o.size < 12 || o.window == 0 || o.rate <= 0 ||
-      strlen(o.label) > 40)
+  if (o.pairs == 0 || o.pairs > 256 || o.poll_max == 0 || o.poll_max > 100 || o.n == 0 ||
+      o.size < 12 || o.window == 0 || o.rate <= 0 || strlen(o.label) > 40)
     usage();
   if (strcmp(o.mode, "tput") == 0)
     run_tput(&o);
