@@ -147,17 +147,43 @@ static int scan_literal(scan *s, const char *word, size_t n) {
 
 static int scan_value(scan *s, int depth);
 
-/* An object at s->p (its '{'). At the top level (h not NULL) its method
- * and id go to h. */
-static int scan_object(scan *s, int depth, fl_mcp_head *h) {
+/* A container's opening byte at s->p, at depth: 1 when it is empty (and
+ * closed), 0 when members follow, -1 when it is not to be read. */
+static int scan_open(scan *s, int depth, unsigned char close) {
   if (depth > FL_MCP_HEAD_MAX_DEPTH)
-    return 0;
+    return -1;
   s->p++;
   skip_ws(s);
-  if (s->p < s->end && *s->p == '}') {
+  if (s->p < s->end && *s->p == close) {
     s->p++;
     return 1;
   }
+  return 0;
+}
+
+/* After a member: 1 at the container's closing byte (passed), 0 at a comma
+ * (passed, another member follows), -1 for anything else. */
+static int scan_next(scan *s, unsigned char close) {
+  skip_ws(s);
+  if (s->p >= s->end)
+    return -1;
+  if (*s->p == close) {
+    s->p++;
+    return 1;
+  }
+  if (*s->p != ',')
+    return -1;
+  s->p++;
+  skip_ws(s);
+  return 0;
+}
+
+/* An object at s->p (its '{'). At the top level (h not NULL) its method
+ * and id go to h. */
+static int scan_object(scan *s, int depth, fl_mcp_head *h) {
+  int rc = scan_open(s, depth, '}');
+  if (rc)
+    return rc > 0;
   for (;;) {
     if (s->p >= s->end || *s->p != '"')
       return 0;
@@ -195,43 +221,20 @@ static int scan_object(scan *s, int depth, fl_mcp_head *h) {
     } else if (!scan_value(s, depth)) {
       return 0;
     }
-    skip_ws(s);
-    if (s->p >= s->end)
-      return 0;
-    if (*s->p == '}') {
-      s->p++;
-      return 1;
-    }
-    if (*s->p != ',')
-      return 0;
-    s->p++;
-    skip_ws(s);
+    if ((rc = scan_next(s, '}')) != 0)
+      return rc > 0;
   }
 }
 
 static int scan_array(scan *s, int depth) {
-  if (depth > FL_MCP_HEAD_MAX_DEPTH)
-    return 0;
-  s->p++;
-  skip_ws(s);
-  if (s->p < s->end && *s->p == ']') {
-    s->p++;
-    return 1;
-  }
+  int rc = scan_open(s, depth, ']');
+  if (rc)
+    return rc > 0;
   for (;;) {
     if (!scan_value(s, depth))
       return 0;
-    skip_ws(s);
-    if (s->p >= s->end)
-      return 0;
-    if (*s->p == ']') {
-      s->p++;
-      return 1;
-    }
-    if (*s->p != ',')
-      return 0;
-    s->p++;
-    skip_ws(s);
+    if ((rc = scan_next(s, ']')) != 0)
+      return rc > 0;
   }
 }
 
