@@ -241,6 +241,12 @@
  * default channel_max is 2047; two channels are the link's own. */
 #define FL_BROKER_MAX_INBOXES 2000
 
+/* Inboxes set up one shortly after another (a gateway starting, a burst of
+ * agents) start consuming together, once none has been set up for this
+ * long: see fl_broker_inbox_start. A new inbox's messages wait this much
+ * longer on the broker, at most. */
+#define FL_BROKER_INBOX_SETTLE_MS 20
+
 /* Unacked deliveries per consumer (basic.qos). Acks wait for the client's
  * drain, so this is also how many messages one inbox has on their way at
  * once; 100 keeps a burst flowing while the rest of the backlog stays on the

@@ -240,7 +240,9 @@ static void link_teardown(fl_broker *b, int graceful) {
   for (size_t i = 0; i < b->ninboxes; i++) {
     fl_broker_chan_reset(b, &b->inboxes[i]->ch);
     b->inboxes[i]->consuming = 0;
+    b->inboxes[i]->consume_sent = 0;
   }
+  b->inbox_start_at = 0;
   memset(b->chans, 0, sizeof(b->chans));
 }
 
@@ -377,6 +379,10 @@ static int link_connect(fl_broker *b, char *why, size_t n) {
       fl_broker_copy(why, n, b->err);
       return rc;
     }
+  }
+  if ((rc = fl_broker_inbox_start(b, 1)) < 0) {
+    fl_broker_copy(why, n, b->err);
+    return rc;
   }
   return 0;
 }
@@ -631,6 +637,10 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
               : FL_BROKER_ROSTER;
     return 0;
   }
+  case AMQP_BASIC_CONSUME_OK_METHOD:
+    if (c->inbox && c->inbox->consume_sent && !c->inbox->consuming)
+      fl_broker_inbox_consuming(b, c->inbox);
+    return 0;
   case AMQP_BASIC_CANCEL_METHOD:
     /* The broker cancelled a consumer (its queue was deleted): we asked for
      * this with consumer_cancel_notify at login. */
@@ -650,11 +660,7 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
             (int)m->reply_text.len, (const char *)m->reply_text.bytes);
     amqp_send_method(b->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
     if (c->inbox) {
-      struct inbox *ib = c->inbox;
-      fl_broker_chan_reset(b, c);
-      ib->consuming = 0;
-      fl_error(NULL, "broker: inbox %s: %s", ib->gid, why);
-      fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
+      fl_broker_inbox_closed(b, c->inbox, why);
       return 0;
     }
     fl_broker_link_lost(b, why);
@@ -746,7 +752,14 @@ static void pump(fl_broker *b) {
      * trickle of commands must not starve the heartbeats it sends. */
     struct pollfd p[2] = {{fl_xqueue_fd(b->cmds), POLLIN, 0},
                           {amqp_get_sockfd(b->conn), POLLIN, 0}};
-    poll(p, 2, IDLE_POLL_MS);
+    int ms = IDLE_POLL_MS;
+    if (b->inbox_start_at) { /* consumers to start (fl_broker_inbox_start) */
+      uint64_t now = now_ms();
+      ms = b->inbox_start_at <= now                           ? 0
+           : b->inbox_start_at - now < (uint64_t)IDLE_POLL_MS ? (int)(b->inbox_start_at - now)
+                                                              : IDLE_POLL_MS;
+    }
+    poll(p, 2, ms);
   }
   for (int i = 0; i < FL_BROKER_BATCH && b->conn; i++) {
     amqp_frame_t f;
@@ -785,11 +798,13 @@ void fl_broker_thread_main(void *arg) {
   while (!fl_xqueue_is_shutdown(b->cmds)) {
     if (b->conn) {
       serve_commands(b);
-      if (b->conn)
-        pump(b);
       /* Each inbox keeps its own backoff (broker_topology.c). */
       if (b->conn && fl_broker_inbox_retry(b) < 0)
         fl_broker_link_lost(b, b->err);
+      if (b->conn && fl_broker_inbox_start(b, 0) < 0)
+        fl_broker_link_lost(b, b->err);
+      if (b->conn)
+        pump(b);
       if (!b->conn) {
         next_try = now_ms() + BACKOFF_FIRST_MS;
         backoff = BACKOFF_FIRST_MS * 2;

@@ -145,7 +145,9 @@ struct inbox {
   char **groups;
   size_t ngroups;
   struct chan ch;
-  int consuming;
+  int consuming;    /* its consume-ok came */
+  int consume_sent; /* basic.consume is on its way (fl_broker_inbox_start) */
+  int quiet;        /* its set-up is a retry: a refusal is reported when its reason changed */
   char last_why[FL_BROKER_WHY_LEN]; /* the last failure reported, "" after a success */
   uint64_t retry_at;                /* monotonic ms: set up again no sooner */
   unsigned retry_ms;                /* the current backoff; 0 after a success */
@@ -195,6 +197,7 @@ struct fl_broker {
 
   /* Broker thread only. */
   uv_thread_t thread;
+  uint64_t inbox_start_at; /* monotonic ms: start the set-up inboxes' consumers; 0 none */
   amqp_connection_state_t conn;
   int t_up; /* what the thread last reported: 1 up, 0 down, -1 nothing yet */
   char t_why[FL_BROKER_WHY_LEN];
@@ -299,11 +302,27 @@ void fl_broker_connect_why(const char *host, int port, int rc, int err_no, char 
  * connection attempt: returns 0 or a negative code, why set. */
 int fl_broker_topology_declare(fl_broker *b, char *why, size_t n);
 
-/* Declares, binds and consumes one inbox on a fresh channel. Returns 0, or
+/* Declares and binds one inbox on a fresh channel, ready for
+ * fl_broker_inbox_start to consume it. Returns 0, or
  * FL_EBROKER when the connection is gone (b->err says why); a channel-level
  * failure is reported through on_inbox and returns 0, as the link itself is
  * fine. A retry (quiet) reports a failure only when its reason changed. */
 int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet);
+/* Sends basic.consume for every inbox set up and not yet consuming, without
+ * waiting for the replies: each consume-ok comes as a frame
+ * (fl_broker_inbox_consuming), a refusal as its channel's close
+ * (fl_broker_inbox_closed). It acts once no inbox has been set up for
+ * FL_BROKER_INBOX_SETTLE_MS (b->inbox_start_at), or at once with now set,
+ * so inboxes set up in a burst consume together: while the thread waits for
+ * a reply, rabbitmq-c queues every other channel's deliveries in that
+ * channel's memory pool, which keeps its pages. Returns 0 or FL_EBROKER
+ * (why in b->err). */
+int fl_broker_inbox_start(fl_broker *b, int now);
+/* ib's consume-ok came: it consumes now (reported through on_inbox). */
+void fl_broker_inbox_consuming(fl_broker *b, struct inbox *ib);
+/* The broker closed ib's channel: its consumer refused, or later (a deleted
+ * queue): reported through on_inbox and retried after ib's backoff. */
+void fl_broker_inbox_closed(fl_broker *b, struct inbox *ib, const char *why);
 
 /* Closes an inbox's channel (cancelling its consumer; unacked deliveries go
  * back to the queue). Returns 0 or FL_EBROKER when the connection is gone. */

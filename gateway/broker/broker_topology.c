@@ -210,54 +210,15 @@ static void inbox_backoff(struct inbox *ib) {
   ib->retry_at = (uint64_t)fl_mono_ms() + ib->retry_ms;
 }
 
-int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
-  char why[FL_BROKER_WHY_LEN], q[FL_BROKER_SHORTSTR];
-  int rc, declared = 0;
-  if (topo_name(fl_topology_inbox_queue(q, sizeof(q), ib->gid), "inbox", ib->gid, why,
-                sizeof(why))) {
-    fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
-    return 0;
-  }
-  uint16_t id = fl_broker_chan_alloc(b);
-  if (!id) {
-    fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, "no free AMQP channel for this inbox");
-    return 0;
-  }
-  if ((rc = fl_broker_chan_open(b, &ib->ch, id, why, sizeof(why))))
-    goto fail;
-  amqp_table_entry_t args[6];
-  int na = 0;
-  args[na++] = fl_broker_entry_str("x-dead-letter-exchange", FL_EX_DLX);
-  args[na++] = fl_broker_entry_long("x-max-length", b->max_length);
-  /* Overflow dead-letters, never drops silently (see inbox_overflow). */
-  args[na++] = fl_broker_entry_str("x-overflow", inbox_overflow(b));
-  args[na++] = fl_broker_entry_long("x-message-ttl", b->message_ttl_ms);
-  args[na++] = fl_broker_entry_long("x-expires", b->queue_expires_ms);
-  args[na++] = fl_broker_entry_str("x-queue-type", b->queue_type);
-  amqp_table_t table = {na, args};
-  amqp_queue_declare(b->conn, id, amqp_cstring_bytes(q), 0, 1, 0, 0, table);
-  if ((rc = fl_broker_rpc_result(b, id, "declare inbox", why, sizeof(why))))
-    goto fail;
-  declared = 1;
-  if ((rc = bind_queue(b, id, q, FL_EX_MSG, ib->gid, why, sizeof(why))) ||
-      (rc = bind_group(b, id, q, NULL, 0, why, sizeof(why))))
-    goto fail;
-  for (size_t i = 0; i < ib->ngroups; i++)
-    if ((rc = bind_group(b, id, q, ib->groups[i], 0, why, sizeof(why))))
-      goto fail;
-  amqp_basic_qos(b->conn, id, 0, (uint16_t)b->prefetch, 0);
-  if ((rc = fl_broker_rpc_result(b, id, "basic.qos", why, sizeof(why))) ||
-      (rc = consume(b, id, q, ib->gid, why, sizeof(why))))
-    goto fail;
-  ib->ch.inbox = ib;
-  ib->consuming = 1;
-  ib->last_why[0] = '\0';
-  ib->retry_ms = 0;
-  fl_info(NULL, "broker: consuming %s", q);
-  fl_broker_emit_inbox(b, ib->gid, 0, "");
-  return 0;
-fail:
+/* What a failed set-up of ib leaves (rc, why, whether its queue was declared
+ * already): a refusal by the broker is this inbox's own, reported and
+ * retried after a backoff; anything else takes the link down (FL_EBROKER,
+ * why in b->err). */
+static int inbox_failed(fl_broker *b, struct inbox *ib, int rc, const char *why, int declared,
+                        int quiet) {
+  char q[FL_BROKER_SHORTSTR];
   ib->consuming = 0;
+  ib->consume_sent = 0;
   fl_broker_chan_reset(b, &ib->ch);
   if (rc != FL_EREFUSED) {
     fl_broker_copy(b->err, sizeof(b->err), why);
@@ -268,7 +229,8 @@ fail:
   if (quiet && strcmp(ib->last_why, why) == 0)
     return 0;
   fl_broker_copy(ib->last_why, sizeof(ib->last_why), why);
-  if (!declared && strstr(why, "PRECONDITION_FAILED")) {
+  if (!declared && strstr(why, "PRECONDITION_FAILED") &&
+      fl_topology_inbox_queue(q, sizeof(q), ib->gid) == 0) {
     /* Someone else declared agent.<gid>.inbox.v2 with other arguments
      * (PRECONDITION_FAILED): a queue we did not declare may drop what is
      * sent to it, so it is never consumed as if it were ours. */
@@ -287,6 +249,104 @@ fail:
   return 0;
 }
 
+int fl_broker_inbox_setup(fl_broker *b, struct inbox *ib, int quiet) {
+  char why[FL_BROKER_WHY_LEN], q[FL_BROKER_SHORTSTR];
+  int rc, declared = 0;
+  if (topo_name(fl_topology_inbox_queue(q, sizeof(q), ib->gid), "inbox", ib->gid, why,
+                sizeof(why))) {
+    fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
+    return 0;
+  }
+  uint16_t id = fl_broker_chan_alloc(b);
+  if (!id) {
+    fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, "no free AMQP channel for this inbox");
+    return 0;
+  }
+  ib->quiet = quiet;
+  if ((rc = fl_broker_chan_open(b, &ib->ch, id, why, sizeof(why))))
+    return inbox_failed(b, ib, rc, why, declared, quiet);
+  amqp_table_entry_t args[6];
+  int na = 0;
+  args[na++] = fl_broker_entry_str("x-dead-letter-exchange", FL_EX_DLX);
+  args[na++] = fl_broker_entry_long("x-max-length", b->max_length);
+  /* Overflow dead-letters, never drops silently (see inbox_overflow). */
+  args[na++] = fl_broker_entry_str("x-overflow", inbox_overflow(b));
+  args[na++] = fl_broker_entry_long("x-message-ttl", b->message_ttl_ms);
+  args[na++] = fl_broker_entry_long("x-expires", b->queue_expires_ms);
+  args[na++] = fl_broker_entry_str("x-queue-type", b->queue_type);
+  amqp_table_t table = {na, args};
+  amqp_queue_declare(b->conn, id, amqp_cstring_bytes(q), 0, 1, 0, 0, table);
+  if ((rc = fl_broker_rpc_result(b, id, "declare inbox", why, sizeof(why))))
+    return inbox_failed(b, ib, rc, why, declared, quiet);
+  declared = 1;
+  if ((rc = bind_queue(b, id, q, FL_EX_MSG, ib->gid, why, sizeof(why))) ||
+      (rc = bind_group(b, id, q, NULL, 0, why, sizeof(why))))
+    return inbox_failed(b, ib, rc, why, declared, quiet);
+  for (size_t i = 0; i < ib->ngroups; i++)
+    if ((rc = bind_group(b, id, q, ib->groups[i], 0, why, sizeof(why))))
+      return inbox_failed(b, ib, rc, why, declared, quiet);
+  amqp_basic_qos(b->conn, id, 0, (uint16_t)b->prefetch, 0);
+  if ((rc = fl_broker_rpc_result(b, id, "basic.qos", why, sizeof(why))))
+    return inbox_failed(b, ib, rc, why, declared, quiet);
+  /* Its consumer starts with the others (fl_broker_inbox_start). */
+  ib->ch.inbox = ib;
+  b->inbox_start_at = (uint64_t)fl_mono_ms() + FL_BROKER_INBOX_SETTLE_MS;
+  return 0;
+}
+
+int fl_broker_inbox_start(fl_broker *b, int now) {
+  if (!b->inbox_start_at || (!now && (uint64_t)fl_mono_ms() < b->inbox_start_at))
+    return 0;
+  b->inbox_start_at = 0;
+  for (size_t i = 0; i < b->ninboxes && b->conn; i++) {
+    struct inbox *ib = b->inboxes[i];
+    char q[FL_BROKER_SHORTSTR];
+    if (!ib->ch.open || ib->consuming || ib->consume_sent ||
+        fl_topology_inbox_queue(q, sizeof(q), ib->gid))
+      continue;
+    amqp_basic_consume_t m = {.queue = amqp_cstring_bytes(q),
+                              .consumer_tag = amqp_cstring_bytes(ib->gid),
+                              .exclusive = 1,
+                              .arguments = amqp_empty_table};
+    if (amqp_send_method(b->conn, ib->ch.id, AMQP_BASIC_CONSUME_METHOD, &m) != AMQP_STATUS_OK) {
+      fl_errf(b->err, sizeof(b->err), "consume %s: the connection failed", q);
+      return FL_EBROKER;
+    }
+    ib->consume_sent = 1;
+  }
+  return 0;
+}
+
+void fl_broker_inbox_consuming(fl_broker *b, struct inbox *ib) {
+  char q[FL_BROKER_SHORTSTR] = "";
+  (void)fl_topology_inbox_queue(q, sizeof(q), ib->gid);
+  ib->consuming = 1;
+  ib->last_why[0] = '\0';
+  ib->retry_ms = 0;
+  fl_info(NULL, "broker: consuming %s", q);
+  fl_broker_emit_inbox(b, ib->gid, 0, "");
+}
+
+void fl_broker_inbox_closed(fl_broker *b, struct inbox *ib, const char *why) {
+  char msg[FL_BROKER_WHY_LEN];
+  int was_consuming = ib->consuming;
+  fl_errf(msg, sizeof(msg), "consume: %s", why);
+  if (!was_consuming) {
+    /* Its consumer was refused (another gateway holds the inbox): as a
+     * refusal during the set-up. */
+    (void)inbox_failed(b, ib, FL_EREFUSED, msg, 1, ib->quiet);
+    return;
+  }
+  fl_broker_chan_reset(b, &ib->ch);
+  ib->consuming = 0;
+  ib->consume_sent = 0;
+  inbox_backoff(ib);
+  fl_broker_copy(ib->last_why, sizeof(ib->last_why), why);
+  fl_error(NULL, "broker: inbox %s: %s (retrying, backing off to every %d s)", ib->gid, why,
+           FL_BROKER_INBOX_RETRY_MS / 1000);
+  fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
+}
+
 int fl_broker_inbox_close(fl_broker *b, struct inbox *ib) {
   char why[FL_BROKER_WHY_LEN];
   if (!ib->ch.open)
@@ -294,6 +354,7 @@ int fl_broker_inbox_close(fl_broker *b, struct inbox *ib) {
   uint16_t id = ib->ch.id;
   fl_broker_chan_reset(b, &ib->ch);
   ib->consuming = 0;
+  ib->consume_sent = 0;
   amqp_channel_close(b->conn, id, AMQP_REPLY_SUCCESS);
   int rc = fl_broker_rpc_result(b, id, "channel.close", why, sizeof(why));
   return rc == FL_EREFUSED ? 0 : rc;
@@ -305,7 +366,7 @@ static int inbox_regroup(fl_broker *b, struct inbox *ib, struct item *it) {
   char why[FL_BROKER_WHY_LEN], q[FL_BROKER_SHORTSTR];
   int rc = 0;
   /* The gid was checked when it was added, so its queue has a name. */
-  if (b->conn && ib->consuming && fl_topology_inbox_queue(q, sizeof(q), ib->gid) == 0) {
+  if (b->conn && ib->ch.open && fl_topology_inbox_queue(q, sizeof(q), ib->gid) == 0) {
     for (size_t i = 0; i < it->ngroups && rc == 0; i++)
       if (!has_group(ib->groups, ib->ngroups, it->groups[i]))
         rc = bind_group(b, ib->ch.id, q, it->groups[i], 0, why, sizeof(why));
@@ -327,12 +388,14 @@ static int inbox_regroup(fl_broker *b, struct inbox *ib, struct item *it) {
   if (rc) {
     fl_broker_chan_reset(b, &ib->ch);
     ib->consuming = 0;
+    ib->consume_sent = 0;
     fl_broker_emit_inbox(b, ib->gid, FL_EBROKER, why);
     return 0;
   }
-  if (b->conn && !ib->consuming)
+  if (b->conn && !ib->ch.open)
     return fl_broker_inbox_setup(b, ib, 0);
-  if (b->conn)
+  /* Consuming: said so again; its consumer on its way: said at its consume-ok. */
+  if (b->conn && ib->consuming)
     fl_broker_emit_inbox(b, ib->gid, 0, "");
   return 0;
 }
