@@ -90,8 +90,6 @@ int fl_calls_add(fl_calls *c, json_t *id, enum fl_call_kind kind) {
     return FL_EINVAL;
   if (!json_is_string(id) && !json_is_integer(id))
     return FL_EINVAL;
-  if (c->n >= c->cap)
-    return FL_EFULL;
   char *tok = fl_calls_tok(id);
   if (!tok)
     return FL_ENOMEM;
@@ -101,8 +99,6 @@ int fl_calls_add(fl_calls *c, json_t *id, enum fl_call_kind kind) {
 int fl_calls_add_tok(fl_calls *c, const char *tok, size_t toklen, enum fl_call_kind kind) {
   if (!c || !tok || toklen == 0)
     return FL_EINVAL;
-  if (c->n >= c->cap)
-    return FL_EFULL;
   char *copy = fl_malloc(toklen + 1);
   if (!copy)
     return FL_ENOMEM;

@@ -145,13 +145,22 @@ static void reply_client(char *line) {
   fl_free(line);
 }
 
-/* The kind of answer a request with this method gets from fleet-mcp. */
-static enum fl_call_kind call_kind(const char *method) {
-  if (strcmp(method, "tools/call") == 0)
+/* 1 when method[0..n) is name. */
+static int method_is(const char *method, size_t n, const char *name) {
+  return n == strlen(name) && memcmp(method, name, n) == 0;
+}
+
+/* The kind of answer a request with this method (n bytes) gets from fleet-mcp. */
+static enum fl_call_kind call_kind_n(const char *method, size_t n) {
+  if (method_is(method, n, "tools/call"))
     return FL_CALL_TOOL;
-  if (strcmp(method, "initialize") == 0)
+  if (method_is(method, n, "initialize"))
     return FL_CALL_INIT;
   return FL_CALL_OTHER;
+}
+
+static enum fl_call_kind call_kind(const char *method) {
+  return call_kind_n(method, strlen(method));
 }
 
 /* Answers a request that cannot reach fleetd now (msg is the parsed line,
@@ -240,11 +249,6 @@ void fl_link_down(fl_relay *r, const char *why, int refused) {
   r->next_try = now + retry_in(r, refused);
 }
 
-/* 1 when the scanned line's method is name. */
-static int head_is(const fl_mcp_head *h, const char *name) {
-  return h->method_len == strlen(name) && memcmp(h->method, name, h->method_len) == 0;
-}
-
 static void warn_untracked(fl_relay *r) {
   if (r->untracked_warned)
     return;
@@ -265,9 +269,9 @@ static void sent(fl_relay *r, int wrc) {
 /* A request that needs nothing of fleet-mcp but its id kept (every request
  * but initialize and logging/setLevel), read by fl_mcp_head_scan: it goes
  * through as it came, with no tree built of it. */
-static int send_plain_call(fl_relay *r, const fl_mcp_head *h, const char *line, size_t len) {
-  int arc = fl_calls_add_tok(r->calls, h->id, h->id_len,
-                             head_is(h, "tools/call") ? FL_CALL_TOOL : FL_CALL_OTHER);
+static int send_plain_call(fl_relay *r, const fl_mcp_head *h, enum fl_call_kind kind,
+                           const char *line, size_t len) {
+  int arc = fl_calls_add_tok(r->calls, h->id, h->id_len, kind);
   if (arc == FL_ENOMEM) {
     fprintf(stderr, "fleet-mcp: out of memory\n");
     return FL_PUMP_FAIL;
@@ -284,9 +288,11 @@ static int send_plain_call(fl_relay *r, const fl_mcp_head *h, const char *line, 
  * the link down. Returns FL_PUMP_OK, or FL_PUMP_FAIL when out of memory. */
 static int send_client_line(fl_relay *r, const char *line, size_t len) {
   fl_mcp_head h;
-  if (fl_mcp_head_scan(line, len, &h) && h.method && h.id && !head_is(&h, "initialize") &&
-      !head_is(&h, "logging/setLevel"))
-    return send_plain_call(r, &h, line, len);
+  if (fl_mcp_head_scan(line, len, &h) && h.method && h.id) {
+    enum fl_call_kind kind = call_kind_n(h.method, h.method_len);
+    if (kind != FL_CALL_INIT && !method_is(h.method, h.method_len, "logging/setLevel"))
+      return send_plain_call(r, &h, kind, line, len);
+  }
   json_t *root = json_loadb(line, len, 0, NULL);
   const char *method = json_string_value(json_object_get(root, "method"));
   json_t *id = json_object_get(root, "id");

@@ -117,6 +117,39 @@ static void test_forget_cap_and_bad_ids(void **state) {
   fl_calls_free(&c); /* NULL-safe */
 }
 
+/* A call kept by the bytes of its id (read from the client's line without
+ * parsing it) is found by the same bytes at the front of fleetd's answer,
+ * shares the cap with the others, and is answered when the link is lost. */
+static void test_added_by_its_bytes(void **state) {
+  (void)state;
+  fl_calls *c = fl_calls_new(2);
+  assert_int_equal(fl_calls_add_tok(c, "\"q-1\"", 0, FL_CALL_TOOL), FL_EINVAL);
+  assert_int_equal(fl_calls_add_tok(c, "\"q-1\"", 5, FL_CALL_TOOL), 0);
+  json_t *seven = json_integer(7);
+  assert_int_equal(fl_calls_add(c, seven, FL_CALL_OTHER), 0);
+  assert_int_equal(fl_calls_add_tok(c, "8", 1, FL_CALL_OTHER), FL_EFULL);
+  json_t *q1 = json_string("q-1");
+  char *line = fl_rpc_result(q1, json_object());
+  json_decref(q1);
+  assert_non_null(line);
+  const char *tok;
+  size_t toklen;
+  assert_int_equal(fl_calls_line_id(line, strlen(line), &tok, &toklen), 1);
+  enum fl_call_kind kind;
+  assert_int_equal(fl_calls_take(c, tok, toklen, &kind), 1);
+  assert_int_equal(kind, FL_CALL_TOOL);
+  fl_free(line);
+  /* The one left (kept from a tree) is answered on a lost link, by its id. */
+  int left;
+  char *lost = fl_calls_pop_lost(c, "gone", &left);
+  assert_non_null(lost);
+  assert_non_null(strstr(lost, "\"id\":7"));
+  assert_int_equal(left, 0);
+  fl_free(lost);
+  json_decref(seven);
+  fl_calls_free(&c);
+}
+
 static void test_lost_answers(void **state) {
   (void)state;
   fl_calls *c = fl_calls_new(8);
@@ -159,6 +192,7 @@ int main(void) {
       cmocka_unit_test_setup(test_ids_match_every_line_fleetd_writes, setup),
       cmocka_unit_test_setup(test_lines_without_an_id, setup),
       cmocka_unit_test_setup(test_forget_cap_and_bad_ids, setup),
+      cmocka_unit_test_setup(test_added_by_its_bytes, setup),
       cmocka_unit_test_setup(test_lost_answers, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
