@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { fleetTest, callTool, fleetctlJson } from './harness.mjs';
+import { fleetTest, callTool, fleetctlJson, waitFor } from './harness.mjs';
 import { useBroker, hostsTest } from './broker-harness.mjs';
 import { dashboardUrl, get } from './dashboard-helpers.mjs';
 
@@ -59,6 +59,9 @@ fleetTest('http libraries: "rooms" with a listen address loads both and serves',
 hostsTest('http libraries: a gateway on a broker without rooms or http maps neither', brokerRef, { hosts: ['hostA'] }, async ({ hostA }) => {
   const alice = await hostA.mcpClient('alice');
   // The claims run over the broker without rooms: the room tools stay degraded.
+  // A claim made before the link is up is refused as "broker unreachable", so
+  // wait for it: fleetd comes up before its broker link does.
+  await waitFor(async () => (await fleetctlJson(hostA, ['status'])).broker?.state === 'up', { what: 'the broker link to be up' });
   assert.equal((await callTool(alice, 'fleet_room_register', { label: '#x' })).degraded, true);
   const c = await callTool(alice, 'fleet_claim', { resource: 'deploy-api', ttl_s: 60 });
   assert.ok(c.status, JSON.stringify(c));
