@@ -70,6 +70,7 @@
 #include "clients/fleetctl_report.h"
 #include "clients/fleetctl_rpc.h"
 #include "common/alloc.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/time.h"
 #include "common/utf8.h"
@@ -305,7 +306,7 @@ int main(int argc, char **argv) {
     fl_free(raw);
     return 0;
   }
-  json_t *in = raw ? json_loadb(raw, len, 0, NULL) : NULL;
+  json_t *in = raw ? fl_json_loadb(raw, len, 0, NULL) : NULL;
   fl_free(raw);
   const char *event = json_string_value(json_object_get(in, "hook_event_name"));
   json_t *params = event

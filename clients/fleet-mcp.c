@@ -44,6 +44,7 @@
 #include "clients/fleet_mcp_link.h"
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/paths.h"
 #include "common/time.h"
@@ -217,7 +218,7 @@ static int serve_unavailable(const char *reason) {
     char *line;
     size_t len;
     while (fl_linebuf_next(&lb, &line, &len) == 1) {
-      json_t *msg = json_loadb(line, len, 0, NULL);
+      json_t *msg = fl_json_loadb(line, len, 0, NULL);
       fl_free(line);
       json_t *id = json_object_get(msg, "id");
       if (json_is_string(json_object_get(msg, "method")) && id) {

@@ -13,6 +13,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 
 /* The JSON-RPC code for "the server is unavailable": -32000 is the first of
  * the implementation-defined server errors. */
@@ -136,7 +137,7 @@ char *fl_calls_pop_lost(fl_calls *c, const char *why, int *left) {
   *left = 0;
   if (!c || c->n == 0)
     return NULL;
-  json_t *id = json_loads(c->v[0].tok, JSON_DECODE_ANY, NULL);
+  json_t *id = fl_json_loadb(c->v[0].tok, strlen(c->v[0].tok), JSON_DECODE_ANY, NULL);
   enum fl_call_kind kind = c->v[0].kind;
   fl_calls_remove(c, 0);
   *left = c->n > 0;

@@ -17,6 +17,7 @@
 #include "clients/fleet_mcp_head.h"
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/time.h"
 
 /* The first retry comes soon (a restart by systemd takes about a second);
@@ -293,7 +294,7 @@ static int send_client_line(fl_relay *r, const char *line, size_t len) {
     if (kind != FL_CALL_INIT && !method_is(h.method, h.method_len, "logging/setLevel"))
       return send_plain_call(r, &h, kind, line, len);
   }
-  json_t *root = json_loadb(line, len, 0, NULL);
+  json_t *root = fl_json_loadb(line, len, 0, NULL);
   const char *method = json_string_value(json_object_get(root, "method"));
   json_t *id = json_object_get(root, "id");
   char *rewritten = NULL;
@@ -362,7 +363,7 @@ void fl_link_fail_held(fl_relay *r) {
   while (r->held) {
     held_line *h = r->held;
     r->held = h->next;
-    json_t *msg = json_loadb(h->line, h->len, 0, NULL);
+    json_t *msg = fl_json_loadb(h->line, h->len, 0, NULL);
     answer_offline(r, msg);
     json_decref(msg);
     fl_free(h);
@@ -376,7 +377,7 @@ void fl_link_fail_held(fl_relay *r) {
  * link if the link went down only just now, else it is answered here. */
 static int offline_client_line(fl_relay *r, const char *line, size_t len) {
   long long now = fl_mono_ms();
-  json_t *msg = json_loadb(line, len, 0, NULL);
+  json_t *msg = fl_json_loadb(line, len, 0, NULL);
   const char *method = json_string_value(json_object_get(msg, "method"));
   int is_ping = method && strcmp(method, "ping") == 0 && json_object_get(msg, "id");
   if (!is_ping && now - r->lost_at < FL_MCP_HOLD_MS && r->nheld < FL_MCP_HOLD_LINES &&
@@ -542,7 +543,7 @@ int fl_link_fleetd_line(fl_relay *r, const char *line, size_t len) {
   if (fl_calls_line_id(line, len, &tok, &toklen)) {
     if (toklen > sizeof FL_MCP_OWN_ID &&
         memcmp(tok + 1, FL_MCP_OWN_ID, sizeof FL_MCP_OWN_ID - 1) == 0) {
-      json_t *msg = json_loadb(line, len, 0, NULL);
+      json_t *msg = fl_json_loadb(line, len, 0, NULL);
       int rc =
           (toklen > 8 && memmem(tok, toklen, "resume-", 7)) ? resume_answer(r, msg) : FL_PUMP_OK;
       json_decref(msg);
@@ -552,7 +553,7 @@ int fl_link_fleetd_line(fl_relay *r, const char *line, size_t len) {
     if (fl_calls_take(r->calls, tok, toklen, &kind) && kind == FL_CALL_INIT) {
       /* The client's own initialize: if accepted, this is the session to
        * register again should the link be lost. */
-      json_t *msg = json_loadb(line, len, 0, NULL);
+      json_t *msg = fl_json_loadb(line, len, 0, NULL);
       if (json_object_get(msg, "result") && r->init_sent) {
         json_decref(r->init_params);
         r->init_params = r->init_sent;

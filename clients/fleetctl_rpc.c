@@ -25,6 +25,7 @@
 #include "clients/client_paths.h"
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/paths.h"
 #include "common/time.h"
@@ -179,7 +180,7 @@ static int ctl_wait_response(fl_ctl_conn *c, json_int_t id, json_t **result) {
     if (rc < 0)
       return fl_ctl_fail("out of memory");
     if (rc == 1) {
-      json_t *msg = json_loadb(line, len, 0, NULL);
+      json_t *msg = fl_json_loadb(line, len, 0, NULL);
       fl_free(line);
       json_t *mid = json_object_get(msg, "id");
       if (!json_is_object(msg) || json_object_get(msg, "method") || !json_is_integer(mid) ||
@@ -310,7 +311,7 @@ int fl_ctl_tool(fl_ctl_conn *c, const char *name, json_t *args, json_t **sc) {
     /* Every fleet tool returns the same JSON as text too; use it if the
      * structured copy is missing. */
     const char *t = json_string_value(json_object_get(json_array_get(content, 0), "text"));
-    *sc = t ? json_loads(t, 0, NULL) : NULL;
+    *sc = t ? fl_json_loadb(t, strlen(t), 0, NULL) : NULL;
   }
   json_decref(res);
   if (!*sc)

@@ -13,6 +13,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/log.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_internal.h"
@@ -135,7 +136,7 @@ static int fl_check_result(fl_session *s, const char *tool, json_t *schema, json
     return 0;
   json_t *parsed = NULL;
   if (!structured && json)
-    structured = parsed = json_loads(json, 0, NULL);
+    structured = parsed = fl_json_loadb(json, strlen(json), 0, NULL);
   char err[512] = "";
   int rc = structured ? fl_schema_check(structured, schema, "", err, sizeof err) : FL_EINVAL;
   json_decref(parsed);

@@ -18,6 +18,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 
 #include <stdint.h>
@@ -280,13 +281,13 @@ int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id, con
    * JSON_DISABLE_EOF_CHECK, trailing bytes after the value are an error, and
    * without JSON_ALLOW_NUL a "\u0000" in a string is refused, because every
    * consumer downstream handles strings as C strings. */
-  json_t *msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+  json_t *msg = fl_json_loadb(line, len, JSON_DECODE_ANY, &jerr);
   if (!msg) {
     /* Valid JSON but for a NUL in a string: the caller is waiting for an
      * answer to its id, so it gets one (a second parse that allows NUL,
      * kept only for the id). */
     json_t *nul = json_error_code(&jerr) == json_error_null_character
-                      ? json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr)
+                      ? fl_json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr)
                       : NULL;
     json_t *nid = json_is_object(nul) ? json_object_get(nul, "id") : NULL;
     if (nid && fl_rpc_id_ok(nid) && json_is_string(json_object_get(nul, "method"))) {

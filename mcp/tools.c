@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "mcp/call.h"
@@ -37,7 +38,7 @@ int fl_tools_init(void) {
   if (fl_tools)
     return 0;
   json_error_t je;
-  fl_tools = json_loads(fl_schema_tools, 0, &je);
+  fl_tools = fl_json_loadb(fl_schema_tools, strlen(fl_schema_tools), 0, &je);
   if (!fl_tools || !json_is_array(fl_tools)) {
     fl_error(NULL, "schema/tools.json does not parse: %s (line %d)", je.text, je.line);
     json_decref(fl_tools);

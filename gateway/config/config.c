@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/names.h"
 #include "common/paths.h"
@@ -481,7 +482,7 @@ out:
 int fl_config_parse(fl_config *cfg, const char *text, size_t len, const char *file, char *err,
                     size_t errlen) {
   json_error_t je;
-  json_t *root = json_loadb(text, len, 0, &je);
+  json_t *root = fl_json_loadb(text, len, 0, &je);
   if (!root) {
     fl_json_error(file, &je, err, errlen);
     return FL_ECONFIG;

@@ -36,6 +36,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/log.h"
 #include "gateway/core/forward_internal.h"
 #include "gateway/core/gw_internal.h"
@@ -269,7 +270,7 @@ static int fl_launch_of(fl_fwd_slot *s, fl_inject_target *t, fl_launch *l) {
       p = &gw->cfg.profiles[i];
   if (!p)
     return 0;
-  l->root = json_loads(p->launch, 0, NULL);
+  l->root = fl_json_loadb(p->launch, strlen(p->launch), 0, NULL);
   json_t *cmd = json_object_get(l->root, "command"), *env = json_object_get(l->root, "env");
   size_t n = json_array_size(cmd);
   if (!n) {

@@ -24,6 +24,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/json_writer.h"
 #include "common/limits.h"
 #include "common/time.h"
@@ -218,7 +219,7 @@ int fl_gw_list(fl_gw *gw, fl_client *c, json_t **result) {
   int rc = fl_gw_list_json(gw, c, &out);
   if (rc != 0)
     return rc;
-  *result = json_loadb(out.json, out.len, 0, NULL);
+  *result = fl_json_loadb(out.json, out.len, 0, NULL);
   fl_json_out_free(&out);
   return *result ? 0 : FL_ENOMEM;
 }

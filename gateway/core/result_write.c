@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/time.h"
 #include "gateway/core/gw_internal.h"
@@ -14,7 +15,7 @@
 /* A BLOCKED message's request ({requestId, tool, input?, expiresAt?} of
  * its body) as a new tree, or NULL when the body has none. */
 static json_t *fl_msg_blocked_request(const fl_msg *m) {
-  json_t *b = m->content ? json_loadb(m->content, m->content_len, 0, NULL) : NULL;
+  json_t *b = m->content ? fl_json_loadb(m->content, m->content_len, 0, NULL) : NULL;
   const char *id = json_string_value(json_object_get(b, "requestId"));
   const char *tool = json_string_value(json_object_get(b, "tool"));
   json_t *r = NULL;

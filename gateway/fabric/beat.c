@@ -5,6 +5,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/names.h"
 #include "common/time.h"
 
@@ -80,7 +81,7 @@ static int fl_beat_of(json_t *o, fl_beat *out) {
 }
 
 int fl_beat_parse(const char *body, size_t len, fl_beat *out) {
-  json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
+  json_t *o = fl_json_loadb(body ? body : "", body ? len : 0, 0, NULL);
   int rc = fl_beat_of(o, out);
   json_decref(o);
   return rc;
@@ -132,7 +133,7 @@ static int fl_parse_agents(json_t *agents, fl_gateway_beat *out) {
 
 int fl_beat_parse_gateway(const char *body, size_t len, const char *host, fl_gateway_beat *out) {
   memset(out, 0, sizeof *out);
-  json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
+  json_t *o = fl_json_loadb(body ? body : "", body ? len : 0, 0, NULL);
   const char *h = json_string_value(json_object_get(o, "host"));
   if (!h || !host || strcmp(h, host) != 0) {
     json_decref(o);

@@ -25,6 +25,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "gateway/core/gw_internal.h"
@@ -106,7 +107,7 @@ void fl_control_free(fl_control **c) {
 
 int fl_control_parse_spawn(const char *body, size_t len, json_t **o, const char **profile,
                            const char **name, const char **brief, char *err, size_t errlen) {
-  *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
+  *o = fl_json_loadb(body ? body : "", body ? len : 0, 0, NULL);
   *profile = *name = *brief = NULL;
   if (!json_is_object(*o)) {
     fl_errf(err, errlen, "the SPAWN body is not a JSON object");
@@ -136,7 +137,7 @@ bad:
 int fl_control_parse_answer(const char *body, size_t len, json_t **result, char *err,
                             size_t errlen) {
   *result = NULL;
-  json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
+  json_t *o = fl_json_loadb(body ? body : "", body ? len : 0, 0, NULL);
   const char *e = json_string_value(json_object_get(o, "error"));
   if (e) {
     fl_errf(err, errlen, "%s", e);
@@ -486,7 +487,7 @@ static fl_entity *fl_ctl_asker(fl_gw *gw, const fl_broker_delivery *d, fl_entity
   fl_entity *who = fl_entity_by_gid(gw, env->from);
   if (who && !who->dropped)
     return who;
-  json_t *o = json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
+  json_t *o = fl_json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
   const char *role = json_string_value(json_object_get(o, "role"));
   memset(stand_in, 0, sizeof *stand_in);
   fl_copy(stand_in->gid, sizeof stand_in->gid, env->from);
@@ -539,7 +540,7 @@ static void fl_serve_approve(fl_control *c, const fl_broker_delivery *d) {
   json_t *result = NULL;
   fl_entity stand_in, *who;
   fl_entity *e = fl_ctl_target(gw, d, &stand_in, &who, "", err, sizeof err);
-  json_t *o = json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
+  json_t *o = fl_json_loadb(d->body ? d->body : "", d->body ? d->len : 0, 0, NULL);
   const char *id = json_string_value(json_object_get(o, "requestId"));
   const char *decision = json_string_value(json_object_get(o, "decision"));
   json_t *reason = json_object_get(o, "reason");

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/names.h"
 #include "common/time.h"
@@ -127,7 +128,7 @@ static int id_key_bytes(json_t *root, const char *key, unsigned char *out, size_
 static int id_parse(const char *path, const char *buf, size_t len, const char *host_id,
                     fl_identity *out, char *err, size_t errlen) {
   json_error_t jerr;
-  json_t *root = json_loadb(buf, len, 0, &jerr);
+  json_t *root = fl_json_loadb(buf, len, 0, &jerr);
   int rc = FL_ECONFIG;
   const char *redo = "restore the file from a backup, or move it away to make a new identity "
                      "(every peer must then re-pin this host)";

@@ -19,6 +19,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/names.h"
 #include "common/time.h"
@@ -225,7 +226,7 @@ static int peers_load_entry(fl_peers *p, const char *host, json_t *ent, char *er
 /* Parses the pin list text in buf into p, which is empty. */
 static int peers_parse_into(fl_peers *p, const char *buf, size_t len, char *err, size_t errlen) {
   json_error_t jerr;
-  json_t *root = json_loadb(buf, len, 0, &jerr);
+  json_t *root = fl_json_loadb(buf, len, 0, &jerr);
   if (!root) {
     fl_errf(err, errlen, "%s:%d: %s (fix the JSON by hand)", p->path, jerr.line, jerr.text);
     return FL_ECONFIG;

@@ -7,6 +7,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/log.h"
 #include "gateway/core/remote.h"
 #include "gateway/rooms/claim_rules.h"
@@ -38,7 +39,7 @@ void fl_claims_receive(fl_gw *gw, const char *host, const char *body, size_t len
   if (!gw->rooms || !host || strcmp(host, gw->cfg.host_id) == 0)
     return; /* our own claim, back from the fanout: already in the room */
   const fl_room *room = fl_rooms_find(gw->rooms, FL_CLAIMS_ROOM);
-  json_t *item = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, NULL);
+  json_t *item = fl_json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, NULL);
   fl_room_drop why = FL_ROOM_DROP_MALFORMED;
   /* Published as stored, without hops: one hop from its origin. */
   if (json_is_object(item) && !json_object_get(item, "hops"))

@@ -8,6 +8,7 @@
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/ids.h"
+#include "common/json_read.h"
 #include "common/time.h"
 
 #define FL_ROOM_DROP_NAME_(name, text) [FL_ROOM_DROP_##name] = text,
@@ -133,7 +134,7 @@ static int fl_fail(fl_room_msg *m, fl_room_drop *why, fl_room_drop d) {
 }
 
 json_t *fl_room_item_load(const char *item, fl_room_msg *out) {
-  json_t *o = json_loads(item, 0, NULL);
+  json_t *o = item ? fl_json_loadb(item, strlen(item), 0, NULL) : NULL;
   fl_room_drop why;
   if (o)
     json_object_set_new(o, "hops", json_integer(0));
@@ -175,7 +176,7 @@ int fl_room_msg_parse(json_t *item, fl_room_msg *out, fl_room_drop *why) {
   out->body_len = json_string_length(body);
   if (out->body_len > FL_ROOM_MAX_ENVELOPE)
     return fl_fail(out, why, FL_ROOM_DROP_OVERSIZE);
-  json_t *b = json_loadb(out->body, out->body_len, JSON_REJECT_DUPLICATES, NULL);
+  json_t *b = fl_json_loadb(out->body, out->body_len, JSON_REJECT_DUPLICATES, NULL);
   const char *room = json_string_value(json_object_get(b, "room"));
   const char *type = json_string_value(json_object_get(b, "msgType"));
   json_t *payload = json_object_get(b, "payload");

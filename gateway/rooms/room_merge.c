@@ -8,6 +8,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/log.h"
 #include "gateway/rooms/claims.h"
 #include "gateway/rooms/room_internal.h"
@@ -113,7 +114,7 @@ int fl_rooms_merge(fl_gw *gw, const char *peer, const char *room_id, const char 
     snprintf(msg, sizeof msg, "host '%s' is not pinned; pull only from pinned peers", peer);
     return fl_refuse(gw, st, err, errlen, msg);
   }
-  json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+  json_t *root = fl_json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
   json_t *messages = json_object_get(root, "messages");
   const char *host = json_string_value(json_object_get(root, "host"));
   const char *key = json_string_value(json_object_get(root, "publicKey"));

@@ -35,6 +35,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "gateway/core/gw_internal.h"
@@ -292,7 +293,7 @@ static char *fl_env_pair(const char *name, const char *value) {
 static int fl_spawn_open(fl_spawn *s, char *err, size_t errlen) {
   const fl_profile *p = s->profile;
   json_error_t je;
-  json_t *launch = json_loads(p->launch, 0, &je);
+  json_t *launch = fl_json_loadb(p->launch, strlen(p->launch), 0, &je);
   json_t *cmd = json_object_get(launch, "command"), *env = json_object_get(launch, "env");
   const char *argv[FL_MAX_PROFILE_ARGS + 1] = {0};
   char *envs[FL_MAX_PROFILE_ENV + 8] = {0};
