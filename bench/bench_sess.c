@@ -17,6 +17,7 @@
 
 #define FB_PROG "fleet_bench"
 #include "bench_util.h"
+#include "common/json_read.h"
 
 /* A response longer than this is a broken gateway, not a big poll: 100
  * messages of 1 KiB come to ~250 KiB (content appears twice, as text and as
@@ -88,7 +89,7 @@ static json_t *sess_recv_at(struct sess *s, uint64_t *read_ns) {
     if (read_ns)
       *read_ns = fb_now_ns();
     json_error_t e;
-    json_t *j = json_loads(line, 0, &e);
+    json_t *j = fl_json_loadb(line, strlen(line), 0, &e);
     if (!j)
       fb_die("%s: fleetd sent a line that is not JSON: %s", s->name, e.text);
     if (json_object_get(j, "id"))
