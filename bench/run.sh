@@ -185,6 +185,8 @@ emb_start syncf full
 fb tput "$WORK/emb-syncf/fleetd.sock" "$WORK/emb-syncf/fleetd.sock" -n "$SYNC_N" -s "$SIZE" -w "$WINDOW" -l emb_sync_full
 fb rtt "$WORK/emb-syncf/fleetd.sock" "$WORK/emb-syncf/fleetd.sock" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l emb_u1_full
 emb_stop
+log "(e) JSON read: fleet's reader against jansson's, a fleet_send line and a poll result"
+"$BBUILD/json_bench" -s "$SIZE" | tee -a "$RESULTS" | sed 's/^/  /' >&2
 fi
 
 get() { awk -v k="$1" '$1 == "RESULT" && $2 == k { v = $3 } END { print (v == "" ? "nan" : v) }' "$RESULTS"; }
@@ -220,6 +222,8 @@ embedded_table() {
   printf '| %-58s | %12s | %-26s |\n' "local send msgs/s, store.synchronous full" "$tf" "full/normal $(ratio "$tf" "$tn")"
   printf '| %-58s | %12s | %-26s |\n' "local U1 p50 ms, store.synchronous normal" "$un" ""
   printf '| %-58s | %12s | %-26s |\n' "local U1 p50 ms, store.synchronous full" "$uf" "full/normal $(ratio "$uf" "$un")"
+  printf '| %-58s | %12s | %-26s |\n' "JSON read us, fleet_send line of $(get json_send.bytes) B: jansson / fleet" "$(get json_send.jansson_us) / $(get json_send.fleet_us)" "fleet/jansson $(get json_send.ratio)"
+  printf '| %-58s | %12s | %-26s |\n' "JSON read us, poll result of $(get json_poll.bytes) B: jansson / fleet" "$(get json_poll.jansson_us) / $(get json_poll.fleet_us)" "fleet/jansson $(get json_poll.ratio)"
 }
 if [ "${BENCH_EMBEDDED_ONLY:-0}" = 1 ]; then
   embedded_table | tee "$WORK/table.txt"
