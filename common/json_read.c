@@ -8,6 +8,7 @@
  * make is a "not sure", and fl_json_loadb asks jansson. */
 #include "common/json_read.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -211,6 +212,8 @@ static size_t unescape(const unsigned char *raw, size_t n, unsigned char *out) {
     case 'u': {
       unsigned cp = 0;
       size_t len = read_u(p, end, &cp);
+      if (len == 0) /* not after fl_jscan_string; never loop on it */
+        return o;
       o += put_utf8(cp, out + o);
       p += len;
       continue;
@@ -331,11 +334,22 @@ static json_t *read_literal(reader *r, const char *word, size_t n, json_t *v) {
   return v;
 }
 
-static json_t *read_integer(reader *r) {
+/* A number: an integer by its digits, a real by strtod as jansson reads it
+ * (in the C locale; under a locale whose decimal point is not '.', strtod
+ * stops short and the text goes to jansson, which converts it first). */
+static json_t *read_number(reader *r) {
   const unsigned char *p = r->s.p;
   int integer;
-  if (!fl_jscan_number(&r->s, &integer) || !integer)
-    return NULL; /* a real is read by jansson, whose strtod this need not copy */
+  if (!fl_jscan_number(&r->s, &integer))
+    return NULL;
+  if (!integer) {
+    char tok[FL_JSON_READ_MAX_NUM + 1], *end;
+    size_t n = (size_t)(r->s.p - p);
+    memcpy(tok, p, n);
+    tok[n] = '\0';
+    double d = strtod(tok, &end);
+    return end == tok + n ? json_real(d) : NULL;
+  }
   int neg = *p == '-';
   json_int_t v = 0;
   for (p += neg; p < r->s.p; p++)
@@ -364,7 +378,7 @@ static json_t *read_value(reader *r, int depth) {
   case 'n':
     return read_literal(r, "null", 4, json_null());
   default:
-    return read_integer(r);
+    return read_number(r);
   }
 }
 

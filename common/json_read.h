@@ -9,10 +9,10 @@
  * jansson tree.
  *
  * It is sound, not complete: the fast path gives up on whatever it would
- * have to judge as jansson does with more work (a real number, an exponent,
- * an integer over 18 characters, a \u0000, nesting past
- * FL_JSON_READ_MAX_DEPTH, anything that is not JSON), and fl_json_loadb
- * then hands the text to json_loadb, which reads it or says what is wrong.
+ * have to judge as jansson does with more work (an exponent, a number over
+ * 18 characters, a \u0000, nesting past FL_JSON_READ_MAX_DEPTH, anything
+ * that is not JSON), and fl_json_loadb then hands the text to json_loadb,
+ * which reads it or says what is wrong.
  * Either way the caller gets jansson's answer.
  *
  * The scanning parts are shared with readers that need no tree
