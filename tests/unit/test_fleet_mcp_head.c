@@ -24,6 +24,7 @@
 
 #include "clients/fleet_mcp_head.h"
 #include "common/alloc.h"
+#include "tests/support/test_util.h"
 
 static int setup(void **state) {
   (void)state;
@@ -114,18 +115,12 @@ static void test_long_content(void **state) {
   for (size_t i = 0; i < n; i++)
     content[i] = (char)('a' + i % 26);
   content[n] = '\0';
-  size_t cap = n + 256;
-  char *line = fl_malloc(cap);
+  size_t len;
+  char *line = fl_test_send_line(content, &len);
   assert_non_null(line);
-  int len =
-      snprintf(line, cap,
-               "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":"
-               "\"fleet_send\",\"arguments\":{\"to\":\"w\",\"content\":\"%s\"}}}",
-               content);
-  assert_true(len > 0 && (size_t)len < cap);
-  assert_int_equal(agrees(line, (size_t)len), 1);
+  assert_int_equal(agrees(line, len), 1);
   /* Cut anywhere, it is no longer JSON. */
-  for (size_t cut = 0; cut < (size_t)len; cut += 997)
+  for (size_t cut = 0; cut < len; cut += 997)
     assert_int_equal(agrees(line, cut), 0);
   fl_free(line);
   fl_free(content);
@@ -202,6 +197,11 @@ static void test_left_to_jansson(void **state) {
   }
 }
 
+static int agrees_m(const char *line, size_t len, void *ctx) {
+  (void)ctx;
+  return agrees(line, len);
+}
+
 /* Every line made by changing, dropping or doubling one byte of a valid
  * one: whatever the scanner accepts, jansson reads the same way. */
 static void test_corrupted_lines(void **state) {
@@ -210,27 +210,10 @@ static void test_corrupted_lines(void **state) {
                                         'e', '.',  'u', ' ', 0x00, 0x1f, 0x7f, 0xc3, 0xff};
   size_t yes = 0, tried = 0;
   for (size_t k = 0; k < sizeof everyday / sizeof everyday[0]; k++) {
-    const char *src = everyday[k];
-    size_t n = strlen(src);
-    char buf[1024];
-    assert_true(n + 1 < sizeof buf);
-    for (size_t at = 0; at < n; at++) {
-      for (size_t j = 0; j < sizeof subst; j++) {
-        memcpy(buf, src, n);
-        buf[at] = (char)subst[j];
-        yes += (size_t)agrees(buf, n);
-        tried++;
-      }
-      /* at dropped */
-      memcpy(buf, src, at);
-      memcpy(buf + at, src + at + 1, n - at - 1);
-      yes += (size_t)agrees(buf, n - 1);
-      /* at doubled */
-      memcpy(buf, src, at + 1);
-      memcpy(buf + at + 1, src + at, n - at);
-      yes += (size_t)agrees(buf, n + 1);
-      tried += 2;
-    }
+    size_t n = strlen(everyday[k]), t;
+    assert_true(n + 1 < 1024);
+    yes += fl_test_mutations(everyday[k], n, subst, sizeof subst, agrees_m, NULL, &t);
+    tried += t;
   }
   /* Some corruptions stay valid JSON (a digit for a digit, a letter in a
    * string): the scanner reads those too. */
