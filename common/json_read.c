@@ -406,8 +406,12 @@ json_t *fl_json_read_fast(const char *buf, size_t len, size_t flags) {
 json_t *fl_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *err) {
   json_t *v = fl_json_read_fast(buf, len, flags);
   if (v) {
-    if (err)
+    if (err) { /* as json_loadb leaves it after a success */
       memset(err, 0, sizeof *err);
+      err->line = err->column = -1;
+      err->position = (int)len; /* jansson keeps it after a success too: all of it read */
+      memcpy(err->source, "<buffer>", sizeof "<buffer>");
+    }
     return v;
   }
   return json_loadb(buf, len, flags, err);

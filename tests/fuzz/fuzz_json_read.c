@@ -6,8 +6,9 @@
  *   - a tree from the fast path means jansson reads the same tree: equal
  *     (json_equal) and written back compact to the same bytes, so the same
  *     types and the same member order;
- *   - fl_json_loadb answers as jansson: the same tree, or no tree with the
- *     same error text and position;
+ *   - fl_json_loadb answers as jansson: the same tree, or no tree, and its
+ *     json_error_t as jansson leaves it (text, source, line, column,
+ *     position), after a success too;
  *   - nothing leaks (the sanitizers' leak check at exit).
  * Built as a libFuzzer target with -DFLEET_FUZZ=ON (clang), and always as a
  * replay test that runs the seed corpus plus deterministic mutations. */
@@ -54,8 +55,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fz_same(fast, slow, "the fast path's tree is not jansson's", data, size);
     if (slow)
       fz_same(both, slow, "fl_json_loadb's tree is not jansson's", data, size);
-    else if (both || strcmp(ferr.text, jerr.text) != 0 || ferr.position != jerr.position)
-      fz_fail("fl_json_loadb fails otherwise than jansson", data, size);
+    else if (both)
+      fz_fail("fl_json_loadb reads what jansson refuses", data, size);
+    if (strcmp(ferr.text, jerr.text) != 0 || strcmp(ferr.source, jerr.source) != 0 ||
+        ferr.line != jerr.line || ferr.column != jerr.column || ferr.position != jerr.position)
+      fz_fail("fl_json_loadb leaves its error otherwise than jansson", data, size);
     json_decref(slow);
     json_decref(fast);
     json_decref(both);

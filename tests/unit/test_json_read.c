@@ -55,6 +55,12 @@ static int agrees(const char *line, size_t len, size_t flags) {
     return 0;
   }
   assert_non_null(both);
+  /* The error is left as jansson leaves it after a success. */
+  assert_string_equal(ferr.text, jerr.text);
+  assert_string_equal(ferr.source, jerr.source);
+  assert_int_equal(ferr.line, jerr.line);
+  assert_int_equal(ferr.column, jerr.column);
+  assert_int_equal(ferr.position, jerr.position);
   char *want = dump(slow), *got = dump(both);
   assert_string_equal(got, want);
   assert_true(json_equal(both, slow));
