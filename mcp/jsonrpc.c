@@ -231,6 +231,8 @@ static int fl_rpc_id_ok(const json_t *id) { return json_is_string(id) || json_is
 /* Does the JSON text nest deeper than max? A linear scan that skips
  * strings; it does not validate (the parser does). */
 _Static_assert(FL_MAX_JSON_DEPTH == 64, "fl_rpc_parse's message names the depth limit");
+_Static_assert(FL_JSON_READ_MAX_DEPTH <= FL_MAX_JSON_DEPTH,
+               "a line the one-pass reader reads is never too deep");
 static int fl_json_too_deep(const char *s, size_t n, unsigned max) {
   unsigned depth = 0;
   int in_str = 0;
@@ -264,13 +266,6 @@ int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id, con
   if (!line)
     return fl_rpc_fail(FL_RPC_PARSE_ERROR, "empty message", err_msg);
 
-  /* The parser recurses per level: a hostile line of thousands of brackets
-   * is refused before it costs a deep parse. */
-  if (fl_json_too_deep(line, len, FL_MAX_JSON_DEPTH))
-    return fl_rpc_fail(FL_RPC_PARSE_ERROR,
-                       "message nests too deep (the limit is 64 levels of arrays and objects)",
-                       err_msg);
-
   /* Zeroed: jansson sets the error code only for errors it reports, and an
    * allocation that fails before it starts leaves the code byte as it was
    * (json_error_code would read stack garbage, once in a while "NUL"). */
@@ -280,8 +275,17 @@ int fl_rpc_parse(const char *line, size_t len, fl_rpc *out, json_t **err_id, con
    * Duplicate keys are accepted (last wins), as most JSON parsers do. Without
    * JSON_DISABLE_EOF_CHECK, trailing bytes after the value are an error, and
    * without JSON_ALLOW_NUL a "\u0000" in a string is refused, because every
-   * consumer downstream handles strings as C strings. */
-  json_t *msg = fl_json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+   * consumer downstream handles strings as C strings. fl_json_loadb's two
+   * steps, apart: a line its one pass reads nests no deeper than the limit,
+   * so only a line left to jansson, which recurses per level, is first
+   * scanned for a hostile depth of thousands of brackets. */
+  json_t *msg = fl_json_read_fast(line, len, JSON_DECODE_ANY);
+  if (!msg && fl_json_too_deep(line, len, FL_MAX_JSON_DEPTH))
+    return fl_rpc_fail(FL_RPC_PARSE_ERROR,
+                       "message nests too deep (the limit is 64 levels of arrays and objects)",
+                       err_msg);
+  if (!msg)
+    msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
   if (!msg) {
     /* Valid JSON but for a NUL in a string: the caller is waiting for an
      * answer to its id, so it gets one (a second parse that allows NUL,
