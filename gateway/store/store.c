@@ -471,6 +471,15 @@ static int fl_setup_db(fl_store *s) {
   if (sqlite3_exec(s->db, "PRAGMA cache_size=-" FL_STORE_STR(FL_STORE_CACHE_KIB), NULL, NULL,
                    NULL) != SQLITE_OK)
     return fl_store_db_fail(s, NULL, "setting cache_size");
+  /* Every operation inside a batch is a savepoint, and a savepoint (or a
+   * statement that may abort halfway) keeps the pages it changes in a
+   * sub-journal. By default one past 64 KiB spills to a file in $TMPDIR or
+   * /var/tmp: a full temp dir then failed every burst of a host whose state
+   * dir had room, and a busy receiving gateway wrote those files a page at
+   * a time (a quarter of its system calls). In memory the sub-journal is
+   * freed at each release. */
+  if (sqlite3_exec(s->db, "PRAGMA temp_store=MEMORY", NULL, NULL, NULL) != SQLITE_OK)
+    return fl_store_db_fail(s, NULL, "setting temp_store=MEMORY");
   if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
     return fl_store_db_fail(s, NULL, "begin schema");
   if ((rc = fl_pragma(s, "PRAGMA user_version", val, sizeof val)))

@@ -151,6 +151,56 @@ hostsTest('a squatted inbox (x-max-length 0) reads degraded and no send to it an
   }
 });
 
+// ---- a full temp dir on the receiving host ---------------------------------------
+
+// The store keeps nothing in the temp dir. With SQLite's default, a
+// savepoint or statement that changed more than a few pages spilled its
+// sub-journal to a file there, so a full /var/tmp (or $TMPDIR) stopped every
+// cross-host message at a host whose own state dir had room, and the log
+// blamed the state dir. Here hostB's TMPDIR and SQLITE_TMPDIR are a full
+// tmpfs.
+hostsTest('a full temp dir on the receiving host stops nothing: a stream of messages arrives, each once', brokerRef, { start: false, timeout: 120000 }, async ({ hostA, hostB }, t) => {
+  const tmp = path.join(hostB.dir, 'tmp');
+  mkdirSync(tmp);
+  const why = mountTmpfs(tmp, '1m');
+  if (why) {
+    if (CI) assert.fail(`a full-temp-dir test needs a small tmpfs: ${why}`);
+    t.skip(`needs root and mount for a tmpfs (${why}); runs under CI=true`);
+    return;
+  }
+  try {
+    t.diagnostic(`filler: ${fill(path.join(tmp, 'filler'))} bytes`);
+    await Promise.all([hostA.startFleetd(), hostB.startFleetd({ env: { TMPDIR: tmp, SQLITE_TMPDIR: tmp } })]);
+    await pinAll([hostA, hostB]);
+    const { alice, bob } = await setUp(hostA, hostB);
+    const c0 = await counters(hostB);
+    // A stream of messages, more than the seen journal holds, taken by polls
+    // as they arrive, as in any busy inbox.
+    const N = 600;
+    const pad = 't'.repeat(512);
+    const sent = Array.from({ length: N }, (_, i) => `tmp-${String(i).padStart(3, '0')}`);
+    const polled = pollAll(bob, N, { timeout: 20000 }).catch((e) => e);
+    for (let i = 0; i < N; i += 50) {
+      await Promise.all(
+        sent.slice(i, i + 50).map(async (tag) => {
+          const r = await trySend(alice, 'bob', `${tag} ${pad}`);
+          assert.equal(r.status, 'sent', r.text.slice(0, 300));
+        }),
+      );
+    }
+    const got = await polled;
+    if (got instanceof Error) throw got;
+    const storeLog = hostB.fleetdLog.split('\n').filter((l) => /store/.test(l)).slice(0, 3).join('\n');
+    assert.deepEqual(got.map((c) => c.split(' ')[0]).sort(), [...sent].sort(), `every message arrives once; hostB's log:\n${storeLog}`);
+    const c1 = await counters(hostB);
+    assert.equal((c1.store_errors ?? 0) - (c0.store_errors ?? 0), 0, `no store error: ${JSON.stringify(c1)}`);
+    assert.equal((c1.store_batch_failures ?? 0) - (c0.store_batch_failures ?? 0), 0, 'no burst failed');
+  } finally {
+    await hostB.stopFleetd().catch(() => {});
+    unmountTmpfs(tmp);
+  }
+});
+
 // ---- disk full on the receiving host --------------------------------------------
 
 hostsTest('disk full on the receiving host: a burst is requeued, then arrives once, in order, without a restart', brokerRef, { start: false, timeout: 180000 }, async ({ hostA, hostB }, t) => {
