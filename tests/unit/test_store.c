@@ -461,6 +461,19 @@ static void test_seen_trim(void **state) {
                    1000 + FL_ENVELOPE_MAX_LIFE_MS);
 }
 
+/* SQLite as the store sets it up: no allocation count (its mutex around
+ * every malloc and free) and sub-journals in memory, never in a temp dir. */
+static void test_sqlite_settings(void **state) {
+  fixture *f = *state;
+  assert_int_equal(put(f->s, "m1", "A", "X", "hello", 0), 0);
+  assert_int_equal(sqlite3_memory_used(), 0);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_prepare_v2(f->s->db, "PRAGMA temp_store", -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(st, 0), 2); /* MEMORY */
+  sqlite3_finalize(st);
+}
+
 /* The commit notices by itself, without the sweeper's look-up of the path:
  * a delete, a file renamed over the path, and a batch's commit. */
 static void test_file_gone_commit(void **state) {
@@ -1262,6 +1275,7 @@ static void test_alloc_failure(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_sqlite_settings, setup, teardown),
       cmocka_unit_test_setup_teardown(test_put_take_oldest_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_peek_leaves_held, setup, teardown),
       cmocka_unit_test_setup_teardown(test_take_from_filter, setup, teardown),
