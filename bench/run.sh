@@ -501,8 +501,8 @@ measure() { # SUFFIX ("" sealed, "_signed" pairSeal false, "_clear" in clear)
     # a ceiling, not a pace): 32 calls in flight, direct and then through
     # one fleet-mcp per session.
     # One run of each reads the hop anywhere from 0.85 to 1.56 on 2 shared
-    # cores (the same build twice: 0.91 and 1.23): the second run of two
-    # is about 15% slower, whichever it is. So runs go in pairs, direct and
+    # cores (the same build twice: 0.91 and 1.23), and the second run of
+    # two was often the slower, whichever it was. So runs go in pairs, direct and
     # through fleet-mcp back to back, the order alternating from pair to
     # pair; the hop is the geometric mean of the pairs' ratios (with as
     # many pairs of each order, a steady drift cancels out), and each
