@@ -511,22 +511,29 @@ measure() { # SUFFIX ("" sealed, "_signed" pairSeal false, "_clear" in clear)
     local p
     for p in $(seq "$C32_PAIRS"); do
       if [ $((p % 2)) = 1 ]; then
-        fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -l "c32_direct_$p"
-        fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -m "$BUILD/fleet-mcp" -l "c32_mcp_$p"
+        c32_run direct "$p"
+        c32_run mcp "$p"
       else
-        fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -m "$BUILD/fleet-mcp" -l "c32_mcp_$p"
-        fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -l "c32_direct_$p"
+        c32_run mcp "$p"
+        c32_run direct "$p"
       fi
     done
-    c32_medians >>"$RESULTS"
+    c32_summary >>"$RESULTS"
   fi
   log "(b$x) fleet broadcast hostA -> hostB, hostC, hostD at $RATE/s x $BCAST_N"
   fb bcast "$SA" "$SB" "$SC" "$SD" -n "$BCAST_N" -s "$SIZE" -r "$RATE" -l "fleet_bcast$x"
 }
+# One 32-in-flight run: direct sessions, or each through its own fleet-mcp.
+c32_run() { # direct|mcp PAIR
+  local via=()
+  [ "$1" = mcp ] && via=(-m "$BUILD/fleet-mcp")
+  fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 "${via[@]}" -l "c32_$1_$2"
+}
 # The medians of the pairs of 32-in-flight runs, as the results
 # fleet_u1_c32.* and fleet_u1_c32_mcp.*, and the geometric mean of the
-# pairs' ratios of p50, fleet_u1_c32_hop.ratio.
-c32_medians() {
+# pairs' ratios of p50, fleet_u1_c32_hop.ratio ("nan" if no pair has both
+# runs; a pair missing one is left out of it, and its own ratio is "nan").
+c32_summary() {
   awk -v n="$C32_PAIRS" '
     function med(a, k,   i, j, t) {
       for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -537,12 +544,16 @@ c32_medians() {
     END {
       for (k in f) for (m = 0; m < 2; m++) {
         w = m ? "mcp" : "direct"
-        for (i = 1; i <= n; i++) a[i] = v[w, i, k]
-        printf "RESULT fleet_u1_c32%s.%s %.3f\n", m ? "_mcp" : "", k, med(a, n) }
-      g = 0
-      for (i = 1; i <= n; i++) g += v["direct", i, "p50_ms"] > 0 && v["mcp", i, "p50_ms"] > 0 ? log(v["mcp", i, "p50_ms"] / v["direct", i, "p50_ms"]) : 0
-      printf "RESULT fleet_u1_c32_hop.ratio %.2f\n", exp(g / n)
-      for (i = 1; i <= n; i++) printf "RESULT fleet_u1_c32_hop.pair%d %.2f\n", i, v["mcp", i, "p50_ms"] / v["direct", i, "p50_ms"] }' "$RESULTS"
+        c = 0
+        for (i = 1; i <= n; i++) if ((w, i, k) in v) a[++c] = v[w, i, k]
+        if (c) printf "RESULT fleet_u1_c32%s.%s %.3f\n", m ? "_mcp" : "", k, med(a, c) }
+      g = 0; ok = 0
+      for (i = 1; i <= n; i++) {
+        d = v["direct", i, "p50_ms"] + 0; m = v["mcp", i, "p50_ms"] + 0
+        if (d > 0 && m > 0) { g += log(m / d); ok++; printf "RESULT fleet_u1_c32_hop.pair%d %.2f\n", i, m / d }
+        else printf "RESULT fleet_u1_c32_hop.pair%d nan\n", i }
+      if (ok) printf "RESULT fleet_u1_c32_hop.ratio %.2f\n", exp(g / ok)
+      else print "RESULT fleet_u1_c32_hop.ratio nan" }' "$RESULTS"
 }
 measure ""
 # ---- (c) one gateway ----

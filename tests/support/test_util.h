@@ -1,6 +1,6 @@
 /* test_util.h — what fleet's C tests share: temporary directories, the
- * rule for tests that need a real broker, and a tool call as a client sends
- * it.
+ * rule for tests that need a real broker, a tool call as a client sends it,
+ * and the one-byte mutations of a line that the JSON readers' tests run.
  *
  * Every unit test and fuzz replay links test_util.c (see CMakeLists.txt), so
  * none keeps its own copy of these. */

@@ -461,11 +461,19 @@ static void test_seen_trim(void **state) {
                    1000 + FL_ENVELOPE_MAX_LIFE_MS);
 }
 
-/* SQLite as the store sets it up: no allocation count (its mutex around
- * every malloc and free) and sub-journals in memory, never in a temp dir. */
+/* SQLite as the store sets it up: single-thread mode (its mutexes are
+ * no-ops: two "new" mutexes are then one and the same stand-in, where real
+ * ones are two allocations), no allocation count (its mutex around every
+ * malloc and free) and sub-journals in memory, never in a temp dir. */
 static void test_sqlite_settings(void **state) {
   fixture *f = *state;
   assert_int_equal(put(f->s, "m1", "A", "X", "hello", 0), 0);
+  sqlite3_mutex *m1 = sqlite3_mutex_alloc(SQLITE_MUTEX_FAST);
+  sqlite3_mutex *m2 = sqlite3_mutex_alloc(SQLITE_MUTEX_FAST);
+  int distinct = m1 != m2;
+  sqlite3_mutex_free(m1);
+  sqlite3_mutex_free(m2);
+  assert_false(distinct);
   assert_int_equal(sqlite3_memory_used(), 0);
   sqlite3_stmt *st = NULL;
   assert_int_equal(sqlite3_prepare_v2(f->s->db, "PRAGMA temp_store", -1, &st, NULL), SQLITE_OK);
