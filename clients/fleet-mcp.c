@@ -388,6 +388,7 @@ static int relay_run(fl_relay *r) {
         /* Tell fleetd we are done; it ends the session (the entity leaves
          * the roster) and finishes any answers in flight. */
         (void)shutdown(r->sock, SHUT_WR);
+        r->ending = 1;
         drain_until = fl_mono_ms() + FL_MCP_DRAIN_MS;
       }
     }

@@ -234,6 +234,13 @@ void fl_link_down(fl_relay *r, const char *why, int refused) {
   fl_linebuf_free(&r->out);
   fl_linebuf_init(&r->out, FL_MAX_LINE);
   size_t failed = fail_calls(r);
+  if (r->ending) {
+    /* The end fleet-mcp asked for (stdin closed): no alarm, no reconnect.
+     * A call fleetd did not answer, such as a waiting poll, has its
+     * retryable error above; what it waited for stays held. */
+    r->link = FL_LINK_DOWN;
+    return;
+  }
   if (r->link == FL_LINK_UP) {
     r->lost_at = now;
     r->attempts = 0;

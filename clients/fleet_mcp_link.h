@@ -80,6 +80,9 @@ typedef struct fl_relay {
   json_t *init_params;
   int client_initialized; /* the client sent notifications/initialized */
   char level[16];         /* the client's logging/setLevel level, or "" */
+  /* The client closed stdin and fleetd was told (its socket half-closed):
+   * fleetd closing its side now is the end of the session, not a loss. */
+  int ending;
   /* Reconnecting. */
   long long lost_at;         /* when the link went down (fl_mono_ms) */
   long long next_try;        /* when to connect again */
@@ -116,7 +119,8 @@ int fl_link_fleetd_line(fl_relay *r, const char *line, size_t len);
 
 /* Ends the link (sock, the half line read from it, the calls in flight).
  * why says what happened (NULL: r->why already does); refused: fleetd said
- * no to the session, so it is asked again less often. */
+ * no to the session, so it is asked again less often. Once r->ending, the
+ * link just closes: nothing is logged and nothing connects again. */
 void fl_link_down(fl_relay *r, const char *why, int refused);
 /* Connects again; once the client's session was accepted, asks fleetd to
  * take it back before anything else goes through. FL_PUMP_OK (up, in the

@@ -9,7 +9,8 @@
 // after the restart. A socket that answers initialize with a refusal is
 // reported and retried; one that never answers is left after a while, and
 // calls meanwhile get their error, never a hang. stdin EOF still ends
-// fleet-mcp, with status 0.
+// fleet-mcp, with status 0, and quietly: fleetd closing the session it was
+// asked to end is no alarm.
 
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -272,6 +273,33 @@ fleetTest('channel pushes work again after the restart; nothing of fleet-mcp\'s 
 
   c.proc.stdin.end();
   assert.deepEqual(await c.exited, { code: 0, signal: null });
+});
+
+// A client that hangs up (stdin EOF) ends its session: fleet-mcp half-closes
+// its socket, fleetd writes what it owes, ends the session and closes its
+// side. That close is the end fleet-mcp asked for, not a lost fleetd: saying
+// "lost fleetd ... reconnecting" there, at every normal exit, would hide the
+// real alarm among false ones. A poll still waiting is answered all the same
+// (its messages stay held), never left without an answer.
+fleetTest('a client that hangs up ends fleet-mcp quietly, with its call in flight answered', async (f) => {
+  await f.startFleetd();
+  const c = new StdioConn(f, { FLEET_NAME: 'leaver', FLEET_ROLE: 'worker' });
+  const init = await c.request('initialize', {
+    protocolVersion: PROTOCOL_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'reconnect-test', version: '0.0.0' },
+  });
+  assert.ok(init.result, JSON.stringify(init));
+  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  assert.ok((await c.request('tools/call', { name: 'fleet_list', arguments: {} })).result);
+  // A poll waiting when the client hangs up: fleetd answers it as it ends the session.
+  c.send({ jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'fleet_poll', arguments: { wait_s: 1 } } });
+  await sleep(200);
+  c.proc.stdin.end();
+  assert.deepEqual(await c.exited, { code: 0, signal: null });
+  const answer = c.lines.find((l) => l.id === 99);
+  assert.ok(answer && ('result' in answer || 'error' in answer), `the waiting poll was answered: ${JSON.stringify(c.lines)}`);
+  assert.doesNotMatch(c.stderr, /lost fleetd|reconnecting/, 'no alarm at a normal end');
 });
 
 fleetTest('a socket that refuses the session is reported, retried, and left for fleetd', async (f) => {
