@@ -635,6 +635,51 @@ static void test_count_total(void **state) {
   assert_counts_agree(f);
 }
 
+/* The VM steps one fl_store_count of to takes. */
+static int count_steps(fixture *f, const char *to, int64_t now, size_t *n) {
+  sqlite3_stmt *st = f->s->st[FL_ST_COUNT];
+  sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
+  assert_int_equal(fl_store_count(f->s, to, now, n), 0);
+  return sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 1);
+}
+
+/* A count is asked on every call of an agent with something held, after
+ * every poll (what remains) and for every local entity in fleet_list: its
+ * work must not grow with how much is held. It read every held row of the
+ * recipient (each with its content) to check its expiry: with 200 messages
+ * held, every send of that agent cost its gateway ten times as much. Rows
+ * expired and not yet swept still do not count. */
+static void test_count_cost_flat(void **state) {
+  fixture *f = *state;
+  char id[32];
+  size_t n = 0;
+  for (int i = 0; i < 10; i++) {
+    snprintf(id, sizeof id, "m%d", i);
+    assert_int_equal(put(f->s, id, "A", "X", "a message of some length", 0), 0);
+  }
+  int few = count_steps(f, "A", 1000, &n);
+  assert_int_equal(n, 10);
+  for (int i = 10; i < 400; i++) {
+    snprintf(id, sizeof id, "m%d", i);
+    assert_int_equal(put(f->s, id, "A", "X", "a message of some length", i % 2 ? 0 : 90000), 0);
+  }
+  int many = count_steps(f, "A", 1000, &n);
+  assert_int_equal(n, 400);
+  assert_true(many <= few + 8);
+  /* Expired, not yet swept: left out, whoever else holds what. */
+  assert_int_equal(put(f->s, "old1", "A", "X", "expired", 500), 0);
+  assert_int_equal(put(f->s, "old2", "B", "X", "expired", 500), 0);
+  assert_int_equal(put(f->s, "new", "B", "X", "live", 0), 0);
+  count_steps(f, "A", 1000, &n);
+  assert_int_equal(n, 400);
+  count_steps(f, "B", 1000, &n);
+  assert_int_equal(n, 1);
+  /* At 90000 the 195 with that expiry are gone too. */
+  count_steps(f, "A", 90000, &n);
+  assert_int_equal(n, 205);
+  assert_counts_agree(f);
+}
+
 /* ---- entities ------------------------------------------------------------ */
 
 static void mk_entity(fl_entity_rec *e, const char *gid, const char *name, const char *role,
@@ -1299,6 +1344,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_forward_auth_migrates, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_deleted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_count_total, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_count_cost_flat, setup, teardown),
       cmocka_unit_test_setup_teardown(test_entities, setup, teardown),
       cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
       cmocka_unit_test_setup_teardown(test_remote_entities, setup, teardown),
