@@ -1,6 +1,6 @@
 /* gid_index.c — the roster's index by gid (see gid_index.h): linear
- * probing in a table kept at most half full, FNV-1a over the lowercased
- * key. */
+ * probing in a table kept at most half full, FNV-1a over the key
+ * (lowercased unless the index is exact). */
 #include "gateway/core/gid_index.h"
 
 #include <stdint.h>
@@ -10,11 +10,11 @@
 #include "common/alloc.h"
 #include "common/error.h"
 
-static uint64_t gid_hash(const char *s) {
+static uint64_t gid_hash(const char *s, int exact) {
   uint64_t h = 1469598103934665603ull;
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c >= 'A' && c <= 'Z')
+    if (!exact && c >= 'A' && c <= 'Z')
       c = (unsigned char)(c - 'A' + 'a');
     h = (h ^ c) * 1099511628211ull;
   }
@@ -22,9 +22,9 @@ static uint64_t gid_hash(const char *s) {
 }
 
 /* The slot holding key, or the empty slot where it would go. */
-static fl_gid_slot *gid_find(fl_gid_slot *slots, size_t cap, const char *key) {
-  size_t i = (size_t)gid_hash(key) & (cap - 1);
-  while (slots[i].key && strcasecmp(slots[i].key, key) != 0)
+static fl_gid_slot *gid_find(fl_gid_slot *slots, size_t cap, const char *key, int exact) {
+  size_t i = (size_t)gid_hash(key, exact) & (cap - 1);
+  while (slots[i].key && (exact ? strcmp(slots[i].key, key) : strcasecmp(slots[i].key, key)) != 0)
     i = (i + 1) & (cap - 1);
   return &slots[i];
 }
@@ -36,7 +36,7 @@ static int gid_grow(fl_gid_index *ix) {
     return FL_ENOMEM;
   for (size_t i = 0; i < ix->cap; i++)
     if (ix->slots[i].key)
-      *gid_find(slots, cap, ix->slots[i].key) = ix->slots[i];
+      *gid_find(slots, cap, ix->slots[i].key, ix->exact) = ix->slots[i];
   fl_free(ix->slots);
   ix->slots = slots;
   ix->cap = cap;
@@ -48,7 +48,7 @@ int fl_gid_index_put(fl_gid_index *ix, const char *key, void *value) {
     return FL_EINVAL;
   if (2 * (ix->n + 1) > ix->cap && gid_grow(ix) != 0)
     return FL_ENOMEM;
-  fl_gid_slot *s = gid_find(ix->slots, ix->cap, key);
+  fl_gid_slot *s = gid_find(ix->slots, ix->cap, key, ix->exact);
   if (!s->key)
     ix->n++;
   s->key = key;
@@ -59,14 +59,14 @@ int fl_gid_index_put(fl_gid_index *ix, const char *key, void *value) {
 void *fl_gid_index_get(const fl_gid_index *ix, const char *key) {
   if (!ix || !key || !ix->n)
     return NULL;
-  return gid_find(ix->slots, ix->cap, key)->value;
+  return gid_find(ix->slots, ix->cap, key, ix->exact)->value;
 }
 
 int fl_gid_index_del(fl_gid_index *ix, const char *key) {
   if (!ix || !key || !ix->n)
     return 0;
   size_t mask = ix->cap - 1;
-  fl_gid_slot *s = gid_find(ix->slots, ix->cap, key);
+  fl_gid_slot *s = gid_find(ix->slots, ix->cap, key, ix->exact);
   if (!s->key)
     return 0;
   /* Backward-shift deletion: every entry of the cluster after the hole
@@ -76,7 +76,7 @@ int fl_gid_index_del(fl_gid_index *ix, const char *key) {
     i = (i + 1) & mask;
     if (!ix->slots[i].key)
       break;
-    size_t home = (size_t)gid_hash(ix->slots[i].key) & mask;
+    size_t home = (size_t)gid_hash(ix->slots[i].key, ix->exact) & mask;
     /* The entry at i stays when its home lies cyclically in (hole, i]. */
     if (hole <= i ? (hole < home && home <= i) : (hole < home || home <= i))
       continue;
@@ -92,6 +92,8 @@ int fl_gid_index_del(fl_gid_index *ix, const char *key) {
 void fl_gid_index_free(fl_gid_index *ix) {
   if (!ix)
     return;
+  int exact = ix->exact;
   fl_free(ix->slots);
   memset(ix, 0, sizeof *ix);
+  ix->exact = exact;
 }

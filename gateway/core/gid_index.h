@@ -5,7 +5,9 @@
  * the entity's own gid string, which must live as long as the index (the
  * roster removes an entity from the index before it frees it). Gids
  * compare without regard to ASCII case, as fl_entity_by_gid always did.
- * Pure, one thread. */
+ * An index with `exact` set compares its keys byte for byte instead (the
+ * fabric's unacked deliveries, keyed by msgId and recipient as the store
+ * keys them). Pure, one thread. */
 #ifndef FL_GID_INDEX_H
 #define FL_GID_INDEX_H
 
@@ -19,6 +21,7 @@ typedef struct fl_gid_slot {
 typedef struct fl_gid_index {
   fl_gid_slot *slots; /* cap of them, a power of two (or NULL when empty) */
   size_t n, cap;
+  int exact; /* set before the first put: keys compare byte for byte */
 } fl_gid_index;
 
 /* Adds key -> value (key borrowed). A key already present (in any case)
@@ -32,7 +35,8 @@ void *fl_gid_index_get(const fl_gid_index *ix, const char *key);
 /* Removes key (in any case): 1 if it was there, else 0. */
 int fl_gid_index_del(fl_gid_index *ix, const char *key);
 
-/* Frees the table (not the keys or values) and empties ix. */
+/* Frees the table (not the keys or values) and empties ix; ix keeps its
+ * `exact`. */
 void fl_gid_index_free(fl_gid_index *ix);
 
 #endif

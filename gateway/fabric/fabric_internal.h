@@ -46,9 +46,10 @@ typedef struct fl_burst_chan {
 
 /* A broker delivery not yet acked: acked when its message is drained. */
 typedef struct fl_unacked {
-  struct fl_unacked *next;
+  struct fl_unacked *next, *prev;
   char msg_id[FL_ID_LEN];
   char to_gid[FL_ID_LEN];
+  char key[2 * FL_ID_LEN]; /* msg_id '\n' to_gid: its key in unacked_ix */
   uint64_t tag;
 } fl_unacked;
 
@@ -69,7 +70,12 @@ typedef struct fl_fabric {
   fl_consumer *consumers;
   size_t nconsumers, consumers_cap;
   /* Settling (fabric_settle.c): */
+  /* Every prefetched delivery held for a local client that has not drained
+   * it: up to the prefetch of every inbox (100 each by default), so
+   * thousands when agents are offline. Found by msgId and recipient through
+   * unacked_ix (exact), as each delivery and each drain must be. */
   fl_unacked *unacked;
+  fl_gid_index unacked_ix;
   size_t nunacked;
   int in_batch;         /* inside a burst of broker events (one store commit) */
   uint64_t *acks_later; /* acks held until the burst's commit */

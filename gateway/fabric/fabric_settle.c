@@ -10,6 +10,7 @@
  * The receive checks (inbound.c) settle through fl_fabric_settle_ops.
  *
  * Threading: loop thread only. */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -36,6 +37,66 @@ void fl_fabric_ack(fl_fabric *f, uint64_t tag) {
     f->acks_later_cap = cap;
   }
   f->acks_later[f->nacks_later++] = tag;
+}
+
+static void fl_unacked_key(char *key, size_t n, const char *to_gid, const char *msg_id) {
+  snprintf(key, n, "%s\n%s", msg_id, to_gid);
+}
+
+static fl_unacked *fl_unacked_find(fl_fabric *f, const char *to_gid, const char *msg_id) {
+  char key[2 * FL_ID_LEN];
+  fl_unacked_key(key, sizeof key, to_gid, msg_id);
+  return fl_gid_index_get(&f->unacked_ix, key);
+}
+
+static void fl_unacked_add(fl_fabric *f, const char *to_gid, const char *msg_id, uint64_t tag) {
+  fl_unacked *u = fl_unacked_find(f, to_gid, msg_id);
+  if (u) {
+    /* A redelivery of a message still held: the old tag is void. */
+    u->tag = tag;
+    return;
+  }
+  f->unacked_ix.exact = 1; /* msgIds and gids as the store compares them */
+  u = fl_calloc(1, sizeof *u);
+  if (u)
+    fl_unacked_key(u->key, sizeof u->key, to_gid, msg_id);
+  if (!u || fl_gid_index_put(&f->unacked_ix, u->key, u) != 0) {
+    /* Cannot remember it: ack now; the message is committed to the store. */
+    fl_free(u);
+    fl_fabric_ack(f, tag);
+    return;
+  }
+  fl_copy(u->msg_id, sizeof u->msg_id, msg_id);
+  fl_copy(u->to_gid, sizeof u->to_gid, to_gid);
+  u->tag = tag;
+  u->next = f->unacked;
+  if (u->next)
+    u->next->prev = u;
+  f->unacked = u;
+  f->nunacked++;
+}
+
+/* Forgets u (no ack). */
+static void fl_unacked_drop(fl_fabric *f, fl_unacked *u) {
+  fl_gid_index_del(&f->unacked_ix, u->key);
+  if (u->prev)
+    u->prev->next = u->next;
+  else
+    f->unacked = u->next;
+  if (u->next)
+    u->next->prev = u->prev;
+  fl_free(u);
+  f->nunacked--;
+}
+
+void fl_fabric_unacked_clear(fl_fabric *f) {
+  while (f->unacked) {
+    fl_unacked *n = f->unacked->next;
+    fl_free(f->unacked);
+    f->unacked = n;
+  }
+  fl_gid_index_free(&f->unacked_ix);
+  f->nunacked = 0;
 }
 
 static uint32_t fl_incarnation(uint64_t tag) { return (uint32_t)(tag >> 32); }
@@ -83,15 +144,10 @@ static void fl_poison(fl_fabric *f, const char *gid, uint64_t tag) {
  * closes the channel. */
 static void fl_requeue_chan(fl_fabric *f, const char *gid, uint64_t tag, const char *why) {
   fl_poison(f, gid, tag);
-  for (fl_unacked **pp = &f->unacked; *pp;) {
-    fl_unacked *u = *pp;
-    if (fl_incarnation(u->tag) == fl_incarnation(tag)) {
-      *pp = u->next;
-      fl_free(u);
-      f->nunacked--;
-    } else {
-      pp = &u->next;
-    }
+  for (fl_unacked *u = f->unacked, *next; u; u = next) {
+    next = u->next;
+    if (fl_incarnation(u->tag) == fl_incarnation(tag))
+      fl_unacked_drop(f, u);
   }
   int rc = fl_broker_requeue_inbox(f->broker, gid, tag, why);
   if (rc)
@@ -184,48 +240,12 @@ void fl_fabric_on_batch(void *ctx, int begin) {
   f->nburst = 0;
 }
 
-static void fl_unacked_add(fl_fabric *f, const char *to_gid, const char *msg_id, uint64_t tag) {
-  for (fl_unacked *u = f->unacked; u; u = u->next) {
-    if (strcmp(u->msg_id, msg_id) == 0 && strcmp(u->to_gid, to_gid) == 0) {
-      /* A redelivery of a message still held: the old tag is void. */
-      u->tag = tag;
-      return;
-    }
-  }
-  fl_unacked *u = fl_calloc(1, sizeof *u);
-  if (!u) {
-    /* Cannot remember it: ack now; the message is committed to the store. */
-    fl_fabric_ack(f, tag);
-    return;
-  }
-  fl_copy(u->msg_id, sizeof u->msg_id, msg_id);
-  fl_copy(u->to_gid, sizeof u->to_gid, to_gid);
-  u->tag = tag;
-  u->next = f->unacked;
-  f->unacked = u;
-  f->nunacked++;
-}
-
-void fl_fabric_unacked_clear(fl_fabric *f) {
-  while (f->unacked) {
-    fl_unacked *n = f->unacked->next;
-    fl_free(f->unacked);
-    f->unacked = n;
-  }
-  f->nunacked = 0;
-}
-
 void fl_fabric_drained(void *ctx, const char *to_gid, const char *msg_id) {
   fl_fabric *f = ctx;
-  for (fl_unacked **pp = &f->unacked; *pp; pp = &(*pp)->next) {
-    fl_unacked *u = *pp;
-    if (strcmp(u->msg_id, msg_id) == 0 && strcmp(u->to_gid, to_gid) == 0) {
-      fl_fabric_ack(f, u->tag);
-      *pp = u->next;
-      fl_free(u);
-      f->nunacked--;
-      return;
-    }
+  fl_unacked *u = fl_unacked_find(f, to_gid, msg_id);
+  if (u) {
+    fl_fabric_ack(f, u->tag);
+    fl_unacked_drop(f, u);
   }
 }
 
@@ -233,16 +253,12 @@ void fl_fabric_sweep(void *ctx) {
   fl_fabric *f = ctx;
   /* Held messages the sweeper dropped (expired) are settled too, or their
    * deliveries would hold prefetch slots until the next reconnect. */
-  for (fl_unacked **pp = &f->unacked; *pp;) {
-    fl_unacked *u = *pp;
+  for (fl_unacked *u = f->unacked, *next; u; u = next) {
+    next = u->next;
     int held = 1;
     if (fl_store_is_held(f->gw->store, u->to_gid, u->msg_id, &held) == 0 && !held) {
       fl_fabric_ack(f, u->tag);
-      *pp = u->next;
-      fl_free(u);
-      f->nunacked--;
-    } else {
-      pp = &u->next;
+      fl_unacked_drop(f, u);
     }
   }
 }

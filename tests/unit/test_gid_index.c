@@ -112,12 +112,49 @@ static void test_del(void **state) {
   fl_gid_index_free(&ix);
 }
 
+/* An exact index (the fabric's unacked deliveries, by msgId and recipient)
+ * keeps keys that differ only in case apart, as the store does: a peer that
+ * sends one msgId in two cases must not have the second delivery take the
+ * first one's place. It stays exact through growing, deleting and freeing. */
+static void test_exact(void **state) {
+  (void)state;
+  static char keys[N][37], upper[N][37];
+  static int values[N], uvalues[N];
+  fl_gid_index ix = {0};
+  ix.exact = 1;
+  for (size_t i = 0; i < N; i++) {
+    key_of(i, keys[i]);
+    keys[i][9] = 'a'; /* a letter in every key, so its upper case differs */
+    for (size_t k = 0; k < 37; k++)
+      upper[i][k] = (char)toupper((unsigned char)keys[i][k]);
+    assert_int_equal(fl_gid_index_put(&ix, keys[i], &values[i]), 0);
+    assert_int_equal(fl_gid_index_put(&ix, upper[i], &uvalues[i]), 0);
+  }
+  assert_int_equal(ix.n, 2 * N);
+  for (size_t i = 0; i < N; i++) {
+    assert_ptr_equal(fl_gid_index_get(&ix, keys[i]), &values[i]);
+    assert_ptr_equal(fl_gid_index_get(&ix, upper[i]), &uvalues[i]);
+  }
+  for (size_t i = 0; i < N; i += 2)
+    assert_int_equal(fl_gid_index_del(&ix, upper[i]), 1);
+  for (size_t i = 0; i < N; i++) {
+    assert_ptr_equal(fl_gid_index_get(&ix, keys[i]), &values[i]);
+    if (i % 2)
+      assert_ptr_equal(fl_gid_index_get(&ix, upper[i]), &uvalues[i]);
+    else
+      assert_null(fl_gid_index_get(&ix, upper[i]));
+  }
+  fl_gid_index_free(&ix);
+  assert_int_equal(ix.exact, 1);
+  assert_int_equal(fl_gid_index_put(&ix, keys[0], &values[0]), 0);
+  assert_null(fl_gid_index_get(&ix, upper[0]));
+  fl_gid_index_free(&ix);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_empty),
-      cmocka_unit_test(test_many),
-      cmocka_unit_test(test_del),
-      cmocka_unit_test(test_replace),
+      cmocka_unit_test(test_empty),   cmocka_unit_test(test_many),  cmocka_unit_test(test_del),
+      cmocka_unit_test(test_replace), cmocka_unit_test(test_exact),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
