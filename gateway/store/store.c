@@ -101,9 +101,9 @@ static const char *const fl_sql[FL_ST_COUNT_OF] = {
      * its interval's worth), not held_to_seq: `+to_gid` keeps the planner off
      * that index, which would read every held row of the recipient, content
      * and all, to check its expiry. */
-    [FL_ST_COUNT] = "SELECT coalesce((SELECT n FROM held_count WHERE to_gid = ?1), 0) - "
+    [FL_ST_COUNT] = "SELECT max(0, coalesce((SELECT n FROM held_count WHERE to_gid = ?1), 0) - "
                     "(SELECT count(*) FROM held WHERE expires_ms != 0 AND expires_ms <= ?2 "
-                    "AND +to_gid = ?1)",
+                    "AND +to_gid = ?1))",
     [FL_ST_TOTAL] = "SELECT coalesce(sum(n), 0) FROM held_count",
     [FL_ST_EXPIRE] = "DELETE FROM held WHERE expires_ms != 0 AND expires_ms <= ?1",
     /* Keys still held are kept so the seen-set always covers held. */
