@@ -238,19 +238,25 @@ class StdioConn {
     this.send({ jsonrpc: '2.0', id, method, params });
     return this.take((l) => l.id === id && !('method' in l), timeout, `response to ${method}`);
   }
+
+  /** initialize (its answer checked and returned), then notifications/initialized. */
+  async open(capabilities = {}) {
+    const init = await this.request('initialize', {
+      protocolVersion: PROTOCOL_VERSION,
+      capabilities,
+      clientInfo: { name: 'reconnect-test', version: '0.0.0' },
+    });
+    assert.ok(init.result, JSON.stringify(init));
+    this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return init;
+  }
 }
 
 fleetTest('channel pushes work again after the restart; nothing of fleet-mcp\'s own reaches the client', async (f) => {
   await f.startFleetd();
   const c = new StdioConn(f, { FLEET_NAME: 'chan', FLEET_ROLE: 'worker', FLEET_CHANNEL: '1' });
-  const init = await c.request('initialize', {
-    protocolVersion: PROTOCOL_VERSION,
-    capabilities: { experimental: { 'claude/channel': {} } },
-    clientInfo: { name: 'reconnect-test', version: '0.0.0' },
-  });
-  assert.ok(init.result, JSON.stringify(init));
+  const init = await c.open({ experimental: { 'claude/channel': {} } });
   assert.match(init.result._meta?.['fleet/identity']?.gid ?? '', /^[0-9a-f-]{36}$/, 'initialize names the gid');
-  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   assert.ok((await c.request('logging/setLevel', { level: 'warning' })).result);
 
   await f.stopFleetd();
@@ -284,13 +290,7 @@ fleetTest('channel pushes work again after the restart; nothing of fleet-mcp\'s 
 fleetTest('a client that hangs up ends fleet-mcp quietly, with its call in flight answered', async (f) => {
   await f.startFleetd();
   const c = new StdioConn(f, { FLEET_NAME: 'leaver', FLEET_ROLE: 'worker' });
-  const init = await c.request('initialize', {
-    protocolVersion: PROTOCOL_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'reconnect-test', version: '0.0.0' },
-  });
-  assert.ok(init.result, JSON.stringify(init));
-  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  await c.open();
   assert.ok((await c.request('tools/call', { name: 'fleet_list', arguments: {} })).result);
   // A poll waiting when the client hangs up: fleetd answers it as it ends the session.
   c.send({ jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'fleet_poll', arguments: { wait_s: 1 } } });
@@ -305,13 +305,7 @@ fleetTest('a client that hangs up ends fleet-mcp quietly, with its call in fligh
 fleetTest('a socket that refuses the session is reported, retried, and left for fleetd', async (f) => {
   await f.startFleetd();
   const c = new StdioConn(f, { FLEET_NAME: 'rf', FLEET_ROLE: 'worker' });
-  const init = await c.request('initialize', {
-    protocolVersion: PROTOCOL_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'reconnect-test', version: '0.0.0' },
-  });
-  assert.ok(init.result, JSON.stringify(init));
-  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  await c.open();
   await f.stopFleetd();
 
   // Something else now listens on the socket and refuses every initialize.
@@ -395,13 +389,7 @@ fleetTest('a worker in a pane is back after kill -9 of fleetd and gets a brief t
 fleetTest('a socket that never answers does not hang the calls; fleet-mcp leaves it for fleetd', async (f) => {
   await f.startFleetd();
   const c = new StdioConn(f, { FLEET_NAME: 'sil', FLEET_ROLE: 'worker' });
-  const init = await c.request('initialize', {
-    protocolVersion: PROTOCOL_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'reconnect-test', version: '0.0.0' },
-  });
-  assert.ok(init.result, JSON.stringify(init));
-  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  await c.open();
   await f.stopFleetd();
 
   // Something else listens on the socket now: it takes connections and
