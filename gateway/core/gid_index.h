@@ -24,15 +24,15 @@ typedef struct fl_gid_index {
   int exact; /* set before the first put: keys compare byte for byte */
 } fl_gid_index;
 
-/* Adds key -> value (key borrowed). A key already present (in any case)
- * has its value replaced. Returns 0, FL_EINVAL (a NULL argument) or
- * FL_ENOMEM (the index is as it was). */
+/* Adds key -> value (key borrowed). A key already present (in any case,
+ * or byte for byte in an exact index) has its value replaced. Returns 0, FL_EINVAL (a NULL
+ * argument) or FL_ENOMEM (the index is as it was). */
 int fl_gid_index_put(fl_gid_index *ix, const char *key, void *value);
 
-/* The value of key (in any case), or NULL. */
+/* The value of key (in any case, or exactly), or NULL. */
 void *fl_gid_index_get(const fl_gid_index *ix, const char *key);
 
-/* Removes key (in any case): 1 if it was there, else 0. */
+/* Removes key (in any case, or exactly): 1 if it was there, else 0. */
 int fl_gid_index_del(fl_gid_index *ix, const char *key);
 
 /* Frees the table (not the keys or values) and empties ix; ix keeps its

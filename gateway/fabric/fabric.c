@@ -694,6 +694,8 @@ static int fl_fabric_start(fl_gw *gw, char *err, size_t errlen) {
   unsigned ttl = cfg->presence_ttl_ms ? cfg->presence_ttl_ms : FL_PRESENCE_TTL_BEATS * interval;
   fl_fabric *f = fl_calloc(1, sizeof *f);
   int rc = FL_ENOMEM;
+  if (f)
+    f->unacked_ix.exact = 1; /* msgIds and gids compare as the store compares them */
   if (!f || (rc = fl_inbound_new(gw, &fl_fabric_settle_ops, f, &f->inbound)) ||
       (rc = fl_presence_new(gw, f->inbound, interval, ttl, &f->presence)) ||
       (rc = fl_control_new(gw, &fl_control_emit_ops, f, f->presence, &f->control))) {

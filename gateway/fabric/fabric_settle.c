@@ -56,7 +56,6 @@ static void fl_unacked_add(fl_fabric *f, const char *to_gid, const char *msg_id,
     u->tag = tag;
     return;
   }
-  f->unacked_ix.exact = 1; /* msgIds and gids as the store compares them */
   u = fl_calloc(1, sizeof *u);
   if (u)
     fl_unacked_key(u->key, sizeof u->key, to_gid, msg_id);
