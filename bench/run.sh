@@ -217,7 +217,7 @@ pairs_summary() { # A B N OUT_A OUT_B OUT_R KEY...
       if (substr(l, 1, length(A) + 1) == A "_") { w = "a"; r = substr(l, length(A) + 2) }
       else if (substr(l, 1, length(B) + 1) == B "_") { w = "b"; r = substr(l, length(B) + 2) }
       else next
-      if (!d || r !~ /^[0-9]+$/) next
+      if (!d || r !~ /^[0-9]+$/ || $3 !~ /^-?[0-9]+(\.[0-9]+)?$/) next # "nan" is no value
       v[w, r + 0, k] = $3 + 0; f[k] = 1 }
     END {
       for (k in f) for (m = 0; m < 2; m++) {
@@ -233,6 +233,20 @@ pairs_summary() { # A B N OUT_A OUT_B OUT_R KEY...
           else printf "RESULT %s.%s_pair%d nan\n", OR, k, i }
         if (ok) printf "RESULT %s.%s %.2f\n", OR, k, exp(g / ok)
         else printf "RESULT %s.%s nan\n", OR, k } }' "$RESULTS"
+}
+# Runs N pairs: RUN_A P then RUN_B P for odd P, the other way round for even
+# P, so a steady drift over the pairs hits both sides alike.
+pairs_run() { # N RUN_A RUN_B
+  local p
+  for p in $(seq "$1"); do
+    if [ $((p % 2)) = 1 ]; then
+      "$2" "$p"
+      "$3" "$p"
+    else
+      "$3" "$p"
+      "$2" "$p"
+    fi
+  done
 }
 # Each pair's ratio of OUT_R.KEY, space-separated.
 pairs_list() { # OUT_R KEY N
@@ -500,9 +514,20 @@ rss_both() { # SUFFIX
   rss_parts "${FLEETD_PIDS[0]}" "rss_a$1"
   rss_parts "${FLEETD_PIDS[1]}" "rss_b$1"
 }
-# The raw throughput baseline, run with the gateways up (and idle).
-raw_tput_run() { # LABEL
-  raw tput -n "$N" -s "$SIZE" -w "$RAW_WINDOW" -p 100 -B "$(cat "$WORK/mq/rabbitmq.pid")" -l "$1"
+# The raw throughput baseline, run with the gateways up (and idle), as raw_tput_PAIR.
+raw_tput_run() { # PAIR
+  raw tput -n "$N" -s "$SIZE" -w "$RAW_WINDOW" -p 100 -B "$(cat "$WORK/mq/rabbitmq.pid")" -l "raw_tput_$1"
+}
+# fleet_tput_PAIR; the RSS is read after the first.
+fleet_tput_run() { # PAIR
+  tput_cpu "_$1"
+  if [ "$1" = 1 ]; then rss_both ""; fi
+}
+raw_rtt_run() { # PAIR
+  raw rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l "raw_rtt_$1"
+}
+fleet_u1_run() { # PAIR
+  fb rtt "$SA" "$SB" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "fleet_u1_$1"
 }
 # Throughput in pairs: the raw baseline and fleet back to back, the order
 # alternating from pair to pair, TPUT_PAIRS times. The ratio is the geometric
@@ -510,37 +535,18 @@ raw_tput_run() { # LABEL
 # median of its runs (raw_tput.*, fleet_tput.*). The RSS is read after the
 # first fleet run, 20,000 messages in, as with one run.
 tput_pairs() {
-  local p
   log "(b) cross-host throughput: raw ($N x $SIZE B, confirms window $RAW_WINDOW, prefetch 100) and fleet ($N x $SIZE B, hostA -> hostB, window $WINDOW, poll max 100), $TPUT_PAIRS pairs of runs"
-  for p in $(seq "$TPUT_PAIRS"); do
-    if [ $((p % 2)) = 1 ]; then
-      raw_tput_run "raw_tput_$p"
-      tput_cpu "_$p"
-    else
-      tput_cpu "_$p"
-      raw_tput_run "raw_tput_$p"
-    fi
-    [ "$p" = 1 ] && rss_both ""
-  done
+  pairs_run "$TPUT_PAIRS" raw_tput_run fleet_tput_run
   pairs_summary raw_tput fleet_tput "$TPUT_PAIRS" raw_tput fleet_tput fleet_tput_vs_raw msgs_per_s |
     tee -a "$RESULTS" | sed 's/^/  /' >&2
 }
 # U1 in pairs with the raw request/reply, as tput_pairs does (fleet_u1_vs_raw.p50_ms, .p99_ms).
 u1_pairs() {
-  local p
   # The throughput runs leave disk work behind (the broker's message store,
   # hostB's WAL checkpoint): let it finish before timing single calls.
   sleep 10
   log "(b) U1 round trip hostA -> hostB (send wait_s, reply) and the raw request/reply, at $RATE/s x $RTT_N each, $U1_PAIRS pairs of runs"
-  for p in $(seq "$U1_PAIRS"); do
-    if [ $((p % 2)) = 1 ]; then
-      raw rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l "raw_rtt_$p"
-      fb rtt "$SA" "$SB" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "fleet_u1_$p"
-    else
-      fb rtt "$SA" "$SB" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "fleet_u1_$p"
-      raw rtt -n "$RTT_N" -s "$SIZE" -r "$RATE" -p 100 -l "raw_rtt_$p"
-    fi
-  done
+  pairs_run "$U1_PAIRS" raw_rtt_run fleet_u1_run
   pairs_summary raw_rtt fleet_u1 "$U1_PAIRS" raw_rtt fleet_u1 fleet_u1_vs_raw p50_ms p99_ms |
     tee -a "$RESULTS" | sed 's/^/  /' >&2
 }
@@ -572,26 +578,18 @@ measure() { # SUFFIX ("" sealed, "_signed" pairSeal false, "_clear" in clear)
     # many pairs of each order, a steady drift cancels out), and each
     # figure the median of its runs.
     log "(b) U1 with 32 calls in flight (32 pairs x $C32_N, unpaced), direct and through fleet-mcp, $C32_PAIRS pairs of runs"
-    local p
-    for p in $(seq "$C32_PAIRS"); do
-      if [ $((p % 2)) = 1 ]; then
-        c32_run direct "$p"
-        c32_run mcp "$p"
-      else
-        c32_run mcp "$p"
-        c32_run direct "$p"
-      fi
-    done
+    pairs_run "$C32_PAIRS" c32_direct_run c32_mcp_run
     pairs_summary c32_direct c32_mcp "$C32_PAIRS" fleet_u1_c32 fleet_u1_c32_mcp fleet_u1_c32_hop p50_ms >>"$RESULTS"
   fi
   log "(b$x) fleet broadcast hostA -> hostB, hostC, hostD at $RATE/s x $BCAST_N"
   fb bcast "$SA" "$SB" "$SC" "$SD" -n "$BCAST_N" -s "$SIZE" -r "$RATE" -l "fleet_bcast$x"
 }
 # One 32-in-flight run: direct sessions, or each through its own fleet-mcp.
-c32_run() { # direct|mcp PAIR
-  local via=()
-  [ "$1" = mcp ] && via=(-m "$BUILD/fleet-mcp")
-  fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 "${via[@]}" -l "c32_$1_$2"
+c32_direct_run() { # PAIR
+  fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -l "c32_direct_$1"
+}
+c32_mcp_run() { # PAIR
+  fb rtt "$SA" "$SB" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -m "$BUILD/fleet-mcp" -l "c32_mcp_$1"
 }
 if [ "$TPUT_ONLY" = 1 ]; then
   BEAM=$(cat "$WORK/mq/rabbitmq.pid")
