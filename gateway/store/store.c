@@ -342,6 +342,11 @@ int fl_store_commit(fl_store *s, const char *trace) {
 int fl_store_batch_begin(fl_store *s) {
   if (!s || s->batch)
     return FL_EINVAL;
+  /* The upkeep the handed keys call for runs here, before a burst, never
+   * between a burst's end and the answers it owes (store_seenlog.c). */
+  if (s->jn >= FL_SEENLOG_FOLD_AT && fl_seenlog_fold(s) != 0)
+    fl_warn(NULL, "store: the seen journal could not be folded; tried again later");
+  fl_store_seen_trim_due(s);
   int rc = fl_store_exec(s, FL_ST_BEGIN_BATCH, NULL, "begin batch");
   if (rc == 0)
     s->batch = 1;
@@ -357,9 +362,11 @@ int fl_store_batch_end(fl_store *s) {
     rc = fl_store_exec(s, FL_ST_COMMIT, NULL, "commit batch");
   if (rc && !sqlite3_get_autocommit(s->db))
     fl_store_exec(s, FL_ST_ROLLBACK, NULL, "rollback batch");
-  if (rc == 0 && s->jn >= FL_SEENLOG_FOLD_AT && fl_seenlog_fold(s) != 0)
-    fl_warn(NULL, "store: the seen journal could not be folded; tried again later");
-  fl_store_seen_trim_due(s);
+  /* Last, the handed messages' keys, made durable as the calls that have
+   * them are about to be answered (store_seenlog.c). Those answers go
+   * whether the commit went through or not (a failed burst's deliveries
+   * come again, and these keys refuse them). A failure is logged there. */
+  (void)fl_seenlog_flush(s);
   return rc;
 }
 

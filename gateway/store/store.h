@@ -196,7 +196,9 @@ int fl_store_spawn_get(fl_store *s, const char *gid, fl_spawn_rec *out);
  * call a savepoint inside it), so a burst of puts costs one commit. Nothing
  * in a batch is durable before fl_store_batch_end returned 0: a caller
  * acknowledges only after that. On failure of the end, the whole batch is
- * rolled back. */
+ * rolled back. The keys of messages handed in the batch are made durable
+ * last, even so: the caller answers the calls that have them right after
+ * fl_store_batch_end, before anything else. */
 int fl_store_batch_begin(fl_store *s);
 int fl_store_batch_end(fl_store *s);
 

@@ -96,7 +96,8 @@ static int fl_known(fl_store *s, const fl_msg *m) {
 
 /* FL_ADMIT_HAND in a batch, for a recipient the store knows holds nothing
  * (store_empty.c): handed for certain, so only the msgId is recorded. With
- * the seen journal (store_seenlog.c) that is one append, after a read of
+ * the seen journal (store_seenlog.c) that is a key kept for the batch's one
+ * append at its end, after a read of
  * the seen table only when the key's fingerprint is there: the burst's
  * transaction usually runs nothing, and its commit writes nothing. Without it (synchronous=FULL,
  * the journal full or not open), one INSERT … ON CONFLICT DO NOTHING is the dedup check and the
@@ -114,8 +115,7 @@ static int fl_admit_handed(fl_store *s, fl_msg *m) {
       if (rc == 1)
         return FL_EDUP;
     }
-    if ((rc = fl_seenlog_add(s, m)) != 0)
-      return rc;
+    fl_seenlog_add(s, m); /* written at the batch's end (fl_seenlog_flush) */
   } else {
     sqlite3_stmt *st = s->st[FL_ST_INSERT_SEEN_NEW];
     if (fl_bind_seen(st, m) != 0)

@@ -73,11 +73,12 @@ struct fl_store {
   } empty[FL_STORE_EMPTY_CACHE];
   size_t empty_next; /* the entry the next one replaces */
   /* The seen journal (store_seenlog.c): its path, its descriptor (-1: not
-   * used), its size in bytes and the keys in it not yet folded. */
+   * used), its size in bytes and the keys not yet folded (jn of them; the
+   * first jwritten are in the file, the rest wait for the batch's end). */
   int sync_full; /* synchronous=FULL: the journal is not used */
   char *jpath;
   int jfd;
-  size_t jsize, jn;
+  size_t jsize, jn, jwritten;
   struct fl_seenlog_key *jkeys;
   /* Fingerprints of the seen table's keys (store_seenidx.c): an open
    * addressing set of idx_cap slots, 0 = empty; idx_ok 0 = not kept. */
@@ -97,9 +98,15 @@ int fl_seenlog_open(fl_store *s);
 int fl_seenlog_has(const fl_store *s, const char *msg_id, const char *to_gid);
 /* 1 if a key may go to the journal now (open, synchronous=NORMAL, room). */
 int fl_seenlog_usable(const fl_store *s);
-/* Appends m's key (fl_seenlog_usable said yes). Returns 0, FL_EDISKFULL or
- * FL_ESTORE (logged); on failure nothing of it stays in the journal. */
-int fl_seenlog_add(fl_store *s, const fl_msg *m);
+/* Adds m's key (fl_seenlog_usable said yes, in a batch): kept in memory,
+ * written to the file by fl_seenlog_flush at the batch's end. */
+void fl_seenlog_add(fl_store *s, const fl_msg *m);
+/* At a batch's end, just before the calls it completed are answered: the
+ * keys not yet in the file go there, in one write(2). If that fails they
+ * are folded into the table instead. Returns 0, or the fold's error (the
+ * keys then stay in memory, refused while fleetd runs, and are tried
+ * again at the next batch's end). */
+int fl_seenlog_flush(fl_store *s);
 /* Outside a batch: moves the journal's keys into the seen table in one
  * transaction and empties it. Returns 0 or the store's error (the keys
  * then stay in the journal). */

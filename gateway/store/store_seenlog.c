@@ -3,10 +3,15 @@
  *
  * A message handed to a waiting call is never held, so all the store keeps
  * of it is its key in the seen-set, and that key must be durable before the
- * call has the message (a redelivery after a crash is then refused). Written
+ * call has the message (a redelivery after a crash is then refused). It
+ * must not be durable much before, either: a crash between the two leaves
+ * a key whose message never reached its caller, and its redelivery is then
+ * taken for one already drained (acked, so lost). So a burst's keys wait in
+ * memory and go to the file together at its end (fl_seenlog_flush), after
+ * the store's commit and just before the burst's calls are answered. Written
  * into SQLite, that is a write transaction per burst: its locks, two b-tree
  * pages and a WAL commit, all cold when calls come one at a time. Here it is
- * one write(2) of a line to `holds.db-seen`, as durable as a commit at
+ * one write(2) of the burst's lines to `holds.db-seen`, as durable as a commit at
  * synchronous=NORMAL (it survives fleetd's crash, not the machine's), and
  * the key is kept in memory until it is folded into the seen table.
  *
@@ -190,33 +195,68 @@ int fl_seenlog_usable(const fl_store *s) {
   return s->jfd >= 0 && !s->sync_full && s->jn < FL_SEENLOG_CAP;
 }
 
-int fl_seenlog_add(fl_store *s, const fl_msg *m) {
-  struct fl_seenlog_key *k = &s->jkeys[s->jn];
+void fl_seenlog_add(fl_store *s, const fl_msg *m) {
+  struct fl_seenlog_key *k = &s->jkeys[s->jn++];
   fl_copy(k->msg_id, sizeof k->msg_id, m->msg_id);
   fl_copy(k->to_gid, sizeof k->to_gid, m->to_gid);
   k->at_ms = fl_now_ms();
   k->until_ms = fl_store_seen_until(m->ts_ms, m->expires_ms);
-  char line[FL_SEENLOG_LINE_MAX + 1];
-  int len =
-      snprintf(line, sizeof line, "%s %s %lld %lld\n", k->msg_id, k->to_gid, k->at_ms, k->until_ms);
-  if (len <= 0 || (size_t)len >= sizeof line)
-    return FL_EINVAL;
+}
+
+/* Writes buf[0..n) at the journal's end. Returns 0, or the errno (a short
+ * write to a file: ENOSPC), with nothing of it left in the file. */
+static int fl_seenlog_write(fl_store *s, const char *buf, size_t n) {
   ssize_t w;
   do
-    w = write(s->jfd, line, (size_t)len);
+    w = write(s->jfd, buf, n);
   while (w < 0 && errno == EINTR);
-  if (w == len) {
-    s->jn++;
-    s->jsize += (size_t)len;
+  if (w >= 0 && (size_t)w == n) {
+    s->jsize += n;
     return 0;
   }
-  int err = w < 0 ? errno : ENOSPC; /* a short write to a file: out of space */
+  int err = w < 0 ? errno : ENOSPC;
   /* Nothing half-written may stay: the next line would be glued to it. */
   if (w > 0 && ftruncate(s->jfd, (off_t)s->jsize) != 0)
     fl_warn(NULL, "store: cannot cut a short write off the seen journal: %s", strerror(errno));
-  fl_error(m->trace_id, "store: cannot record msgId %s in the seen journal %s: %s", m->msg_id,
-           s->jpath, strerror(err));
-  return err == ENOSPC || err == EDQUOT ? FL_EDISKFULL : FL_ESTORE;
+  return err;
+}
+
+int fl_seenlog_flush(fl_store *s) {
+  if (s->jwritten >= s->jn)
+    return 0;
+  char buf[16384];
+  size_t n = 0;
+  int err = s->jfd < 0 ? EBADF : 0;
+  for (size_t i = s->jwritten; i < s->jn && !err; i++) {
+    if (sizeof buf - n <= FL_SEENLOG_LINE_MAX) { /* full: out with the lines so far */
+      if ((err = fl_seenlog_write(s, buf, n)) != 0)
+        break;
+      s->jwritten = i;
+      n = 0;
+    }
+    const struct fl_seenlog_key *k = &s->jkeys[i];
+    /* The ids fit FL_ID_LEN and the numbers 20 digits: under FL_SEENLOG_LINE_MAX. */
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s %s %lld %lld\n", k->msg_id, k->to_gid,
+                          k->at_ms, k->until_ms);
+  }
+  if (!err && (err = fl_seenlog_write(s, buf, n)) == 0) {
+    s->jwritten = s->jn;
+    return 0;
+  }
+  size_t unwritten = s->jn - s->jwritten;
+  int rc = fl_seenlog_fold(s);
+  if (rc == 0) {
+    fl_warn(NULL,
+            "store: cannot write %zu msgIds to the seen journal %s (%s); they went to the "
+            "database",
+            unwritten, s->jpath, strerror(err));
+    return 0;
+  }
+  fl_error(NULL,
+           "store: cannot write %zu msgIds to the seen journal %s (%s) nor to the database: "
+           "their messages are refused again only until fleetd restarts",
+           unwritten, s->jpath, strerror(err));
+  return rc;
 }
 
 /* The journal's file lost its name (deleted, or another file renamed over
@@ -258,7 +298,7 @@ int fl_seenlog_fold(fl_store *s) {
   }
   if ((rc = fl_store_commit(s, NULL)) != 0)
     return rc;
-  s->jn = 0;
+  s->jn = s->jwritten = 0;
   if (s->jfd < 0)
     return 0;
   /* Folded: the keys are in the table now. A journal that cannot be

@@ -1023,9 +1023,9 @@ static void test_admit_hand_batch(void **state) {
   assert_int_equal(fl_store_batch_end(f->s), 0);
   assert_int_equal(count(f->s, "alice", 2000), 2);
 
-  /* A handed key is durable at once: a batch rolled back (its commit
-   * failed, so its deliveries come again) keeps it, and the redelivery of
-   * what was handed is refused. */
+  /* A batch whose commit fails (its deliveries come again) still makes its
+   * handed keys durable, for its calls are answered all the same: the
+   * redelivery of what was handed is refused. */
   assert_int_equal(count(f->s, "carol", 2000), 0);
   assert_int_equal(fl_store_batch_begin(f->s), 0);
   fl_msg c;
@@ -1033,9 +1033,41 @@ static void test_admit_hand_batch(void **state) {
   assert_int_equal(fl_store_admit(f->s, &c, FL_ADMIT_HAND), 0);
   assert_int_equal(c.handed, 1);
   assert_int_equal(sqlite3_exec(f->s->db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-  f->s->batch = 0;
+  assert_int_not_equal(fl_store_batch_end(f->s), 0); /* no transaction left to commit */
+  j = journal_text(f);
+  assert_non_null(j);
+  assert_non_null(strstr(j, "c1 carol "));
+  fl_free(j);
   mk(&c, "c1", "carol", "bob", "again", 0);
   assert_int_equal(fl_store_admit(f->s, &c, FL_ADMIT_HAND), FL_EDUP);
+}
+
+/* A handed message's key reaches the journal at its batch's end, not when
+ * it is handed: fleetd killed in between (the call not answered yet) must
+ * leave no key, or the message's redelivery would be taken for one already
+ * drained, acked and lost. */
+static void test_seen_journal_at_batch_end(void **state) {
+  fixture *f = *state;
+  assert_int_equal(count(f->s, "ivan", 2000), 0);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
+  fl_msg m;
+  mk(&m, "i1", "ivan", "bob", "x", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  assert_int_equal(m.handed, 1);
+  mk(&m, "i2", "ivan", "bob", "y", 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  char *j = journal_text(f);
+  assert_non_null(j);
+  assert_string_equal(j, "");
+  fl_free(j);
+  /* Refused inside the batch all the same. */
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), FL_EDUP);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
+  j = journal_text(f);
+  assert_non_null(j);
+  assert_non_null(strstr(j, "i1 ivan "));
+  assert_non_null(strstr(j, "i2 ivan "));
+  fl_free(j);
 }
 
 /* A key written to the table by the held path has its fingerprint too: a
@@ -1135,12 +1167,17 @@ static void test_seen_journal_limits(void **state) {
   snprintf(sql, sizeof sql, "SELECT count(*) FROM seen WHERE msg_id = '%s'", id);
   assert_int_equal(fl_store_batch_end(f->s), 0);
   assert_int_equal(side_count(f, sql), 1);
-  /* The batch's end folded the rest. */
+  /* The next batch's start folds the rest (never a batch's end: its calls
+   * wait for their answers). */
+  assert_int_equal(f->s->jn, FL_SEENLOG_CAP);
+  assert_int_equal(fl_store_batch_begin(f->s), 0);
   assert_int_equal(f->s->jn, 0);
+  assert_int_equal(fl_store_batch_end(f->s), 0);
   assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE to_gid = 'erin'"),
                    FL_SEENLOG_CAP + 1);
 
-  /* A write that finds the disk full: the admit fails, nothing half-kept. */
+  /* A write that finds the disk full: the keys go to the table instead,
+   * nothing half-kept in the journal. */
   int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
   assert_true(full >= 0);
   int saved = dup(f->s->jfd);
@@ -1148,13 +1185,15 @@ static void test_seen_journal_limits(void **state) {
   close(full);
   assert_int_equal(fl_store_batch_begin(f->s), 0);
   mk(&m, "full1", "erin", "bob", "x", 0);
-  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), FL_EDISKFULL);
-  assert_int_equal(m.handed, 0);
-  assert_int_equal(f->s->jn, 0);
+  assert_int_equal(fl_store_admit(f->s, &m, FL_ADMIT_HAND), 0);
+  assert_int_equal(m.handed, 1);
+  assert_int_equal(f->s->jn, 1);
   assert_int_equal(fl_store_batch_end(f->s), 0);
+  assert_int_equal(f->s->jn, 0);
+  assert_int_equal(side_count(f, "SELECT count(*) FROM seen WHERE msg_id = 'full1'"), 1);
   assert_true(dup2(saved, f->s->jfd) >= 0);
   close(saved);
-  assert_int_equal(fl_store_put(f->s, &m), 0); /* not recorded as seen */
+  assert_int_equal(fl_store_put(f->s, &m), FL_EDUP); /* recorded as seen */
 
   /* synchronous=FULL: keys go to the table, fsynced with its commit. */
   assert_int_equal(count(f->s, "frank", 2000), 0);
@@ -1354,6 +1393,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_admit_hand, setup, teardown),
       cmocka_unit_test_setup_teardown(test_admit_hand_batch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_fingerprint_of_held, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_journal_at_batch_end, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_journal_recovery, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_journal_limits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_seen_journal_deleted, setup, teardown),
