@@ -30,10 +30,17 @@ const PROFILES = {
   long: { messages: 20000, each: 20, timeoutMs: 3 * 3600000 },
 };
 const PROFILE_NAME = process.env.FLEET_FAULT_PROFILE || 'short';
-const PROFILE = PROFILES[PROFILE_NAME];
-if (!PROFILE) throw new Error(`FLEET_FAULT_PROFILE must be short or long, not ${PROFILE_NAME}`);
+if (!PROFILES[PROFILE_NAME]) throw new Error(`FLEET_FAULT_PROFILE must be short or long, not ${PROFILE_NAME}`);
+const PROFILE = { ...PROFILES[PROFILE_NAME] };
 const SEED = Number(process.env.FLEET_FAULT_SEED || Math.floor(Math.random() * 1e9));
-const KINDS = ['broker-kill', 'gateway-kill', 'client-kill', 'disk-alarm', 'close-conns'];
+const ALL_KINDS = ['broker-kill', 'gateway-kill', 'client-kill', 'disk-alarm', 'close-conns'];
+// FLEET_FAULT_KINDS=gateway-kill,broker-kill and FLEET_FAULT_EACH=N narrow a
+// run to some kinds, N of each (to chase one fault's bug).
+const KINDS = process.env.FLEET_FAULT_KINDS ? process.env.FLEET_FAULT_KINDS.split(',') : ALL_KINDS;
+for (const k of KINDS) {
+  if (!ALL_KINDS.includes(k)) throw new Error(`FLEET_FAULT_KINDS: no fault kind ${k} (${ALL_KINDS.join(', ')})`);
+}
+if (process.env.FLEET_FAULT_EACH) PROFILE.each = Number(process.env.FLEET_FAULT_EACH);
 const ACKED = new Set(['sent', 'replied', 'pending', 'injected']);
 const RSS_BOUND_KIB = 128 * 1024;
 
@@ -136,6 +143,7 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
     // ---- the ledger ----
     const attempted = new Map(); // content -> recipient name
     const acked = new Set();
+    const ackedAs = new Map(); // content -> "msgId status to" (a loss's report)
     const failed = new Set(); // isError: not delivered, or said may-or-may-not
     const failReasons = new Map(); // the start of each error text, counted
     const unknown = new Set(); // no result at all (the client or its gateway died)
@@ -196,6 +204,8 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
         } else {
           assert.ok(ACKED.has(r.structuredContent.status), `send status: ${JSON.stringify(r.structuredContent)}`);
           acked.add(content);
+          const sc = r.structuredContent;
+          ackedAs.set(content, `${sc.msgId} ${sc.status} to ${to} at ${new Date().toISOString()}`);
         }
       }
     };
@@ -305,7 +315,11 @@ test(`fault suite (${PROFILE_NAME}): exactly once under broker and gateway kills
     );
     for (const [why, n] of failReasons) t.diagnostic(`  failed x${n}: ${why}`);
     const lost = missing();
-    assert.deepEqual(lost.slice(0, 20), [], `${lost.length} acknowledged messages were never drained`);
+    assert.deepEqual(
+      lost.slice(0, 20).map((c) => `${c}: ${ackedAs.get(c)}`),
+      [],
+      `${lost.length} acknowledged messages were never drained`
+    );
     const twice = [...drained].filter(([, n]) => n > 1).map(([c, n]) => `${c} x${n}`);
     assert.deepEqual(twice.slice(0, 20), [], `${twice.length} messages were drained more than once`);
     const unsent = [...drained.keys()].filter((c) => !attempted.has(c));

@@ -6,7 +6,9 @@
 #   bash tests/faults/run.sh --long    faults.test.mjs with 20,000 messages, 20 faults of each kind
 #
 # Uses the binaries in FLEET_BIN_DIR (default: build/, built by scripts/test.sh
-# or scripts/setup.sh); FLEET_FAULT_SEED=N replays one run's random choices.
+# or scripts/setup.sh); FLEET_FAULT_SEED=N replays one run's random choices;
+# FLEET_FAULT_KINDS=gateway-kill,... and FLEET_FAULT_EACH=N narrow the faults;
+# FLEET_KEEP_TMP=1 keeps each gateway's test dir (fleetd.log has its output).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 profile=short

@@ -14,7 +14,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync, openSync, closeSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -369,7 +369,11 @@ export class Fleet {
       })
     );
     this.fleetd = child;
+    // All of it also goes to fleetd.log in the test dir (kept with FLEET_KEEP_TMP=1).
+    const logFd = openSync(path.join(this.dir, 'fleetd.log'), 'a');
+    child.on('close', () => closeSync(logFd));
     const append = (d) => {
+      writeSync(logFd, d);
       this.fleetdLog += d;
       if (this.fleetdLog.length > LOG_CAP) this.fleetdLog = this.fleetdLog.slice(-LOG_CAP / 2);
     };
