@@ -96,14 +96,14 @@ static int fl_known(fl_store *s, const fl_msg *m) {
 
 /* FL_ADMIT_HAND in a batch, for a recipient the store knows holds nothing
  * (store_empty.c): handed for certain, so only the msgId is recorded. With
- * the seen journal (store_seenlog.c) that is a key kept for the batch's one
- * append at its end, after a read of
- * the seen table only when the key's fingerprint is there: the burst's
- * transaction usually runs nothing, and its commit writes nothing. Without it (synchronous=FULL,
- * the journal full or not open), one INSERT … ON CONFLICT DO NOTHING is the dedup check and the
- * record in one (nothing held for the recipient means no held row to find either); one statement is
- * atomic by itself, so it needs no savepoint of its own, and the batch's commit makes it durable.
- */
+ * the seen journal (store_seenlog.c) that is a key kept in memory for the
+ * batch's one append at its end, after a read of the seen table only when
+ * the key's fingerprint is there: the burst's transaction usually runs
+ * nothing, and its commit writes nothing. Without it (synchronous=FULL, the
+ * journal full or not open), one INSERT … ON CONFLICT DO NOTHING is the
+ * dedup check and the record in one (nothing held for the recipient means
+ * no held row to find either); one statement is atomic by itself, so it
+ * needs no savepoint of its own, and the batch's commit makes it durable. */
 static int fl_admit_handed(fl_store *s, fl_msg *m) {
   int rc;
   if (fl_seenlog_usable(s)) {
