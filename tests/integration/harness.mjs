@@ -369,11 +369,25 @@ export class Fleet {
       })
     );
     this.fleetd = child;
-    // All of it also goes to fleetd.log in the test dir (kept with FLEET_KEEP_TMP=1).
-    const logFd = openSync(path.join(this.dir, 'fleetd.log'), 'a');
-    child.on('close', () => closeSync(logFd));
+    // All of it also goes to fleetd.log in the test dir (kept with FLEET_KEEP_TMP=1),
+    // as long as that file takes it (a test may fill or close off the dir).
+    let logFd = -1;
+    try {
+      logFd = openSync(path.join(this.dir, 'fleetd.log'), 'a');
+    } catch {
+      // no file log; fleetdLog still has it
+    }
+    const logEnd = () => {
+      if (logFd >= 0) closeSync(logFd);
+      logFd = -1;
+    };
+    child.on('close', logEnd);
     const append = (d) => {
-      writeSync(logFd, d);
+      try {
+        if (logFd >= 0) writeSync(logFd, d);
+      } catch {
+        logEnd();
+      }
       this.fleetdLog += d;
       if (this.fleetdLog.length > LOG_CAP) this.fleetdLog = this.fleetdLog.slice(-LOG_CAP / 2);
     };
