@@ -25,8 +25,8 @@ typedef struct fl_gid_index {
 } fl_gid_index;
 
 /* Adds key -> value (key borrowed). A key already present (in any case,
- * or byte for byte in an exact index) has its value replaced. Returns 0, FL_EINVAL (a NULL
- * argument) or FL_ENOMEM (the index is as it was). */
+ * or byte for byte in an exact index) has its value replaced. Returns 0,
+ * FL_EINVAL (a NULL argument) or FL_ENOMEM (the index is as it was). */
 int fl_gid_index_put(fl_gid_index *ix, const char *key, void *value);
 
 /* The value of key (in any case, or exactly), or NULL. */

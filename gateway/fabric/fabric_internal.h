@@ -47,10 +47,11 @@ typedef struct fl_burst_chan {
 /* A broker delivery not yet acked: acked when its message is drained. */
 typedef struct fl_unacked {
   struct fl_unacked *next, *prev;
-  char msg_id[FL_ID_LEN];
-  char to_gid[FL_ID_LEN];
-  char key[2 * FL_ID_LEN]; /* msg_id '\n' to_gid: its key in unacked_ix */
   uint64_t tag;
+  /* msg_id '\n' to_gid, its key in unacked_ix; key[id_len] is the '\n', so
+   * to_gid is key + id_len + 1. */
+  char key[2 * FL_ID_LEN];
+  unsigned char id_len;
 } fl_unacked;
 
 /* What the link last reported of one local entity's inbox consumer

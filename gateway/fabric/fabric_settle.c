@@ -10,7 +10,6 @@
  * The receive checks (inbound.c) settle through fl_fabric_settle_ops.
  *
  * Threading: loop thread only. */
-#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -39,13 +38,20 @@ void fl_fabric_ack(fl_fabric *f, uint64_t tag) {
   f->acks_later[f->nacks_later++] = tag;
 }
 
-static void fl_unacked_key(char *key, size_t n, const char *to_gid, const char *msg_id) {
-  snprintf(key, n, "%s\n%s", msg_id, to_gid);
+/* key = msg_id '\n' to_gid (each at most FL_ID_LEN - 1 bytes); returns the
+ * length of msg_id in it. */
+static size_t fl_unacked_key(char key[2 * FL_ID_LEN], const char *to_gid, const char *msg_id) {
+  size_t a = strnlen(msg_id, FL_ID_LEN - 1), b = strnlen(to_gid, FL_ID_LEN - 1);
+  memcpy(key, msg_id, a);
+  key[a] = '\n';
+  memcpy(key + a + 1, to_gid, b);
+  key[a + 1 + b] = '\0';
+  return a;
 }
 
 static fl_unacked *fl_unacked_find(fl_fabric *f, const char *to_gid, const char *msg_id) {
   char key[2 * FL_ID_LEN];
-  fl_unacked_key(key, sizeof key, to_gid, msg_id);
+  fl_unacked_key(key, to_gid, msg_id);
   return fl_gid_index_get(&f->unacked_ix, key);
 }
 
@@ -58,15 +64,13 @@ static void fl_unacked_add(fl_fabric *f, const char *to_gid, const char *msg_id,
   }
   u = fl_calloc(1, sizeof *u);
   if (u)
-    fl_unacked_key(u->key, sizeof u->key, to_gid, msg_id);
+    u->id_len = (unsigned char)fl_unacked_key(u->key, to_gid, msg_id);
   if (!u || fl_gid_index_put(&f->unacked_ix, u->key, u) != 0) {
     /* Cannot remember it: ack now; the message is committed to the store. */
     fl_free(u);
     fl_fabric_ack(f, tag);
     return;
   }
-  fl_copy(u->msg_id, sizeof u->msg_id, msg_id);
-  fl_copy(u->to_gid, sizeof u->to_gid, to_gid);
   u->tag = tag;
   u->next = f->unacked;
   if (u->next)
@@ -254,8 +258,11 @@ void fl_fabric_sweep(void *ctx) {
    * deliveries would hold prefetch slots until the next reconnect. */
   for (fl_unacked *u = f->unacked, *next; u; u = next) {
     next = u->next;
+    char msg_id[FL_ID_LEN];
+    memcpy(msg_id, u->key, u->id_len);
+    msg_id[u->id_len] = '\0';
     int held = 1;
-    if (fl_store_is_held(f->gw->store, u->to_gid, u->msg_id, &held) == 0 && !held) {
+    if (fl_store_is_held(f->gw->store, u->key + u->id_len + 1, msg_id, &held) == 0 && !held) {
       fl_fabric_ack(f, u->tag);
       fl_unacked_drop(f, u);
     }

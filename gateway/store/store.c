@@ -366,7 +366,7 @@ int fl_store_batch_end(fl_store *s) {
    * them are about to be answered (store_seenlog.c). Those answers go
    * whether the commit went through or not (a failed burst's deliveries
    * come again, and these keys refuse them). A failure is logged there. */
-  (void)fl_seenlog_flush(s);
+  fl_seenlog_flush(s);
   return rc;
 }
 

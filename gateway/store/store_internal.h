@@ -103,10 +103,10 @@ int fl_seenlog_usable(const fl_store *s);
 void fl_seenlog_add(fl_store *s, const fl_msg *m);
 /* At a batch's end, just before the calls it completed are answered: the
  * keys not yet in the file go there, in one write(2). If that fails they
- * are folded into the table instead. Returns 0, or the fold's error (the
- * keys then stay in memory, refused while fleetd runs, and are tried
- * again at the next batch's end). */
-int fl_seenlog_flush(fl_store *s);
+ * are folded into the table instead; if that fails too (logged), they stay
+ * in memory, refused while fleetd runs, and are tried again at the next
+ * batch's end. */
+void fl_seenlog_flush(fl_store *s);
 /* Outside a batch: moves the journal's keys into the seen table in one
  * transaction and empties it. Returns 0 or the store's error (the keys
  * then stay in the journal). */

@@ -221,9 +221,9 @@ static int fl_seenlog_write(fl_store *s, const char *buf, size_t n) {
   return err;
 }
 
-int fl_seenlog_flush(fl_store *s) {
+void fl_seenlog_flush(fl_store *s) {
   if (s->jwritten >= s->jn)
-    return 0;
+    return;
   char buf[16384];
   size_t n = 0;
   int err = s->jfd < 0 ? EBADF : 0;
@@ -241,22 +241,19 @@ int fl_seenlog_flush(fl_store *s) {
   }
   if (!err && (err = fl_seenlog_write(s, buf, n)) == 0) {
     s->jwritten = s->jn;
-    return 0;
+    return;
   }
   size_t unwritten = s->jn - s->jwritten;
-  int rc = fl_seenlog_fold(s);
-  if (rc == 0) {
+  if (fl_seenlog_fold(s) == 0)
     fl_warn(NULL,
             "store: cannot write %zu msgIds to the seen journal %s (%s); they went to the "
             "database",
             unwritten, s->jpath, strerror(err));
-    return 0;
-  }
-  fl_error(NULL,
-           "store: cannot write %zu msgIds to the seen journal %s (%s) nor to the database: "
-           "their messages are refused again only until fleetd restarts",
-           unwritten, s->jpath, strerror(err));
-  return rc;
+  else
+    fl_error(NULL,
+             "store: cannot write %zu msgIds to the seen journal %s (%s) nor to the database: "
+             "their messages are refused again only until fleetd restarts",
+             unwritten, s->jpath, strerror(err));
 }
 
 /* The journal's file lost its name (deleted, or another file renamed over
