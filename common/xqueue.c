@@ -222,6 +222,44 @@ int fl_xqueue_push_wait_bytes(fl_xqueue *q, void *item, size_t bytes) {
   return rc;
 }
 
+int fl_xqueue_push_here(fl_xqueue *q, void *item, size_t bytes) {
+  if (!q || !item)
+    return FL_EINVAL;
+  int rc = 0;
+  uv_mutex_lock(&q->mu);
+  if (q->n == q->cap)
+    rc = xq_grow(q);
+  if (rc == 0) {
+    xq_append(q, item);
+    q->bytes += bytes;
+  }
+  uv_mutex_unlock(&q->mu);
+  return rc;
+}
+
+void fl_xqueue_wake(fl_xqueue *q) {
+  if (q)
+    xq_wake(q, 1);
+}
+
+int fl_xqueue_is_empty(fl_xqueue *q) {
+  if (!q)
+    return 1;
+  uv_mutex_lock(&q->mu);
+  int empty = q->n == 0;
+  uv_mutex_unlock(&q->mu);
+  return empty;
+}
+
+int fl_xqueue_over_budget(fl_xqueue *q) {
+  if (!q)
+    return 0;
+  uv_mutex_lock(&q->mu);
+  int over = q->n >= q->cap || (q->max_bytes && q->bytes >= q->max_bytes);
+  uv_mutex_unlock(&q->mu);
+  return over;
+}
+
 size_t fl_xqueue_pop(fl_xqueue *q, void **items, size_t max) {
   if (!q || !items)
     return 0;

@@ -72,6 +72,26 @@ void fl_xqueue_set_max_bytes(fl_xqueue *q, size_t max);
  * weighs on it, so no item waits forever; after shutdown nothing waits. */
 int fl_xqueue_push_wait_bytes(fl_xqueue *q, void *item, size_t bytes);
 
+/* From the consumer's own thread (a loop that reads a worker's source
+ * itself while the worker sleeps): adds item weighing bytes without waiting
+ * and without a wake-up, past the cap and the budget if need be (the ring
+ * grows), because the caller pops next. The caller bounds what it adds by
+ * fl_xqueue_over_budget. Returns 0, FL_ENOMEM (the ring could not grow) or
+ * FL_EINVAL. */
+int fl_xqueue_push_here(fl_xqueue *q, void *item, size_t bytes);
+
+/* Wakes the consumer as a push does (after fl_xqueue_push_here when the
+ * caller will not pop next itself). Any thread. */
+void fl_xqueue_wake(fl_xqueue *q);
+
+/* 1 when no item waits, else 0. Any thread; a snapshot unless the caller
+ * is the only one who pushes and pops only happen where it can see. */
+int fl_xqueue_is_empty(fl_xqueue *q);
+
+/* 1 when the items not yet settled weigh the whole budget or more, or cap
+ * items wait, else 0. Any thread. */
+int fl_xqueue_over_budget(fl_xqueue *q);
+
 /* The consumer is done with items weighing bytes (it freed them): their
  * weight leaves the budget, and a push waiting for it goes on. Any thread. */
 void fl_xqueue_settle_bytes(fl_xqueue *q, size_t bytes);

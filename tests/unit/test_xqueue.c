@@ -306,13 +306,45 @@ static void test_byte_budget(void **state) {
   fl_xqueue_free(&q, NULL);
 }
 
+/* The loop pushing into its own queue (it reads a worker's socket while the
+ * worker sleeps): nothing waits and nothing wakes it, the ring grows past
+ * its cap, and fl_xqueue_over_budget tells it when to stop adding. */
+static void test_push_here(void **state) {
+  (void)state;
+  struct loopfx f = {.next = 1, .order_ok = 1};
+  assert_int_equal(uv_loop_init(&f.loop), 0);
+  assert_int_equal(fl_xqueue_new_to_loop(&f.loop, 2, on_ready, &f, &f.q), 0);
+  fl_xqueue_set_max_bytes(f.q, 100);
+  assert_false(fl_xqueue_over_budget(f.q));
+  assert_int_equal(fl_xqueue_push_here(f.q, ITEM(1), 10), 0);
+  assert_false(fl_xqueue_over_budget(f.q));
+  assert_int_equal(fl_xqueue_push_here(f.q, ITEM(2), 10), 0);
+  assert_true(fl_xqueue_over_budget(f.q));                    /* cap items wait */
+  assert_int_equal(fl_xqueue_push_here(f.q, ITEM(3), 90), 0); /* past the cap and the budget */
+  assert_int_equal(fl_xqueue_push_here(f.q, NULL, 0), FL_EINVAL);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(f.wakes, 0); /* no wake-up: the pusher pops next */
+  void *got[8];
+  assert_int_equal(fl_xqueue_pop(f.q, got, 8), 3);
+  assert_int_equal(NUM(got[0]), 1);
+  assert_int_equal(NUM(got[2]), 3);
+  assert_true(fl_xqueue_over_budget(f.q)); /* popped, not settled: 110 bytes */
+  fl_xqueue_settle_bytes(f.q, 20);
+  assert_false(fl_xqueue_over_budget(f.q)); /* 90 */
+  fl_xqueue_settle_bytes(f.q, 90);
+  fl_xqueue_close(f.q, on_closed);
+  uv_run(&f.loop, UV_RUN_DEFAULT);
+  fl_xqueue_free(&f.q, NULL);
+  assert_int_equal(uv_loop_close(&f.loop), 0);
+}
+
 int main(void) {
   fl_alloc_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_to_worker),      cmocka_unit_test(test_arguments),
       cmocka_unit_test(test_to_loop),        cmocka_unit_test(test_close_callback),
       cmocka_unit_test(test_shutdown_grows), cmocka_unit_test(test_pop_releases),
-      cmocka_unit_test(test_byte_budget),
+      cmocka_unit_test(test_byte_budget),    cmocka_unit_test(test_push_here),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
