@@ -33,6 +33,8 @@ void fl_broker_item_free(struct item *it) {
   fl_free(it->groups);
   fl_free(it->body);
   fl_broker_dead_free(it->dead, it->ndead);
+  if (it->type == EV_READ && it->rfd >= 0)
+    close(it->rfd);
   fl_free(it);
 }
 
@@ -58,6 +60,10 @@ static void dispatch(fl_broker *b, struct item *it, int stopping) {
     b->up = it->up;
     if (b->ev.on_state)
       b->ev.on_state(b->ctx, it->up, it->why);
+    break;
+  case EV_READ:
+    if (!stopping)
+      fl_broker_reader_offer(b, it);
     break;
   case EV_INBOX:
     if (!stopping && b->ev.on_inbox)
@@ -111,14 +117,24 @@ static void drain_events(fl_broker *b, int stopping) {
     b->ev.on_batch(b->ctx, 0);
 }
 
-static void on_events(void *ctx) {
-  fl_broker *b = ctx;
+void fl_broker_events_run(fl_broker *b) {
   if (!b->stopped)
     drain_events(b, 0);
 }
 
+static void on_events(void *ctx) { fl_broker_events_run(ctx); }
+
 /* Queues a command for the thread. On failure the caller still owns it. */
 static int send_cmd(fl_broker *b, struct item *it) { return fl_xqueue_push(b->cmds, it); }
+
+void fl_broker_wake_thread(fl_broker *b) {
+  struct item *it = fl_calloc(1, sizeof(*it));
+  if (!it)
+    return;
+  it->type = CMD_WAKE;
+  if (send_cmd(b, it) != 0)
+    fl_broker_item_free(it); /* full: the thread has commands to wake it */
+}
 
 /* ---- life cycle ---- */
 
@@ -139,6 +155,8 @@ static void broker_destroy(fl_broker *b) {
   fl_xqueue_free(&b->cmds, item_free_cb);
   fl_xqueue_free(&b->events, item_free_cb);
   fl_broker_conn_free(b);
+  if (b->mu_made)
+    uv_mutex_destroy(&b->link_mu);
   for (size_t i = 0; i < b->ninboxes; i++)
     fl_broker_inbox_free(b->inboxes[i]);
   fl_free(b->loop_inboxes);
@@ -230,6 +248,9 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
     goto fail;
   }
   b->ci = b->cis[0];
+  if ((rc = uv_mutex_init(&b->link_mu)) != 0)
+    goto fail;
+  b->mu_made = 1;
   if ((rc = fl_broker_conn_init(b)) ||
       (rc = fl_xqueue_new_to_worker(FL_BROKER_MAX_CMDS + FL_BROKER_MAX_INFLIGHT, &b->cmds)))
     goto fail;
@@ -302,12 +323,15 @@ int fl_broker_publish(fl_broker *b, const char *exchange, const char *routing_ke
     memcpy(it->body, body, len);
   }
   it->len = len;
+  b->outstanding++;
+  if (fl_broker_reader_publish(b, it))
+    return 0;
   int rc = send_cmd(b, it);
   if (rc != 0) {
+    b->outstanding--;
     fl_broker_item_free(it);
     return rc;
   }
-  b->outstanding++;
   return 0;
 }
 
@@ -430,6 +454,8 @@ int fl_broker_reject(fl_broker *b, uint64_t tag, int requeue) {
 
 int fl_broker_is_up(const fl_broker *b) { return b && b->up; }
 
+uint64_t fl_broker_loop_reads(const fl_broker *b) { return b ? b->loop_reads : 0; }
+
 void fl_broker_stop(fl_broker *b) {
   if (!b || b->stopped)
     return;
@@ -440,6 +466,7 @@ void fl_broker_stop(fl_broker *b) {
   uv_thread_join(&b->thread);
   b->stopped = 1;
   b->up = 0;
+  fl_broker_reader_close(b);
   /* Only publish outcomes are reported now; the rest is dropped. */
   drain_events(b, 1);
   fl_xqueue_close(b->events, on_closed);

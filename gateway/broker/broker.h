@@ -218,6 +218,11 @@ int fl_broker_reject(fl_broker *b, uint64_t tag, int requeue);
 /* 1 when the link is up as last reported by on_state, else 0. */
 int fl_broker_is_up(const fl_broker *b);
 
+/* How many times the loop thread read the broker's socket itself, finding
+ * frames, while the broker thread slept (broker_reader.c): a delivery to an
+ * idle link costs no hand-off between the threads. For tests and profiles. */
+uint64_t fl_broker_loop_reads(const fl_broker *b);
+
 /* Closes the connection, joins the broker thread (this waits for the thread,
  * not for the network: at most one short rabbitmq-c timeout), reports every
  * outstanding publish with FL_ECANCELLED, and starts closing the async handle.

@@ -30,8 +30,10 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -102,15 +104,20 @@ void fl_broker_conn_free(fl_broker *b) {
 
 /* ---- thread -> loop ---- */
 
-/* Queues an event for the loop, waiting while the queue is full (never once
- * fl_broker_stop shut it down). Takes ownership of it. */
-static void emit(fl_broker *b, struct item *it) {
-  if (fl_xqueue_push_wait(b->events, it) != 0) {
-    /* Only reachable while stopping and out of memory. */
-    fl_error(it->env.trace_id, "broker: dropped an event while stopping (out of memory)");
+/* Queues an event weighing bytes for the loop, waiting while the queue is
+ * full (never once fl_broker_stop shut it down, nor when the loop itself
+ * reads: it runs the events next). Takes ownership of it. */
+static void emit_bytes(fl_broker *b, struct item *it, size_t bytes) {
+  int rc = b->on_loop ? fl_xqueue_push_here(b->events, it, bytes)
+                      : fl_xqueue_push_wait_bytes(b->events, it, bytes);
+  if (rc != 0) {
+    /* Only reachable out of memory (while stopping, or the loop reading). */
+    fl_error(it->env.trace_id, "broker: dropped an event (out of memory)");
     fl_broker_item_free(it);
   }
 }
+
+static void emit(fl_broker *b, struct item *it) { emit_bytes(b, it, 0); }
 
 static void emit_state(fl_broker *b, int up, const char *why) {
   if (b->t_up == up && (up || strcmp(b->t_why, why) == 0))
@@ -232,6 +239,11 @@ static void link_teardown(fl_broker *b, int graceful) {
   if (b->conn) {
     if (graceful)
       amqp_connection_close(b->conn, AMQP_REPLY_SUCCESS);
+    /* The loop's dup would keep the socket open, and the broker would keep
+     * our consumers and their unacked deliveries until a heartbeat times
+     * out: end it for both (the loop sees the hang-up and closes its dup). */
+    if (b->t_fd_gen == b->conn_gen && amqp_get_sockfd(b->conn) >= 0)
+      shutdown(amqp_get_sockfd(b->conn), SHUT_RDWR);
     amqp_destroy_connection(b->conn);
     b->conn = NULL;
   }
@@ -354,6 +366,8 @@ static int link_login(fl_broker *b, amqp_socket_t *sock, char *why, size_t n) {
 static int link_connect(fl_broker *b, char *why, size_t n) {
   amqp_socket_t *sock = NULL;
   int rc;
+  b->conn_gen++;
+  b->t_asked = 0;
   b->conn = amqp_new_connection();
   if (!b->conn) {
     fl_errf(why, n, "out of memory");
@@ -391,7 +405,7 @@ static int link_connect(fl_broker *b, char *why, size_t n) {
 
 /* Publishes it on the publish channel; it then waits in b->pending for its
  * confirm. Returns 0, or FL_EBROKER after fl_broker_link_lost (which reported it). */
-static int do_publish(fl_broker *b, struct item *it) {
+int fl_broker_publish_now(fl_broker *b, struct item *it) {
   fl_broker_env_hdr hdr;
   amqp_basic_properties_t p;
   fl_broker_env_properties(&it->env, it->packed, &hdr, &p);
@@ -446,7 +460,7 @@ static void serve_commands(fl_broker *b) {
       if (!b->conn)
         publish_done(b, it, FL_EBROKER, "the broker link is down");
       else
-        do_publish(b, it);
+        fl_broker_publish_now(b, it);
       continue; /* the item now belongs to pending or the event queue */
     case CMD_ACK:
     case CMD_REJECT:
@@ -571,10 +585,7 @@ static void delivered(fl_broker *b, struct chan *c) {
   }
   /* Past the budget this waits for the loop, and the socket waits with it. */
   it->weight = sizeof(*it) + it->len;
-  if (fl_xqueue_push_wait_bytes(b->events, it, it->weight) != 0) {
-    fl_error(it->env.trace_id, "broker: dropped an event while stopping (out of memory)");
-    fl_broker_item_free(it);
-  }
+  emit_bytes(b, it, it->weight);
 }
 
 static void content_done(fl_broker *b, struct chan *c) {
@@ -644,6 +655,12 @@ static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
   case AMQP_BASIC_CANCEL_METHOD:
     /* The broker cancelled a consumer (its queue was deleted): we asked for
      * this with consumer_cancel_notify at login. */
+    if (c->inbox && b->on_loop) {
+      /* Closing its channel is an RPC, which the loop never waits for. */
+      c->inbox->cancel_due = 1;
+      b->deferred = 1;
+      return 0;
+    }
     if (c->inbox) {
       if (fl_broker_inbox_cancelled(b, c->inbox) < 0) {
         fl_broker_link_lost(b, "the connection failed while closing a cancelled inbox");
@@ -744,8 +761,45 @@ static int handle_frame(fl_broker *b, amqp_frame_t *f) {
   return 0;
 }
 
+/* Hands the loop the socket to read while this thread sleeps (an EV_READ
+ * with a dup of it, the first time for a connection). Best effort: without
+ * memory or a dup, the thread reads as before. */
+static void offer_reader(fl_broker *b) {
+  struct item *it = fl_calloc(1, sizeof(*it));
+  if (!it)
+    return;
+  it->type = EV_READ;
+  it->seq = b->conn_gen;
+  it->rfd = -1;
+  if (b->t_fd_gen != b->conn_gen) {
+    it->rfd = fcntl(amqp_get_sockfd(b->conn), F_DUPFD_CLOEXEC, 0);
+    if (it->rfd < 0) {
+      fl_free(it);
+      return;
+    }
+    b->t_fd_gen = b->conn_gen;
+  }
+  b->t_asked = 1;
+  emit(b, it);
+}
+
+/* Whether the loop watches the socket, so this thread may sleep without
+ * it; if not, offers it (link lock held). */
+static int loop_reads(fl_broker *b) {
+  if (b->ci.ssl)
+    return 0;
+  if (atomic_exchange(&b->lr_lost, 0))
+    b->t_asked = 0;
+  if (atomic_load(&b->lr_gen) == b->conn_gen)
+    return 1;
+  if (!b->t_asked)
+    offer_reader(b);
+  return 0;
+}
+
 /* Waits for frames or commands (at most IDLE_POLL_MS), then handles up to
- * FL_BROKER_BATCH frames. */
+ * FL_BROKER_BATCH frames. While the loop watches the socket, the wait is
+ * for commands alone, without the link lock. */
 static void pump(fl_broker *b) {
   if (!amqp_frames_enqueued(b->conn) && !amqp_data_in_buffer(b->conn)) {
     /* Whatever wakes us, the frame loop below still runs once: a steady
@@ -759,9 +813,29 @@ static void pump(fl_broker *b) {
            : b->inbox_start_at - now < (uint64_t)IDLE_POLL_MS ? (int)(b->inbox_start_at - now)
                                                               : IDLE_POLL_MS;
     }
-    poll(p, 2, ms);
+    if (loop_reads(b)) {
+      uv_mutex_unlock(&b->link_mu);
+      poll(p, 1, ms);
+      uv_mutex_lock(&b->link_mu);
+      if (!b->conn)
+        return; /* the loop lost the link while we slept */
+    } else {
+      poll(p, 2, ms);
+    }
   }
-  for (int i = 0; i < FL_BROKER_BATCH && b->conn; i++) {
+  int more;
+  fl_broker_read_frames(b, 0, &more);
+}
+
+int fl_broker_read_frames(fl_broker *b, int on_loop, int *more) {
+  int i;
+  *more = 0;
+  b->on_loop = on_loop;
+  for (i = 0; b->conn; i++) {
+    if (i == FL_BROKER_BATCH || (on_loop && fl_xqueue_over_budget(b->events))) {
+      *more = 1;
+      break;
+    }
     amqp_frame_t f;
     struct timeval zero = {0, 0};
     /* A zero timeout still sends the heartbeats we owe and notices the
@@ -773,12 +847,32 @@ static void pump(fl_broker *b) {
       char why[FL_BROKER_WHY_LEN];
       fl_errf(why, sizeof(why), "connection lost: %s", amqp_error_string2(rc));
       fl_broker_link_lost(b, why);
-      return;
+      break;
     }
     uint16_t ch = f.channel;
     if (handle_frame(b, &f) < 0)
-      return;
+      break;
     amqp_maybe_release_buffers_on_channel(b->conn, ch);
+  }
+  b->on_loop = 0;
+  if (!b->conn)
+    *more = 0;
+  else if (amqp_frames_enqueued(b->conn) || amqp_data_in_buffer(b->conn))
+    *more = 1;
+  return i;
+}
+
+/* What the loop read and left to this thread: consumers the broker
+ * cancelled, whose channels close with an RPC. */
+static void run_deferred(fl_broker *b) {
+  b->deferred = 0;
+  for (size_t i = 0; i < b->ninboxes && b->conn; i++) {
+    struct inbox *ib = b->inboxes[i];
+    if (!ib->cancel_due)
+      continue;
+    ib->cancel_due = 0;
+    if (ib->ch.open && fl_broker_inbox_cancelled(b, ib) < 0)
+      fl_broker_link_lost(b, "the connection failed while closing a cancelled inbox");
   }
 }
 
@@ -795,9 +889,12 @@ void fl_broker_thread_main(void *arg) {
   uint64_t next_try = 0;
   char why[FL_BROKER_WHY_LEN];
 
+  uv_mutex_lock(&b->link_mu);
   while (!fl_xqueue_is_shutdown(b->cmds)) {
     if (b->conn) {
       serve_commands(b);
+      if (b->conn && b->deferred)
+        run_deferred(b);
       /* Each inbox keeps its own backoff (broker_topology.c). */
       if (b->conn && fl_broker_inbox_retry(b) < 0)
         fl_broker_link_lost(b, b->err);
@@ -852,4 +949,5 @@ void fl_broker_thread_main(void *arg) {
       fl_broker_item_free(it);
     }
   }
+  uv_mutex_unlock(&b->link_mu);
 }

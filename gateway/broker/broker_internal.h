@@ -16,14 +16,31 @@
  *   broker_headers.c   the envelope as AMQP headers (pure);
  *   broker_acks.c      which deliveries of a channel are settled, for
  *                      `multiple` acks (pure);
- *   broker_why.c       on the broker thread: why a connect failed.
- * The loop thread and the broker thread share only the two fl_xqueues
- * (xqueue.h); each field of fl_broker below says which thread owns it. */
+ *   broker_why.c       on the broker thread: why a connect failed;
+ *   broker_reader.c    on the loop thread: reading the socket while the
+ *                      broker thread sleeps (below).
+ * The loop thread and the broker thread share the two fl_xqueues
+ * (xqueue.h) and the link lock; each field of fl_broker below says which
+ * thread owns it.
+ *
+ * The link lock. The connection is used by one thread at a time. The broker
+ * thread holds link_mu whenever it is awake and lets go of it only while it
+ * sleeps in poll() with its socket left to the loop. The loop then watches
+ * the socket (a uv_poll_t on a dup of it) and, when the broker sends,
+ * takes the lock with a trylock, never waiting, reads the frames that are
+ * there with a zero timeout through the same frame handlers, and runs the
+ * events at once: a delivery reaches the loop without waking the thread
+ * and the thread waking the loop. When the trylock fails (the thread is
+ * awake), or a burst is more than one batch, the loop stops watching and
+ * the thread reads as before, until it sleeps again and hands the socket
+ * back. Over TLS the thread always reads: bytes OpenSSL has buffered do
+ * not show as a readable socket. */
 #ifndef FL_BROKER_INTERNAL_H
 #define FL_BROKER_INTERNAL_H
 
 #include <amqp.h>
 #include <amqp_framing.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,6 +90,8 @@ enum item_type {
   CMD_DLQ,           /* doubles as its event once done */
   CMD_REQUEUE_INBOX, /* close one inbox channel incarnation (tag), so the broker requeues
                         what it holds unacked, and consume it again after the backoff */
+  EV_READ,           /* the thread hands the loop its socket to read while it sleeps */
+  CMD_WAKE,          /* nothing to do: the loop wakes the thread to read or reconnect */
 };
 
 /* A command (loop -> thread) or an event (thread -> loop). A publish
@@ -109,6 +128,10 @@ struct item {
   char msg_id[FL_ID_LEN];
   fl_broker_dead *dead;
   size_t ndead, affected;
+  /* read (EV_READ): the connection it is for (seq), and a dup of its
+   * socket for the loop to watch, or -1 when the loop has one already;
+   * fl_broker_item_free closes it unless the loop took it */
+  int rfd;
   /* outcome */
   int status;
   int up;
@@ -151,6 +174,7 @@ struct inbox {
   char last_why[FL_BROKER_WHY_LEN]; /* the last failure reported, "" after a success */
   uint64_t retry_at;                /* monotonic ms: set up again no sooner */
   unsigned retry_ms;                /* the current backoff; 0 after a success */
+  int cancel_due; /* the loop read its consumer's cancel; the thread closes it (b->deferred) */
 };
 
 /* Publishes on the wire, by sequence number; a settled one leaves a NULL
@@ -180,9 +204,21 @@ struct fl_broker {
   int clear_broadcasts; /* bind the broadcast keys in clear too */
   long max_length, message_ttl_ms, queue_expires_ms;
 
-  /* The only state both threads touch. */
-  fl_xqueue *cmds;   /* loop -> thread; shut down = the thread is to finish */
-  fl_xqueue *events; /* thread -> loop */
+  /* The state both threads touch. */
+  fl_xqueue *cmds;    /* loop -> thread; shut down = the thread is to finish */
+  fl_xqueue *events;  /* thread -> loop */
+  uv_mutex_t link_mu; /* the link lock (top of this file) */
+  int mu_made;        /* link_mu was initialised (loop thread, at start) */
+  /* The connection (conn_gen) whose socket the loop watches now, 0 none:
+   * set by the loop when it starts watching, cleared when it stops. */
+  atomic_uint_fast64_t lr_gen;
+  atomic_int lr_lost; /* the loop stopped watching: the thread offers it again */
+
+  /* Under the link lock: broker-thread state the loop also uses while it
+   * reads (and the thread's fields below, which the frame handlers touch). */
+  uint64_t conn_gen; /* bumped on every connect */
+  int on_loop;       /* the loop is reading: events are pushed without waiting */
+  int deferred;      /* something the loop read is the thread's to finish (cancel_due) */
 
   /* Loop thread only. */
   int up;             /* as last reported by on_state */
@@ -194,6 +230,8 @@ struct fl_broker {
   struct inbox_name {
     char gid[FL_ID_LEN];
   } * loop_inboxes;
+  struct fl_broker_reader *reader; /* broker_reader.c; NULL when not watching */
+  uint64_t loop_reads;             /* fl_broker_loop_reads */
 
   /* Broker thread only. */
   uv_thread_t thread;
@@ -212,6 +250,8 @@ struct fl_broker {
   struct pending pending;
   uint64_t head_seq; /* sequence number of pending's head */
   uint64_t next_seq;
+  uint64_t t_fd_gen; /* the connection whose socket's dup the loop was given */
+  int t_asked;       /* an EV_READ is on its way and not answered yet */
 };
 
 /* ---- small helpers, any file ---- */
@@ -232,6 +272,24 @@ static inline void fl_broker_copy_bytes(char *dst, size_t n, amqp_bytes_t b) {
 
 /* Frees an item and what it owns. NULL-safe. */
 void fl_broker_item_free(struct item *it);
+/* Runs the queued events' callbacks now (on the loop thread, not stopped). */
+void fl_broker_events_run(fl_broker *b);
+/* Wakes the broker thread (a CMD_WAKE), best effort: a full queue wakes it
+ * anyway, and it looks at its socket every IDLE_POLL_MS regardless. */
+void fl_broker_wake_thread(fl_broker *b);
+
+/* ---- broker_reader.c (loop thread) ---- */
+
+/* An EV_READ: watches the socket it offers (taking it->rfd) and tells the thread so. */
+void fl_broker_reader_offer(fl_broker *b, struct item *it);
+/* Publishes it on the loop thread when the broker thread sleeps with the
+ * socket left to the loop, no command waits before it, and the socket has
+ * room to take it without blocking. Returns 1 (it belongs to the link now,
+ * as after a queued command), or 0 (the caller queues it for the thread). */
+int fl_broker_reader_publish(fl_broker *b, struct item *it);
+/* Stops watching and closes the dup (at once; the handle closes on its own
+ * loop turn). NULL-safe in b->reader. */
+void fl_broker_reader_close(fl_broker *b);
 
 /* ---- broker_conn.c (broker thread unless said otherwise) ---- */
 
@@ -260,6 +318,19 @@ int fl_broker_chan_open(fl_broker *b, struct chan *c, uint16_t id, char *why, si
 void fl_broker_chan_reset(fl_broker *b, struct chan *c);
 /* A free channel number for an inbox, or 0 when none is left. */
 uint16_t fl_broker_chan_alloc(fl_broker *b);
+
+/* Reads and handles up to FL_BROKER_BATCH frames waiting on the
+ * connection, none of them waiting for the network. on_loop: the loop
+ * reads (link lock held), so it stops where the events queue is over its
+ * budget instead of waiting for room. Returns how many frames it handled;
+ * sets *more to 1 when frames are left that only another read will see
+ * (rabbitmq-c buffered them, or the batch or the budget ended it). */
+int fl_broker_read_frames(fl_broker *b, int on_loop, int *more);
+
+/* Sends a CMD_PUBLISH on the publish channel now (link lock held, b->conn
+ * up); it waits in the pending ring for its confirm. Returns 0, or
+ * FL_EBROKER after fl_broker_link_lost. */
+int fl_broker_publish_now(fl_broker *b, struct item *it);
 
 /* The connection failed: reports the link down at once, fails what was in
  * flight and drops the connection. */

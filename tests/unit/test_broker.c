@@ -8,7 +8,8 @@
  * envelope field, an unroutable mandatory publish, 2000 pipelined publishes
  * all confirmed, a rejected message landing in fleet.dlq (read back over a
  * second, raw rabbitmq-c connection), a removed inbox keeping its messages,
- * and a second gateway refused the same inbox. If FLEET_TEST_RABBITMQCTL is
+ * a second gateway refused the same inbox, and deliveries to an idle link
+ * read on the loop thread, one by one and in a burst. If FLEET_TEST_RABBITMQCTL is
  * set to a command prefix (e.g. "tests/rabbitmq.sh ctl DIR"), the link is
  * also cut with close_all_connections and must come back with its inbox.
  *
@@ -74,7 +75,8 @@ struct fx {
   /* deliveries */
   struct got got[N_PIPELINED + 16];
   size_t ngot;
-  int auto_ack;
+  int auto_ack;     /* ack each delivery and only count it */
+  int ack_and_keep; /* ack each delivery and keep it too */
 };
 
 static const char *uri;
@@ -112,6 +114,8 @@ static void on_delivery(void *ctx, const fl_broker_delivery *d) {
   if (d->len)
     memcpy(g->body, d->body, d->len);
   g->body[d->len] = '\0';
+  if (f->ack_and_keep)
+    assert_int_equal(fl_broker_ack(f->b, d->tag), 0);
 }
 
 static void on_publish_done(void *ctx, void *req, int status, const char *why) {
@@ -703,6 +707,70 @@ static void test_exclusive(void **state) {
   fx_free(g);
 }
 
+/* Runs the loop for ms with nothing to do: the broker thread goes to sleep
+ * and hands its socket to the loop. */
+static void run_idle(struct fx *f, unsigned ms) {
+  f->timed_out = 0;
+  uv_timer_start(&f->timer, on_timer, ms, 0);
+  while (!f->timed_out)
+    uv_run(&f->loop, UV_RUN_ONCE);
+}
+
+/* Publishes n messages numbered from first to gid's inbox over a raw
+ * connection of the test's own, so the link's thread has nothing to send. */
+static void raw_publish_n(const char *gid, int first, int n) {
+  amqp_connection_state_t c = raw_open();
+  for (int i = first; i < first + n; i++) {
+    char body[32];
+    snprintf(body, sizeof(body), "m%d", i);
+    amqp_basic_properties_t p = {0};
+    assert_int_equal(amqp_basic_publish(c, 1, amqp_cstring_bytes("fleet.msg"),
+                                        amqp_cstring_bytes(gid), 0, 0, &p,
+                                        amqp_cstring_bytes(body)),
+                     AMQP_STATUS_OK);
+  }
+  raw_close(c);
+}
+
+/* Deliveries to an idle link are read on the loop thread itself (the broker
+ * thread asleep), one at a time or in a burst longer than one read takes,
+ * which the thread finishes: each arrives once, in order. */
+static void test_read_on_loop(void **state) {
+  struct live *l = *state;
+  NEED_BROKER(l);
+  struct fx *f = l->f;
+  clear_got(f);
+  uint64_t reads0 = fl_broker_loop_reads(f->b);
+  /* One at a time, with the link idle in between. */
+  enum { ONE_BY_ONE = 20, BURST = 1500 };
+  for (int i = 0; i < ONE_BY_ONE; i++) {
+    run_idle(f, 20);
+    raw_publish_n(l->gid, i, 1);
+    run_until_got(f, 1);
+    char want[32];
+    snprintf(want, sizeof(want), "m%d", i);
+    assert_string_equal(f->got[0].body, want);
+    assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
+    clear_got(f);
+  }
+  assert_true(fl_broker_loop_reads(f->b) > reads0);
+  /* A burst: more frames than one read handles (each message is three,
+   * and the broker sends up to the prefetch before the first ack). */
+  run_idle(f, 20);
+  raw_publish_n(l->gid, 0, BURST);
+  f->ack_and_keep = 1;
+  run_until_got(f, BURST);
+  run_idle(f, 50); /* nothing more comes: none twice */
+  f->ack_and_keep = 0;
+  assert_int_equal(f->ngot, BURST);
+  for (int i = 0; i < BURST; i++) {
+    char want[32];
+    snprintf(want, sizeof(want), "m%d", i);
+    assert_string_equal(f->got[i].body, want);
+  }
+  clear_got(f);
+}
+
 /* The broker drops every connection; the link comes back and re-consumes. */
 static void test_reconnect(void **state) {
   struct live *l = *state;
@@ -754,7 +822,8 @@ int main(void) {
       cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_unroutable),
       cmocka_unit_test(test_pipelined),        cmocka_unit_test(test_reject_to_dlq),
       cmocka_unit_test(test_requeue_in_order), cmocka_unit_test(test_remove_and_readd),
-      cmocka_unit_test(test_reconnect),        cmocka_unit_test(test_exclusive),
+      cmocka_unit_test(test_reconnect),        cmocka_unit_test(test_read_on_loop),
+      cmocka_unit_test(test_exclusive),
   };
   return rc | cmocka_run_group_tests_name("broker_live", live, live_setup, live_teardown);
 }
