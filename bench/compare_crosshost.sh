@@ -10,7 +10,9 @@
 # each round), starts two gateways hostA and hostB from that build (sealing
 # on, the default; each build keeps its own state dirs, so the pins made in
 # its first round stay), and measures:
-#   - the cross-host U1 round trip (fleet_bench rtt, hostA -> hostB);
+#   - the cross-host U1 round trip (fleet_bench rtt, hostA -> hostB), and
+#     each gateway's context switches per call over it (all its threads,
+#     from /proc: a thread waking another costs one);
 #   - with BENCH_TPUT=1, cross-host throughput (fleet_bench tput) and both
 #     gateways' and the broker's CPU per message over it (user + system,
 #     from /proc), then each gateway's RSS and its parts (bench/rss_parts.sh;
@@ -81,6 +83,9 @@ sh "$REPO/tests/rabbitmq.sh" start "$WORK/mq" "$PORT" >"$WORK/mq-start.out" 2>"$
   { cat "$WORK/mq-start.err" >&2; exit 1; }
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# Context switches of every thread of process $1 so far (voluntary ones are
+# a thread going to sleep: each wake-up of one costs one).
+ctx_switches() { cat /proc/"$1"/task/*/status | awk '/^(non)?voluntary_ctxt_switches:/ { n += $2 } END { print n }'; }
 
 start_pair() { # WHICH BIN_DIR
   local h d
@@ -118,7 +123,13 @@ start_pair() { # WHICH BIN_DIR
 one() { # WHICH BIN_DIR
   start_pair "$1" "$2"
   local sa=$WORK/$1/hostA/fleetd.sock sb=$WORK/$1/hostB/fleetd.sock
+  local ca0 cb0
+  ca0=$(ctx_switches "${PIDS[0]}"); cb0=$(ctx_switches "${PIDS[1]}")
   "$FB" rtt "$sa" "$sb" -n "$RTT_N" -s "$SIZE" -r "$RATE" -l "$1_u1" >>"$RESULTS"
+  awk -v a=$(($(ctx_switches "${PIDS[0]}") - ca0)) -v b=$(($(ctx_switches "${PIDS[1]}") - cb0)) \
+    -v n="$RTT_N" -v l="$1" 'BEGIN {
+      printf "RESULT %s_u1.ctxsw_a_per_call %.2f\n", l, a / n
+      printf "RESULT %s_u1.ctxsw_b_per_call %.2f\n", l, b / n }' >>"$RESULTS"
   if [ "$C32" = 1 ]; then
     "$FB" rtt "$sa" "$sb" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -l "$1_c32" >>"$RESULTS"
     "$FB" rtt "$sa" "$sb" -c 32 -n "$C32_N" -W 2 -s "$SIZE" -r 10000 -m "$2/fleet-mcp" \
@@ -168,6 +179,8 @@ table_head
 row "cross-host U1 p50 ms" u1.p50_ms
 row "cross-host U1 p99 ms" u1.p99_ms
 row "cross-host U1 mean ms" u1.mean_ms
+row "hostA context switches per U1 call" u1.ctxsw_a_per_call
+row "hostB context switches per U1 call" u1.ctxsw_b_per_call
 table_line "U1 p50 / raw request/reply p50" \
   "$(ratio "$(med old_u1.p50_ms)" "$RAW")" "$(ratio "$(med new_u1.p50_ms)" "$RAW")" ""
 if [ "$TPUT" = 1 ]; then
