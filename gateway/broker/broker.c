@@ -454,7 +454,12 @@ int fl_broker_reject(fl_broker *b, uint64_t tag, int requeue) {
 
 int fl_broker_is_up(const fl_broker *b) { return b && b->up; }
 
-uint64_t fl_broker_loop_reads(const fl_broker *b) { return b ? b->loop_reads : 0; }
+void fl_broker_loop_counts(const fl_broker *b, uint64_t *reads, uint64_t *publishes) {
+  if (reads)
+    *reads = b ? b->loop_reads : 0;
+  if (publishes)
+    *publishes = b ? b->loop_publishes : 0;
+}
 
 void fl_broker_stop(fl_broker *b) {
   if (!b || b->stopped)

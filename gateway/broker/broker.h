@@ -218,10 +218,11 @@ int fl_broker_reject(fl_broker *b, uint64_t tag, int requeue);
 /* 1 when the link is up as last reported by on_state, else 0. */
 int fl_broker_is_up(const fl_broker *b);
 
-/* How many times the loop thread read the broker's socket itself, finding
- * frames, while the broker thread slept (broker_reader.c): a delivery to an
- * idle link costs no hand-off between the threads. For tests and profiles. */
-uint64_t fl_broker_loop_reads(const fl_broker *b);
+/* How often the loop thread used the connection itself while the broker
+ * thread slept (broker_reader.c), so a message cost no hand-off between
+ * the threads: *reads, the times it read the socket and found frames;
+ * *publishes, the publishes it sent. For tests and profiles. NULL-safe. */
+void fl_broker_loop_counts(const fl_broker *b, uint64_t *reads, uint64_t *publishes);
 
 /* Closes the connection, joins the broker thread (this waits for the thread,
  * not for the network: at most one short rabbitmq-c timeout), reports every

@@ -230,8 +230,8 @@ struct fl_broker {
   struct inbox_name {
     char gid[FL_ID_LEN];
   } * loop_inboxes;
-  struct fl_broker_reader *reader; /* broker_reader.c; NULL when not watching */
-  uint64_t loop_reads;             /* fl_broker_loop_reads */
+  struct fl_broker_reader *reader;     /* broker_reader.c; NULL when not watching */
+  uint64_t loop_reads, loop_publishes; /* fl_broker_loop_counts */
 
   /* Broker thread only. */
   uv_thread_t thread;

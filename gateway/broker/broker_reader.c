@@ -140,11 +140,20 @@ int fl_broker_reader_publish(fl_broker *b, struct item *it) {
   b->on_loop = 1;
   fl_broker_publish_now(b, it);
   b->on_loop = 0;
+  b->loop_publishes++;
+  /* rabbitmq-c reads while it sends: what it took off the socket (a
+   * confirm, a delivery) waits in its buffers, where no poll sees it. */
+  int more = 0;
+  if (b->conn && (amqp_frames_enqueued(b->conn) || amqp_data_in_buffer(b->conn)))
+    if (fl_broker_read_frames(b, 1, &more) > 0)
+      b->loop_reads++;
   int lost = !b->conn;
   uv_mutex_unlock(&b->link_mu);
   if (lost) {
     fl_broker_reader_close(b);
     fl_broker_wake_thread(b);
+  } else if (more) {
+    stop_watching(b);
   }
   /* Any outcome it already has (a full ring, a lost link) is an event. */
   if (!fl_xqueue_is_empty(b->events))

@@ -8,8 +8,9 @@
  * envelope field, an unroutable mandatory publish, 2000 pipelined publishes
  * all confirmed, a rejected message landing in fleet.dlq (read back over a
  * second, raw rabbitmq-c connection), a removed inbox keeping its messages,
- * a second gateway refused the same inbox, and deliveries to an idle link
- * read on the loop thread, one by one and in a burst. If FLEET_TEST_RABBITMQCTL is
+ * a second gateway refused the same inbox, and an idle link used by the
+ * loop thread itself: deliveries read one by one and in a burst, and
+ * publishes sent and confirmed. If FLEET_TEST_RABBITMQCTL is
  * set to a command prefix (e.g. "tests/rabbitmq.sh ctl DIR"), the link is
  * also cut with close_all_connections and must come back with its inbox.
  *
@@ -735,12 +736,24 @@ static void raw_publish_n(const char *gid, int first, int n) {
 /* Deliveries to an idle link are read on the loop thread itself (the broker
  * thread asleep), one at a time or in a burst longer than one read takes,
  * which the thread finishes: each arrives once, in order. */
+static uint64_t loop_reads(fl_broker *b) {
+  uint64_t r;
+  fl_broker_loop_counts(b, &r, NULL);
+  return r;
+}
+
+static uint64_t loop_publishes(fl_broker *b) {
+  uint64_t p;
+  fl_broker_loop_counts(b, NULL, &p);
+  return p;
+}
+
 static void test_read_on_loop(void **state) {
   struct live *l = *state;
   NEED_BROKER(l);
   struct fx *f = l->f;
   clear_got(f);
-  uint64_t reads0 = fl_broker_loop_reads(f->b);
+  uint64_t reads0 = loop_reads(f->b);
   /* One at a time, with the link idle in between. */
   enum { ONE_BY_ONE = 20, BURST = 1500 };
   for (int i = 0; i < ONE_BY_ONE; i++) {
@@ -753,7 +766,25 @@ static void test_read_on_loop(void **state) {
     assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
     clear_got(f);
   }
-  assert_true(fl_broker_loop_reads(f->b) > reads0);
+  assert_true(loop_reads(f->b) > reads0);
+  /* A publish on the idle link goes out from the loop, is confirmed, and
+   * its message arrives once. */
+  uint64_t pubs0 = loop_publishes(f->b);
+  for (int i = 0; i < 10; i++) {
+    run_idle(f, 20);
+    fl_envelope env;
+    make_env(&env, l->gid);
+    int done0 = f->done;
+    assert_int_equal(
+        fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "p", 1, f), 0);
+    run_until(f, &f->done, done0 + 1);
+    assert_int_equal(f->last_status, 0);
+    run_until_got(f, 1);
+    assert_string_equal(f->got[0].env.msg_id, env.msg_id);
+    assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
+    clear_got(f);
+  }
+  assert_true(loop_publishes(f->b) > pubs0);
   /* A burst: more frames than one read handles (each message is three,
    * and the broker sends up to the prefetch before the first ack). */
   run_idle(f, 20);
