@@ -553,20 +553,27 @@ static int dlq_has(const char *msg_id) {
   return found;
 }
 
+/* Publishes body to gid's inbox (mandatory, a fresh envelope into *env),
+ * waits for its confirm and its delivery, and returns that delivery. */
+static struct got *send_one(struct fx *f, const char *gid, const char *body, fl_envelope *env) {
+  make_env(env, gid);
+  int done0 = f->done;
+  assert_int_equal(
+      fl_broker_publish(f->b, "fleet.msg", gid, FL_BROKER_MANDATORY, env, body, strlen(body), f),
+      0);
+  run_until(f, &f->done, done0 + 1);
+  assert_int_equal(f->last_status, 0);
+  run_until_got(f, 1);
+  assert_string_equal(f->got[f->ngot - 1].env.msg_id, env->msg_id);
+  return &f->got[f->ngot - 1];
+}
+
 static void test_reject_to_dlq(void **state) {
   struct live *l = *state;
   NEED_BROKER(l);
   struct fx *f = l->f;
   fl_envelope env;
-  make_env(&env, l->gid);
-  int done0 = f->done;
-  assert_int_equal(
-      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "poison", 6, f), 0);
-  run_until(f, &f->done, done0 + 1);
-  assert_int_equal(f->last_status, 0);
-  run_until_got(f, 1);
-  assert_string_equal(f->got[0].env.msg_id, env.msg_id);
-  assert_int_equal(fl_broker_reject(f->b, f->got[0].tag, 0), 0);
+  assert_int_equal(fl_broker_reject(f->b, send_one(f, l->gid, "poison", &env)->tag, 0), 0);
   clear_got(f);
   /* Let the loop hand the reject to the link thread before looking. */
   int d = f->done;
@@ -773,15 +780,8 @@ static void test_read_on_loop(void **state) {
   for (int i = 0; i < 10; i++) {
     run_idle(f, 20);
     fl_envelope env;
-    make_env(&env, l->gid);
-    int done0 = f->done;
-    assert_int_equal(
-        fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "p", 1, f), 0);
-    run_until(f, &f->done, done0 + 1);
-    assert_int_equal(f->last_status, 0);
-    run_until_got(f, 1);
-    assert_string_equal(f->got[0].env.msg_id, env.msg_id);
-    assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
+    assert_int_equal(fl_broker_ack(f->b, send_one(f, l->gid, "p", &env)->tag), 0);
+    assert_int_equal(f->ngot, 1);
     clear_got(f);
   }
   assert_true(loop_publishes(f->b) > pubs0);
@@ -825,16 +825,8 @@ static void test_reconnect(void **state) {
   run_until(f, &f->inbox_events, ev0 + 1);
   assert_int_equal(f->inbox_status, 0);
   fl_envelope env;
-  make_env(&env, l->gid);
   clear_got(f);
-  int done0 = f->done;
-  assert_int_equal(
-      fl_broker_publish(f->b, "fleet.msg", l->gid, FL_BROKER_MANDATORY, &env, "again", 5, f), 0);
-  run_until(f, &f->done, done0 + 1);
-  assert_int_equal(f->last_status, 0);
-  run_until_got(f, 1);
-  assert_string_equal(f->got[f->ngot - 1].env.msg_id, env.msg_id);
-  assert_int_equal(fl_broker_ack(f->b, f->got[f->ngot - 1].tag), 0);
+  assert_int_equal(fl_broker_ack(f->b, send_one(f, l->gid, "again", &env)->tag), 0);
   clear_got(f);
 }
 
