@@ -1,7 +1,9 @@
 /* broker.c — the broker link's public API (broker.h), on the loop thread.
  *
- * Every fl_broker_* function runs on the loop thread and only queues: a
- * command goes onto b->cmds, which wakes the broker thread (broker_conn.c);
+ * Every fl_broker_* function runs on the loop thread and queues: a
+ * command goes onto b->cmds, which wakes the broker thread (broker_conn.c),
+ * except a publish the loop can send itself while that thread sleeps
+ * (broker_reader.c);
  * that thread's events come back on b->events, whose uv_async_t runs
  * on_events here, which hands them to the caller's callbacks in bursts
  * bracketed by on_batch. Nothing here waits on the network. A publish is one

@@ -3,8 +3,9 @@
  * The link moves envelopes and bodies; it knows nothing of MCP, holds, or
  * what a message means. It owns one rabbitmq-c connection, which lives on a
  * thread of its own because rabbitmq-c blocks: the loop thread talks to it
- * only through two bounded queues (commands in, events out) and a uv_async_t.
- * No function here waits on the network.
+ * through two bounded queues (commands in, events out) and a uv_async_t,
+ * and, while that thread sleeps, reads the socket and sends publishes
+ * itself (broker_reader.c). No function here waits on the network.
  *
  * Threading: every fl_broker_* function is called on the loop thread that
  * passed its uv_loop_t to fl_broker_start, and every callback in

@@ -1,13 +1,16 @@
 /* broker_conn.c — the broker thread: one rabbitmq-c connection and
  * everything about it.
  *
- * rabbitmq-c blocks, and a connection belongs to one thread, so this thread
- * owns the connection, its channels, the publishes awaiting confirms and the
- * inbox registry (broker_topology.c); the loop thread never touches them. It
- * takes commands from b->cmds (waking on that queue's pipe or the socket,
- * whichever comes first) and hands events to the loop through b->events,
- * waiting while that queue is full so a slow loop slows the socket reads
- * instead of growing memory.
+ * rabbitmq-c blocks, and a connection is used by one thread at a time, so
+ * this thread owns the connection, its channels, the publishes awaiting
+ * confirms and the inbox registry (broker_topology.c). It takes commands
+ * from b->cmds (waking on that queue's pipe or the socket, whichever comes
+ * first) and hands events to the loop through b->events, waiting while that
+ * queue is full so a slow loop slows the socket reads instead of growing
+ * memory. It holds the link lock while awake; while it sleeps with its
+ * socket handed to the loop (broker_reader.c), the loop may read frames and
+ * send a publish through the same code, under that lock, never waiting
+ * (broker_internal.h).
  *
  * Channels: 1 publishes (publisher confirms, many publishes in flight,
  * matched to basic.ack / basic.nack by sequence number, `multiple`
@@ -253,7 +256,9 @@ static void link_teardown(fl_broker *b, int graceful) {
     fl_broker_chan_reset(b, &b->inboxes[i]->ch);
     b->inboxes[i]->consuming = 0;
     b->inboxes[i]->consume_sent = 0;
+    b->inboxes[i]->cancel_due = 0; /* that channel is gone with the connection */
   }
+  b->deferred = 0;
   b->inbox_start_at = 0;
   memset(b->chans, 0, sizeof(b->chans));
 }
