@@ -126,8 +126,42 @@ void fl_broker_events_run(fl_broker *b) {
 
 static void on_events(void *ctx) { fl_broker_events_run(ctx); }
 
-/* Queues a command for the thread. On failure the caller still owns it. */
-static int send_cmd(fl_broker *b, struct item *it) { return fl_xqueue_push(b->cmds, it); }
+/* Sends the acks the loop gave since its last flush: from the loop itself
+ * when it can (fl_broker_reader_ack), else as commands, in order. */
+static void flush_acks(fl_broker *b) {
+  size_t n = b->nlacks, dropped = 0;
+  if (!n)
+    return;
+  b->nlacks = 0;
+  uv_prepare_stop(&b->ack_prep);
+  if (fl_broker_reader_ack(b, b->lacks, n))
+    return;
+  for (size_t i = 0; i < n; i++) {
+    struct item *it = fl_calloc(1, sizeof(*it));
+    if (it) {
+      it->type = CMD_ACK;
+      it->tag = b->lacks[i];
+    }
+    if (!it || fl_xqueue_push(b->cmds, it) != 0) {
+      fl_broker_item_free(it);
+      dropped++;
+    }
+  }
+  if (dropped)
+    fl_warn(NULL,
+            "broker: %zu acks dropped (the command queue is full or memory ran out); the "
+            "broker delivers those messages again after a reconnect",
+            dropped);
+}
+
+static void on_ack_prep(uv_prepare_t *h) { flush_acks(h->data); }
+
+/* Queues a command for the thread, after the acks given before it. On
+ * failure the caller still owns it. */
+static int send_cmd(fl_broker *b, struct item *it) {
+  flush_acks(b);
+  return fl_xqueue_push(b->cmds, it);
+}
 
 void fl_broker_wake_thread(fl_broker *b) {
   struct item *it = fl_calloc(1, sizeof(*it));
@@ -260,9 +294,13 @@ int fl_broker_start(uv_loop_t *loop, const fl_broker_config *cfg, const fl_broke
   if ((rc = fl_xqueue_new_to_loop(loop, FL_BROKER_MAX_EVENTS, on_events, b, &b->events)))
     goto fail;
   fl_xqueue_set_max_bytes(b->events, FL_BROKER_MAX_EVENT_BYTES);
+  /* Cannot fail: libuv's prepare init only links the handle in. */
+  uv_prepare_init(loop, &b->ack_prep);
+  b->ack_prep.data = b;
   if ((rc = uv_thread_create(&b->thread, fl_broker_thread_main, b)) != 0) {
     b->stopped = 1;
     b->free_on_close = 1;
+    uv_close((uv_handle_t *)&b->ack_prep, NULL);
     fl_xqueue_close(b->events, on_closed);
     return rc;
   }
@@ -448,7 +486,16 @@ static int settle(fl_broker *b, uint64_t tag, enum item_type type, int requeue) 
   return rc;
 }
 
-int fl_broker_ack(fl_broker *b, uint64_t tag) { return settle(b, tag, CMD_ACK, 0); }
+int fl_broker_ack(fl_broker *b, uint64_t tag) {
+  if (!b || b->stopped)
+    return FL_EINVAL;
+  if (b->nlacks == FL_BROKER_BATCH)
+    flush_acks(b);
+  b->lacks[b->nlacks++] = tag;
+  if (b->nlacks == 1)
+    uv_prepare_start(&b->ack_prep, on_ack_prep);
+  return 0;
+}
 
 int fl_broker_reject(fl_broker *b, uint64_t tag, int requeue) {
   return settle(b, tag, CMD_REJECT, requeue);
@@ -456,16 +503,19 @@ int fl_broker_reject(fl_broker *b, uint64_t tag, int requeue) {
 
 int fl_broker_is_up(const fl_broker *b) { return b && b->up; }
 
-void fl_broker_loop_counts(const fl_broker *b, uint64_t *reads, uint64_t *publishes) {
-  if (reads)
-    *reads = b ? b->loop_reads : 0;
-  if (publishes)
-    *publishes = b ? b->loop_publishes : 0;
+void fl_broker_loop_counts(const fl_broker *b, fl_broker_loop_use *out) {
+  if (!out)
+    return;
+  if (b)
+    *out = b->loop_use;
+  else
+    memset(out, 0, sizeof(*out));
 }
 
 void fl_broker_stop(fl_broker *b) {
   if (!b || b->stopped)
     return;
+  flush_acks(b); /* the acks given so far go before the connection closes */
   /* Events first: a thread waiting for room in a full queue must not wait
    * for a loop that is about to join it. */
   fl_xqueue_shutdown(b->events);
@@ -474,6 +524,9 @@ void fl_broker_stop(fl_broker *b) {
   b->stopped = 1;
   b->up = 0;
   fl_broker_reader_close(b);
+  /* As the thread drops the acks still queued when it stops. */
+  b->nlacks = 0;
+  uv_close((uv_handle_t *)&b->ack_prep, NULL);
   /* Only publish outcomes are reported now; the rest is dropped. */
   drain_events(b, 1);
   fl_xqueue_close(b->events, on_closed);

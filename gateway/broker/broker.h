@@ -211,8 +211,13 @@ int fl_broker_requeue_inbox(fl_broker *b, const char *gid, uint64_t tag, const c
 /* Settles a delivery. tag is from fl_broker_delivery; a tag from before a
  * reconnect (or of a removed inbox) is dropped silently: the broker has
  * already put that message back. reject with requeue = 0 dead-letters an
- * inbox message to fleet.dlq. Returns 0, FL_EFULL (command queue full; retry
- * later) or FL_ENOMEM. */
+ * inbox message to fleet.dlq. Returns 0, FL_EINVAL, FL_EFULL (command queue
+ * full; retry later) or FL_ENOMEM. An ack waits for the end of the loop's
+ * turn (or the next other command, which it precedes) and goes with the
+ * turn's others, from the loop itself while the broker thread sleeps; one
+ * that finds the command queue full then is dropped with a warning (the
+ * broker delivers it again after a reconnect, and a receiver that
+ * deduplicates drops it). */
 int fl_broker_ack(fl_broker *b, uint64_t tag);
 int fl_broker_reject(fl_broker *b, uint64_t tag, int requeue);
 
@@ -221,9 +226,14 @@ int fl_broker_is_up(const fl_broker *b);
 
 /* How often the loop thread used the connection itself while the broker
  * thread slept (broker_reader.c), so a message cost no hand-off between
- * the threads: *reads, the times it read the socket and found frames;
- * *publishes, the publishes it sent. For tests and profiles. NULL-safe. */
-void fl_broker_loop_counts(const fl_broker *b, uint64_t *reads, uint64_t *publishes);
+ * the threads. For tests and profiles. */
+typedef struct fl_broker_loop_use {
+  uint64_t reads;     /* the times it read the socket and found frames */
+  uint64_t publishes; /* publishes it sent */
+  uint64_t acks;      /* runs of acks it sent */
+} fl_broker_loop_use;
+/* Fills *out (zeros for b == NULL). */
+void fl_broker_loop_counts(const fl_broker *b, fl_broker_loop_use *out);
 
 /* Closes the connection, joins the broker thread (this waits for the thread,
  * not for the network: at most one short rabbitmq-c timeout), reports every

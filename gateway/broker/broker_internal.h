@@ -7,8 +7,9 @@
  *   broker_conn.c      the broker thread: connect, TLS, reconnect with
  *                      backoff, the frame pump, publishes and their
  *                      confirms and returns, deliveries;
- *   broker_settle.c    on the broker thread: acks and rejects on the wire,
- *                      a burst's acks as one `multiple` ack where it can;
+ *   broker_settle.c    on the broker thread (or the loop, link lock held):
+ *                      acks and rejects on the wire, a burst's acks as one
+ *                      `multiple` ack where it can;
  *   broker_topology.c  on the broker thread: declaring exchanges, queues and
  *                      bindings, and each inbox's channel and consumer;
  *   broker_dlq.c       on the broker thread: reading, purging and replaying
@@ -17,8 +18,9 @@
  *   broker_acks.c      which deliveries of a channel are settled, for
  *                      `multiple` acks (pure);
  *   broker_why.c       on the broker thread: why a connect failed;
- *   broker_reader.c    on the loop thread: reading the socket while the
- *                      broker thread sleeps (below).
+ *   broker_reader.c    on the loop thread: reading the socket, and sending
+ *                      a publish or a turn's acks, while the broker thread
+ *                      sleeps (below).
  * The loop thread and the broker thread share the two fl_xqueues
  * (xqueue.h) and the link lock; each field of fl_broker below says which
  * thread owns it.
@@ -230,8 +232,13 @@ struct fl_broker {
   struct inbox_name {
     char gid[FL_ID_LEN];
   } * loop_inboxes;
-  struct fl_broker_reader *reader;     /* broker_reader.c; NULL when not watching */
-  uint64_t loop_reads, loop_publishes; /* fl_broker_loop_counts */
+  struct fl_broker_reader *reader; /* broker_reader.c; NULL when not watching */
+  fl_broker_loop_use loop_use;     /* fl_broker_loop_counts */
+  /* Acks the loop gave in this turn of the loop, sent together before it
+   * sleeps (ack_prep) or before any other command, in order. */
+  uint64_t lacks[FL_BROKER_BATCH];
+  size_t nlacks;
+  uv_prepare_t ack_prep;
 
   /* Broker thread only. */
   uv_thread_t thread;
@@ -287,6 +294,11 @@ void fl_broker_reader_offer(fl_broker *b, struct item *it);
  * room to take it without blocking. Returns 1 (it belongs to the link now,
  * as after a queued command), or 0 (the caller queues it for the thread). */
 int fl_broker_reader_publish(fl_broker *b, struct item *it);
+/* Sends n acks on the loop thread as fl_broker_reader_publish sends a
+ * publish (a burst's run as one `multiple` ack where it can). Returns 1
+ * (sent, or dropped with the connection they belonged to), or 0 (the
+ * caller queues them for the thread). */
+int fl_broker_reader_ack(fl_broker *b, const uint64_t *tags, size_t n);
 /* Stops watching and closes the dup (at once; the handle closes on its own
  * loop turn). NULL-safe in b->reader. */
 void fl_broker_reader_close(fl_broker *b);
@@ -351,6 +363,9 @@ struct fl_broker_ack_run {
  * stale tag or a second settle of one delivery, dropped), or FL_EBROKER
  * after fl_broker_link_lost. */
 int fl_broker_settle(fl_broker *b, struct item *it, struct fl_broker_ack_run *run);
+/* The same for one tag: an ack (ack 1) or a reject (requeue as asked). */
+int fl_broker_settle_tag(fl_broker *b, int ack, uint64_t tag, int requeue,
+                         struct fl_broker_ack_run *run);
 /* Sends run's acks and empties it; returns 0, or FL_EBROKER after
  * fl_broker_link_lost. */
 int fl_broker_ack_flush(fl_broker *b, struct fl_broker_ack_run *run);

@@ -78,7 +78,7 @@ static void on_readable(uv_poll_t *h, int status, int events) {
   }
   int more = 0;
   if (fl_broker_read_frames(b, 1, &more) > 0)
-    b->loop_reads++;
+    b->loop_use.reads++;
   int lost = !b->conn;
   int wake = lost || b->deferred;
   uv_mutex_unlock(&b->link_mu);
@@ -126,10 +126,13 @@ static int send_room(int fd, size_t len) {
   return queued >= 0 && sndbuf > 0 && (size_t)queued + len + SEND_SLACK <= (size_t)sndbuf;
 }
 
-int fl_broker_reader_publish(fl_broker *b, struct item *it) {
+/* Takes the link for the loop: the thread sleeps with the socket handed
+ * over, no command waits (what the loop sends must not pass one), and the
+ * trylock succeeds. Returns 1 with the link lock held and b->on_loop set,
+ * else 0. */
+static int link_take(fl_broker *b) {
   struct fl_broker_reader *r = b->reader;
-  if (!r || atomic_load(&b->lr_gen) != r->gen || !fl_xqueue_is_empty(b->cmds) ||
-      !send_room(r->fd, it->len))
+  if (!r || atomic_load(&b->lr_gen) != r->gen || !fl_xqueue_is_empty(b->cmds))
     return 0;
   if (uv_mutex_trylock(&b->link_mu) != 0)
     return 0;
@@ -138,15 +141,19 @@ int fl_broker_reader_publish(fl_broker *b, struct item *it) {
     return 0;
   }
   b->on_loop = 1;
-  fl_broker_publish_now(b, it);
-  b->on_loop = 0;
-  b->loop_publishes++;
-  /* rabbitmq-c reads while it sends: what it took off the socket (a
-   * confirm, a delivery) waits in its buffers, where no poll sees it. */
+  return 1;
+}
+
+/* Gives the link back after the loop sent on it. rabbitmq-c reads while
+ * it sends: what it took off the socket (a confirm, a delivery) waits in
+ * its buffers, where no poll sees it, so it is read now. Events the loop
+ * queued run at its next turn. */
+static void link_give(fl_broker *b) {
   int more = 0;
+  b->on_loop = 0;
   if (b->conn && (amqp_frames_enqueued(b->conn) || amqp_data_in_buffer(b->conn)))
     if (fl_broker_read_frames(b, 1, &more) > 0)
-      b->loop_reads++;
+      b->loop_use.reads++;
   int lost = !b->conn;
   uv_mutex_unlock(&b->link_mu);
   if (lost) {
@@ -158,5 +165,30 @@ int fl_broker_reader_publish(fl_broker *b, struct item *it) {
   /* Any outcome it already has (a full ring, a lost link) is an event. */
   if (!fl_xqueue_is_empty(b->events))
     fl_xqueue_wake(b->events);
+}
+
+int fl_broker_reader_publish(fl_broker *b, struct item *it) {
+  if (!b->reader || !send_room(b->reader->fd, it->len) || !link_take(b))
+    return 0;
+  fl_broker_publish_now(b, it);
+  b->loop_use.publishes++;
+  link_give(b);
+  return 1;
+}
+
+int fl_broker_reader_ack(fl_broker *b, const uint64_t *tags, size_t n) {
+  if (!b->reader || !send_room(b->reader->fd, 0) || !link_take(b))
+    return 0;
+  struct fl_broker_ack_run run;
+  run.n = 0;
+  for (size_t i = 0; i < n && b->conn; i++) {
+    if (run.n == FL_BROKER_BATCH)
+      fl_broker_ack_flush(b, &run);
+    fl_broker_settle_tag(b, 1, tags[i], 0, &run);
+  }
+  if (run.n && b->conn)
+    fl_broker_ack_flush(b, &run);
+  b->loop_use.acks++;
+  link_give(b);
   return 1;
 }

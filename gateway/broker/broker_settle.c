@@ -1,4 +1,5 @@
-/* broker_settle.c — acks and rejects on the wire (the broker thread).
+/* broker_settle.c — acks and rejects on the wire (the broker thread, or the
+ * loop holding the link lock while the thread sleeps: broker_reader.c).
  *
  * The loop acks each delivery on its own, but a burst of commands often
  * holds many acks of one channel. Each channel keeps which of its
@@ -57,8 +58,13 @@ int fl_broker_ack_flush(fl_broker *b, struct fl_broker_ack_run *run) {
  * by ack_flush); the rest go at once. Returns 0 (also for a stale tag or a
  * second settle of one delivery, dropped), or FL_EBROKER after fl_broker_link_lost. */
 int fl_broker_settle(fl_broker *b, struct item *it, struct fl_broker_ack_run *run) {
-  struct chan *c = b->conn ? fl_broker_tag_chan(b, it->tag) : NULL;
-  uint64_t dtag = it->tag & 0xffffffffu;
+  return fl_broker_settle_tag(b, it->type == CMD_ACK, it->tag, it->requeue, run);
+}
+
+int fl_broker_settle_tag(fl_broker *b, int ack, uint64_t tag, int requeue,
+                         struct fl_broker_ack_run *run) {
+  struct chan *c = b->conn ? fl_broker_tag_chan(b, tag) : NULL;
+  uint64_t dtag = tag & 0xffffffffu;
   int rc;
   if (!c) {
     fl_debug(NULL, "broker: dropped a settle for a delivery of a closed channel");
@@ -70,13 +76,13 @@ int fl_broker_settle(fl_broker *b, struct item *it, struct fl_broker_ack_run *ru
     fl_debug(NULL, "broker: dropped a second settle of one delivery");
     return 0;
   }
-  if (it->type == CMD_ACK && known == 0) {
-    run->tag[run->n++] = it->tag;
+  if (ack && known == 0) {
+    run->tag[run->n++] = tag;
     return 0;
   }
-  if (it->type == CMD_ACK)
+  if (ack)
     rc = amqp_basic_ack(b->conn, c->id, dtag, 0);
   else
-    rc = amqp_basic_reject(b->conn, c->id, dtag, it->requeue != 0);
+    rc = amqp_basic_reject(b->conn, c->id, dtag, requeue != 0);
   return rc == AMQP_STATUS_OK ? 0 : settle_failed(b, rc);
 }

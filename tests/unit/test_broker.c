@@ -9,8 +9,8 @@
  * all confirmed, a rejected message landing in fleet.dlq (read back over a
  * second, raw rabbitmq-c connection), a removed inbox keeping its messages,
  * a second gateway refused the same inbox, and an idle link used by the
- * loop thread itself: deliveries read one by one and in a burst, and
- * publishes sent and confirmed. If FLEET_TEST_RABBITMQCTL is
+ * loop thread itself: deliveries read and acked one by one and in a
+ * burst, every ack on the broker, and publishes sent and confirmed. If FLEET_TEST_RABBITMQCTL is
  * set to a command prefix (e.g. "tests/rabbitmq.sh ctl DIR"), the link is
  * also cut with close_all_connections and must come back with its inbox.
  *
@@ -743,29 +743,31 @@ static void raw_publish_n(const char *gid, int first, int n) {
 /* Deliveries to an idle link are read on the loop thread itself (the broker
  * thread asleep), one at a time or in a burst longer than one read takes,
  * which the thread finishes: each arrives once, in order. */
-static uint64_t loop_reads(fl_broker *b) {
-  uint64_t r;
-  fl_broker_loop_counts(b, &r, NULL);
-  return r;
-}
-
-static uint64_t loop_publishes(fl_broker *b) {
-  uint64_t p;
-  fl_broker_loop_counts(b, NULL, &p);
-  return p;
+static fl_broker_loop_use loop_use(fl_broker *b) {
+  fl_broker_loop_use u;
+  fl_broker_loop_counts(b, &u);
+  return u;
 }
 
 static void test_read_on_loop(void **state) {
   struct live *l = *state;
   NEED_BROKER(l);
   struct fx *f = l->f;
+  f->auto_ack = 0;
+  /* An inbox of its own, which nothing else left a delivery in. */
+  char gid[FL_ID_LEN];
+  make_uuid(gid);
+  int ev0 = f->inbox_events;
+  assert_int_equal(fl_broker_add_inbox(f->b, gid, NULL, 0), 0);
+  run_until(f, &f->inbox_events, ev0 + 1);
+  assert_int_equal(f->inbox_status, 0);
   clear_got(f);
-  uint64_t reads0 = loop_reads(f->b);
+  uint64_t reads0 = loop_use(f->b).reads, acks0 = loop_use(f->b).acks;
   /* One at a time, with the link idle in between. */
   enum { ONE_BY_ONE = 20, BURST = 1500 };
   for (int i = 0; i < ONE_BY_ONE; i++) {
     run_idle(f, 20);
-    raw_publish_n(l->gid, i, 1);
+    raw_publish_n(gid, i, 1);
     run_until_got(f, 1);
     char want[32];
     snprintf(want, sizeof(want), "m%d", i);
@@ -773,22 +775,23 @@ static void test_read_on_loop(void **state) {
     assert_int_equal(fl_broker_ack(f->b, f->got[0].tag), 0);
     clear_got(f);
   }
-  assert_true(loop_reads(f->b) > reads0);
+  assert_true(loop_use(f->b).reads > reads0);
+  assert_true(loop_use(f->b).acks > acks0);
   /* A publish on the idle link goes out from the loop, is confirmed, and
    * its message arrives once. */
-  uint64_t pubs0 = loop_publishes(f->b);
+  uint64_t pubs0 = loop_use(f->b).publishes;
   for (int i = 0; i < 10; i++) {
     run_idle(f, 20);
     fl_envelope env;
-    assert_int_equal(fl_broker_ack(f->b, send_one(f, l->gid, "p", &env)->tag), 0);
+    assert_int_equal(fl_broker_ack(f->b, send_one(f, gid, "p", &env)->tag), 0);
     assert_int_equal(f->ngot, 1);
     clear_got(f);
   }
-  assert_true(loop_publishes(f->b) > pubs0);
+  assert_true(loop_use(f->b).publishes > pubs0);
   /* A burst: more frames than one read handles (each message is three,
    * and the broker sends up to the prefetch before the first ack). */
   run_idle(f, 20);
-  raw_publish_n(l->gid, 0, BURST);
+  raw_publish_n(gid, 0, BURST);
   f->ack_and_keep = 1;
   run_until_got(f, BURST);
   run_idle(f, 50); /* nothing more comes: none twice */
@@ -800,6 +803,24 @@ static void test_read_on_loop(void **state) {
     assert_string_equal(f->got[i].body, want);
   }
   clear_got(f);
+  /* Every ack reached the broker: once the inbox's channel is closed
+   * (no consumer left), nothing unacked went back to its queue. */
+  assert_int_equal(fl_broker_remove_inbox(f->b, gid), 0);
+  amqp_connection_state_t c = raw_open();
+  char q[256];
+  assert_int_equal(fl_topology_inbox_queue(q, sizeof(q), gid), 0);
+  amqp_queue_declare_ok_t *ok = NULL;
+  for (int tries = 0; tries < 600; tries++) {
+    run_idle(f, 10);
+    ok = amqp_queue_declare(c, 1, amqp_cstring_bytes(q), 1, 0, 0, 0, amqp_empty_table);
+    assert_non_null(ok);
+    if (ok->consumer_count == 0)
+      break;
+  }
+  assert_int_equal(ok->consumer_count, 0);
+  assert_int_equal(ok->message_count, 0);
+  amqp_queue_delete(c, 1, amqp_cstring_bytes(q), 0, 0);
+  raw_close(c);
 }
 
 /* The broker drops every connection; the link comes back and re-consumes. */
