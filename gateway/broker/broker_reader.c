@@ -14,7 +14,14 @@
  * budget: the thread waits for room, the loop never does). The thread
  * offers the socket again the next time it sleeps. The dup goes when its
  * connection is gone: link_teardown shuts the socket down, so the dup
- * reads as hung up and the broker sees the connection end at once. */
+ * reads as hung up and the broker sees the connection end at once.
+ *
+ * While it watches, the loop also sends on the link itself: a publish
+ * (fl_broker_reader_publish) and the acks of a turn of the loop
+ * (fl_broker_reader_ack), when no command waits for the thread (nothing
+ * may pass one) and the socket's send buffer has room, so the send cannot
+ * block. Afterwards it reads what rabbitmq-c took off the socket while it
+ * sent, which no poll would show. */
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
