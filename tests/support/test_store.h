@@ -13,4 +13,8 @@
 int fl_test_store_open(const char *tag, char *dir, size_t dn, char *path, size_t pn,
                        fl_store **out);
 
+/* Holds a plain 4-byte SEND from "X" with msgId id for to (ts 1000, no
+ * expiry): fl_store_put's result. */
+int fl_test_store_put(fl_store *s, const char *id, const char *to);
+
 #endif

@@ -22,6 +22,7 @@
 #include "gateway/core/gw_internal.h"
 #include "gateway/fabric/fabric_internal.h"
 #include "tests/support/test_gw.h"
+#include "tests/support/test_store.h"
 
 typedef struct fixture {
   fl_test_gw g;
@@ -51,16 +52,7 @@ static void hold(fixture *x, const char *to, const char *id, uint64_t tag) {
 }
 
 static void put(fixture *x, const char *id, const char *to) {
-  fl_msg m;
-  memset(&m, 0, sizeof m);
-  snprintf(m.msg_id, sizeof m.msg_id, "%s", id);
-  snprintf(m.to_gid, sizeof m.to_gid, "%s", to);
-  snprintf(m.from_gid, sizeof m.from_gid, "X");
-  snprintf(m.kind, sizeof m.kind, "SEND");
-  m.ts_ms = 1000;
-  m.content = (char *)"body";
-  m.content_len = 4;
-  assert_int_equal(fl_store_put(x->g.gw->store, &m), 0);
+  assert_int_equal(fl_test_store_put(x->g.gw->store, id, to), 0);
 }
 
 /* The acks so far, in order, then forgets them. */

@@ -59,16 +59,7 @@ static int teardown(void **state) {
 }
 
 static void put(fl_store *s, const char *id, const char *to) {
-  fl_msg m;
-  memset(&m, 0, sizeof m);
-  snprintf(m.msg_id, sizeof m.msg_id, "%s", id);
-  snprintf(m.to_gid, sizeof m.to_gid, "%s", to);
-  snprintf(m.from_gid, sizeof m.from_gid, "X");
-  snprintf(m.kind, sizeof m.kind, "SEND");
-  m.ts_ms = 1000;
-  m.content = (char *)"body";
-  m.content_len = 4;
-  assert_int_equal(fl_store_put(s, &m), 0);
+  assert_int_equal(fl_test_store_put(s, id, to), 0);
 }
 
 /* The count of to, and whether it asked SQLite for it. */
