@@ -7,9 +7,10 @@
  * from b->cmds (waking on that queue's pipe or the socket, whichever comes
  * first) and hands events to the loop through b->events, waiting while that
  * queue is full so a slow loop slows the socket reads instead of growing
- * memory. It holds the link lock while awake; while it sleeps with its
- * socket handed to the loop (broker_reader.c), the loop may read frames and
- * send a publish through the same code, under that lock, never waiting
+ * memory. What the broker sends is handled in broker_frames.c. The thread
+ * holds the link lock while awake; while it sleeps with its socket handed
+ * to the loop (broker_reader.c), the loop may read frames, send a publish
+ * and send acks through the same code, under that lock, never waiting
  * (broker_internal.h).
  *
  * Channels: 1 publishes (publisher confirms, many publishes in flight,
@@ -17,8 +18,9 @@
  * included); 2 declares the shared topology and consumes control.<host> and
  * roster.<host>; every inbox gets a channel of its own from 3 up.
  *
- * Acks: the loop acks each delivery on its own; broker_settle.c sends a
- * burst's run of them, as one `multiple` ack where that is safe.
+ * Acks: the loop acks each delivery on its own, and a loop turn's acks go
+ * together; broker_settle.c sends a run of them as one `multiple` ack where
+ * that is safe.
  *
  * Delivery tags handed to the loop are (channel epoch << 48 | channel << 32 |
  * broker tag). The epoch changes on every channel open, so an ack that
@@ -70,19 +72,6 @@ static uint64_t now_ms(void) { return (uint64_t)fl_mono_ms(); }
 
 /* ---- publishes on the wire ---- */
 
-static struct item **pending_at(struct pending *r, size_t i) {
-  return &r->v[(r->head + i) % r->cap];
-}
-
-static struct item *pending_pop(struct pending *r) {
-  if (r->n == 0)
-    return NULL;
-  struct item *it = r->v[r->head];
-  r->head = (r->head + 1) % r->cap;
-  r->n--;
-  return it;
-}
-
 int fl_broker_conn_init(fl_broker *b) {
   b->pending.v = fl_calloc(FL_BROKER_MAX_INFLIGHT, sizeof(*b->pending.v));
   b->pending.cap = FL_BROKER_MAX_INFLIGHT;
@@ -93,7 +82,7 @@ int fl_broker_conn_init(fl_broker *b) {
 void fl_broker_conn_free(fl_broker *b) {
   if (b->pending.v) {
     while (b->pending.n)
-      fl_broker_item_free(pending_pop(&b->pending));
+      fl_broker_item_free(fl_broker_pending_pop(&b->pending));
     fl_free(b->pending.v);
     b->pending.v = NULL;
   }
@@ -107,10 +96,7 @@ void fl_broker_conn_free(fl_broker *b) {
 
 /* ---- thread -> loop ---- */
 
-/* Queues an event weighing bytes for the loop, waiting while the queue is
- * full (never once fl_broker_stop shut it down, nor when the loop itself
- * reads: it runs the events next). Takes ownership of it. */
-static void emit_bytes(fl_broker *b, struct item *it, size_t bytes) {
+void fl_broker_emit(fl_broker *b, struct item *it, size_t bytes) {
   int rc = b->on_loop ? fl_xqueue_push_here(b->events, it, bytes)
                       : fl_xqueue_push_wait_bytes(b->events, it, bytes);
   if (rc != 0) {
@@ -120,7 +106,7 @@ static void emit_bytes(fl_broker *b, struct item *it, size_t bytes) {
   }
 }
 
-static void emit(fl_broker *b, struct item *it) { emit_bytes(b, it, 0); }
+static void emit(fl_broker *b, struct item *it) { fl_broker_emit(b, it, 0); }
 
 static void emit_state(fl_broker *b, int up, const char *why) {
   if (b->t_up == up && (up || strcmp(b->t_why, why) == 0))
@@ -151,7 +137,7 @@ void fl_broker_emit_inbox(fl_broker *b, const char *gid, int status, const char 
   emit(b, it);
 }
 
-static void publish_done(fl_broker *b, struct item *it, int status, const char *why) {
+void fl_broker_publish_done(fl_broker *b, struct item *it, int status, const char *why) {
   it->done = 1;
   it->status = status;
   fl_broker_copy(it->why, sizeof(it->why), why);
@@ -266,9 +252,9 @@ static void link_teardown(fl_broker *b, int graceful) {
 /* Fails every publish on the wire with status/why. */
 static void fail_pending(fl_broker *b, int status, const char *why) {
   while (b->pending.n) {
-    struct item *it = pending_pop(&b->pending);
+    struct item *it = fl_broker_pending_pop(&b->pending);
     if (it)
-      publish_done(b, it, status, why);
+      fl_broker_publish_done(b, it, status, why);
   }
   b->head_seq = b->next_seq = 1;
 }
@@ -419,7 +405,8 @@ int fl_broker_publish_now(fl_broker *b, struct item *it) {
    * loop keeps at most FL_BROKER_MAX_INFLIGHT publishes outstanding, but a
    * confirm that lags behind later ones keeps their settled slots. */
   if (b->pending.n == b->pending.cap) {
-    publish_done(b, it, FL_EFULL, "too many publishes are waiting for the broker's confirm");
+    fl_broker_publish_done(b, it, FL_EFULL,
+                           "too many publishes are waiting for the broker's confirm");
     return 0;
   }
   it->seq = b->next_seq++;
@@ -463,7 +450,7 @@ static void serve_commands(fl_broker *b) {
     switch (it->type) {
     case CMD_PUBLISH:
       if (!b->conn)
-        publish_done(b, it, FL_EBROKER, "the broker link is down");
+        fl_broker_publish_done(b, it, FL_EBROKER, "the broker link is down");
       else
         fl_broker_publish_now(b, it);
       continue; /* the item now belongs to pending or the event queue */
@@ -505,265 +492,6 @@ static void serve_commands(fl_broker *b) {
   }
   if (run.n)
     fl_broker_ack_flush(b, &run);
-}
-
-/* ---- frames ---- */
-
-/* Settles publishes up to seq (multiple) or just seq. */
-static void confirm(fl_broker *b, uint64_t seq, int multiple, int ack) {
-  if (seq < b->head_seq)
-    return;
-  uint64_t from = multiple ? b->head_seq : seq;
-  for (uint64_t s = from; s <= seq && s - b->head_seq < b->pending.n; s++) {
-    struct item **slot = pending_at(&b->pending, (size_t)(s - b->head_seq));
-    struct item *it = *slot;
-    if (!it)
-      continue;
-    *slot = NULL;
-    if (!ack) {
-      publish_done(b, it, FL_EBROKER,
-                   "the broker refused the message (nack): the inbox may be full");
-    } else if (it->returned) {
-      char why[FL_BROKER_WHY_LEN];
-      fl_errf(why, sizeof(why), "unroutable: no inbox bound to key %s", it->routing_key);
-      publish_done(b, it, FL_EBROKER, why);
-    } else {
-      publish_done(b, it, 0, "");
-    }
-  }
-  while (b->pending.n && *pending_at(&b->pending, 0) == NULL) {
-    pending_pop(&b->pending);
-    b->head_seq++;
-  }
-}
-
-/* A basic.return's content is complete: mark the publish it returns. Returns
- * carry no sequence number, so match the oldest unconfirmed mandatory
- * publish with the same exchange, key and message id; a return always
- * precedes its confirm. */
-static void returned(fl_broker *b, struct chan *c) {
-  for (size_t i = 0; i < b->pending.n; i++) {
-    struct item *it = *pending_at(&b->pending, i);
-    if (it && it->mandatory && !it->returned && strcmp(it->exchange, c->exchange) == 0 &&
-        strcmp(it->routing_key, c->routing_key) == 0 && strcmp(it->env.msg_id, c->msg_id) == 0) {
-      it->returned = 1;
-      fl_warn(it->env.trace_id, "broker: %s returned to key %s: %s",
-              it->env.msg_id[0] ? it->env.msg_id : "message", it->routing_key, c->reply_text);
-      return;
-    }
-  }
-}
-
-/* A delivery's content is complete: hand it to the loop, one that cannot
- * even be parsed without its body and with why it cannot (the loop counts
- * it and dead-letters it). */
-static void delivered(fl_broker *b, struct chan *c) {
-  if (c->dtag > 0xffffffffu) {
-    /* Tags carry 32 bits of the broker's tag; four billion deliveries on one
-     * channel means the link is recycled rather than risk a wrong ack. */
-    fl_broker_link_lost(b, "delivery tag space of a channel exhausted; reconnecting");
-    return;
-  }
-  struct item *it = fl_calloc(1, sizeof(*it));
-  if (!it) {
-    fl_error(c->env.trace_id, "broker: out of memory; message requeued");
-    fl_broker_acks_settle(&c->acks, c->dtag);
-    amqp_basic_reject(b->conn, c->id, c->dtag, 1);
-    return;
-  }
-  it->type = EV_DELIVERY;
-  it->tag = (uint64_t)c->epoch << 48 | (uint64_t)c->id << 32 | c->dtag;
-  it->source = c->source;
-  it->redelivered = c->redelivered;
-  fl_broker_copy(it->exchange, sizeof(it->exchange), c->exchange);
-  fl_broker_copy(it->routing_key, sizeof(it->routing_key), c->routing_key);
-  if (c->inbox)
-    fl_broker_copy(it->gid, sizeof(it->gid), c->inbox->gid);
-  it->env = c->env;
-  if (c->bad[0]) {
-    /* Unreadable: the loop counts it and rejects it to fleet.dlq. */
-    fl_broker_copy(it->why, sizeof(it->why), c->bad);
-  } else {
-    it->body = c->body;
-    it->len = c->size;
-    c->body = NULL;
-  }
-  /* Past the budget this waits for the loop, and the socket waits with it. */
-  it->weight = sizeof(*it) + it->len;
-  emit_bytes(b, it, it->weight);
-}
-
-static void content_done(fl_broker *b, struct chan *c) {
-  c->content = 0;
-  if (c->is_return)
-    returned(b, c);
-  else
-    delivered(b, c);
-  if (c->body) {
-    fl_free(c->body);
-    c->body = NULL;
-  }
-}
-
-/* A method frame on channel c. Returns 0, or FL_EBROKER after fl_broker_link_lost. */
-static int handle_method(fl_broker *b, struct chan *c, amqp_frame_t *f) {
-  char why[FL_BROKER_WHY_LEN];
-  switch (f->payload.method.id) {
-  case AMQP_BASIC_ACK_METHOD: {
-    amqp_basic_ack_t *m = f->payload.method.decoded;
-    if (c == &b->pub)
-      confirm(b, m->delivery_tag, m->multiple, 1);
-    return 0;
-  }
-  case AMQP_BASIC_NACK_METHOD: {
-    amqp_basic_nack_t *m = f->payload.method.decoded;
-    if (c == &b->pub)
-      confirm(b, m->delivery_tag, m->multiple, 0);
-    return 0;
-  }
-  case AMQP_BASIC_RETURN_METHOD: {
-    amqp_basic_return_t *m = f->payload.method.decoded;
-    memset(c->msg_id, 0, sizeof(c->msg_id));
-    c->is_return = 1;
-    c->content = 1;
-    fl_broker_copy_bytes(c->exchange, sizeof(c->exchange), m->exchange);
-    fl_broker_copy_bytes(c->routing_key, sizeof(c->routing_key), m->routing_key);
-    fl_errf(c->reply_text, sizeof(c->reply_text), "%u %.*s", m->reply_code, (int)m->reply_text.len,
-            (const char *)m->reply_text.bytes);
-    return 0;
-  }
-  case AMQP_BASIC_DELIVER_METHOD: {
-    amqp_basic_deliver_t *m = f->payload.method.decoded;
-    c->is_return = 0;
-    c->content = 1;
-    c->dtag = m->delivery_tag;
-    c->redelivered = m->redelivered;
-    fl_broker_copy_bytes(c->exchange, sizeof(c->exchange), m->exchange);
-    fl_broker_copy_bytes(c->routing_key, sizeof(c->routing_key), m->routing_key);
-    if (c->inbox)
-      c->source = FL_BROKER_INBOX;
-    else if (m->consumer_tag.len == strlen(FL_BROKER_TAG_CLAIMS) &&
-             memcmp(m->consumer_tag.bytes, FL_BROKER_TAG_CLAIMS, strlen(FL_BROKER_TAG_CLAIMS)) == 0)
-      c->source = FL_BROKER_CLAIMS;
-    else
-      c->source =
-          (m->consumer_tag.len == strlen(FL_BROKER_TAG_CONTROL) &&
-           memcmp(m->consumer_tag.bytes, FL_BROKER_TAG_CONTROL, strlen(FL_BROKER_TAG_CONTROL)) == 0)
-              ? FL_BROKER_CONTROL
-              : FL_BROKER_ROSTER;
-    return 0;
-  }
-  case AMQP_BASIC_CONSUME_OK_METHOD:
-    if (c->inbox && c->inbox->consume_sent && !c->inbox->consuming)
-      fl_broker_inbox_consuming(b, c->inbox);
-    return 0;
-  case AMQP_BASIC_CANCEL_METHOD:
-    /* The broker cancelled a consumer (its queue was deleted): we asked for
-     * this with consumer_cancel_notify at login. */
-    if (c->inbox && b->on_loop) {
-      /* Closing its channel is an RPC, which the loop never waits for. */
-      c->inbox->cancel_due = 1;
-      b->deferred = 1;
-      return 0;
-    }
-    if (c->inbox) {
-      if (fl_broker_inbox_cancelled(b, c->inbox) < 0) {
-        fl_broker_link_lost(b, "the connection failed while closing a cancelled inbox");
-        return FL_EBROKER;
-      }
-      return 0;
-    }
-    fl_broker_link_lost(b, "the broker cancelled a control or roster consumer");
-    return FL_EBROKER;
-  case AMQP_CHANNEL_CLOSE_METHOD: {
-    amqp_channel_close_t *m = f->payload.method.decoded;
-    amqp_channel_close_ok_t ok = {0};
-    fl_errf(why, sizeof(why), "the broker closed channel %u: %.*s", f->channel,
-            (int)m->reply_text.len, (const char *)m->reply_text.bytes);
-    amqp_send_method(b->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
-    if (c->inbox) {
-      fl_broker_inbox_closed(b, c->inbox, why);
-      return 0;
-    }
-    fl_broker_link_lost(b, why);
-    return FL_EBROKER;
-  }
-  default:
-    return 0;
-  }
-}
-
-/* A content header frame: what the body will be, and the envelope. */
-static void handle_header(fl_broker *b, struct chan *c, amqp_frame_t *f) {
-  amqp_basic_properties_t *p = f->payload.properties.decoded;
-  c->size = (size_t)f->payload.properties.body_size;
-  c->got = 0;
-  c->bad[0] = '\0';
-  fl_free(c->body);
-  c->body = NULL;
-  if (c->is_return) {
-    if (p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG)
-      fl_broker_copy_bytes(c->msg_id, sizeof(c->msg_id), p->message_id);
-  } else {
-    const amqp_table_t *hdr = (p->_flags & AMQP_BASIC_HEADERS_FLAG) ? &p->headers : NULL;
-    if (fl_broker_env_from_headers(hdr, f->payload.properties.body_size, &c->env, c->bad,
-                                   sizeof(c->bad)) != 0) {
-      if (!c->bad[0])
-        fl_broker_copy(c->bad, sizeof(c->bad), "malformed envelope headers");
-    } else if (c->size) {
-      c->body = fl_malloc(c->size);
-      if (!c->body)
-        fl_broker_copy(c->bad, sizeof(c->bad), "out of memory for the body");
-    }
-  }
-  c->content = 2;
-  if (c->size == 0)
-    content_done(b, c);
-}
-
-/* Handles one frame. Returns 0, or FL_EBROKER after fl_broker_link_lost. */
-static int handle_frame(fl_broker *b, amqp_frame_t *f) {
-  char why[FL_BROKER_WHY_LEN];
-  if (f->channel == 0) {
-    if (f->frame_type == AMQP_FRAME_METHOD &&
-        f->payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
-      amqp_connection_close_t *m = f->payload.method.decoded;
-      amqp_connection_close_ok_t ok = {0};
-      fl_errf(why, sizeof(why), "the broker closed the connection: %.*s", (int)m->reply_text.len,
-              (const char *)m->reply_text.bytes);
-      amqp_send_method(b->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
-      fl_broker_link_lost(b, why);
-      return FL_EBROKER;
-    }
-    if (f->frame_type == AMQP_FRAME_METHOD &&
-        f->payload.method.id == AMQP_CONNECTION_BLOCKED_METHOD)
-      fl_warn(NULL, "broker: the broker blocks publishing (resource alarm)");
-    return 0;
-  }
-  struct chan *c = b->chans[f->channel];
-  if (!c || !c->open)
-    return 0; /* a frame for a channel we closed */
-
-  if (f->frame_type == AMQP_FRAME_METHOD)
-    return handle_method(b, c, f);
-  if (f->frame_type == AMQP_FRAME_HEADER && c->content == 1) {
-    handle_header(b, c, f);
-    return b->conn ? 0 : FL_EBROKER;
-  }
-  if (f->frame_type == AMQP_FRAME_BODY && c->content == 2) {
-    amqp_bytes_t frag = f->payload.body_fragment;
-    if (frag.len > c->size - c->got) {
-      fl_broker_link_lost(b, "the broker sent more body than announced");
-      return FL_EBROKER;
-    }
-    if (c->body)
-      memcpy(c->body + c->got, frag.bytes, frag.len);
-    c->got += frag.len;
-    if (c->got == c->size)
-      content_done(b, c);
-    return b->conn ? 0 : FL_EBROKER;
-  }
-  return 0;
 }
 
 /* Hands the loop the socket to read while this thread sleeps (an EV_READ
@@ -830,41 +558,6 @@ static void pump(fl_broker *b) {
   }
   int more;
   fl_broker_read_frames(b, 0, &more);
-}
-
-int fl_broker_read_frames(fl_broker *b, int on_loop, int *more) {
-  int i;
-  *more = 0;
-  b->on_loop = on_loop;
-  for (i = 0; b->conn; i++) {
-    if (i == FL_BROKER_BATCH || (on_loop && fl_xqueue_over_budget(b->events))) {
-      *more = 1;
-      break;
-    }
-    amqp_frame_t f;
-    struct timeval zero = {0, 0};
-    /* A zero timeout still sends the heartbeats we owe and notices the
-     * broker's missing ones. */
-    int rc = amqp_simple_wait_frame_noblock(b->conn, &f, &zero);
-    if (rc == AMQP_STATUS_TIMEOUT)
-      break;
-    if (rc != AMQP_STATUS_OK) {
-      char why[FL_BROKER_WHY_LEN];
-      fl_errf(why, sizeof(why), "connection lost: %s", amqp_error_string2(rc));
-      fl_broker_link_lost(b, why);
-      break;
-    }
-    uint16_t ch = f.channel;
-    if (handle_frame(b, &f) < 0)
-      break;
-    amqp_maybe_release_buffers_on_channel(b->conn, ch);
-  }
-  b->on_loop = 0;
-  if (!b->conn)
-    *more = 0;
-  else if (amqp_frames_enqueued(b->conn) || amqp_data_in_buffer(b->conn))
-    *more = 1;
-  return i;
 }
 
 /* What the loop read and left to this thread: consumers the broker
@@ -946,7 +639,7 @@ void fl_broker_thread_main(void *arg) {
   while (fl_xqueue_pop(b->cmds, &p, 1) == 1) {
     struct item *it = p;
     if (it->type == CMD_PUBLISH) {
-      publish_done(b, it, FL_ECANCELLED, "the broker link was stopped");
+      fl_broker_publish_done(b, it, FL_ECANCELLED, "the broker link was stopped");
     } else if (it->type == CMD_DLQ) { /* its caller waits for the answer too */
       it->status = FL_ECANCELLED;
       emit(b, it);

@@ -5,8 +5,10 @@
  *   broker.c           the public API (broker.h), on the loop thread: it
  *                      queues commands and runs the callbacks for events;
  *   broker_conn.c      the broker thread: connect, TLS, reconnect with
- *                      backoff, the frame pump, publishes and their
- *                      confirms and returns, deliveries;
+ *                      backoff, commands, publishes, the wait and the
+ *                      hand-over of the socket to the loop;
+ *   broker_frames.c    the frames the broker sends: confirms and returns,
+ *                      deliveries, consumer and channel events;
  *   broker_settle.c    on the broker thread (or the loop, link lock held):
  *                      acks and rejects on the wire, a burst's acks as one
  *                      `multiple` ack where it can;
@@ -275,6 +277,22 @@ static inline void fl_broker_copy_bytes(char *dst, size_t n, amqp_bytes_t b) {
   dst[len] = '\0';
 }
 
+/* The publish that waits i-th in r for its confirm (0 = the oldest), and
+ * taking the oldest off (NULL when none waits). Broker thread (or the loop
+ * holding the link lock). */
+static inline struct item **fl_broker_pending_at(struct pending *r, size_t i) {
+  return &r->v[(r->head + i) % r->cap];
+}
+
+static inline struct item *fl_broker_pending_pop(struct pending *r) {
+  if (r->n == 0)
+    return NULL;
+  struct item *it = r->v[r->head];
+  r->head = (r->head + 1) % r->cap;
+  r->n--;
+  return it;
+}
+
 /* ---- broker.c ---- */
 
 /* Frees an item and what it owns. NULL-safe. */
@@ -315,6 +333,12 @@ void fl_broker_thread_main(void *arg);
 int fl_broker_conn_init(fl_broker *b);
 void fl_broker_conn_free(fl_broker *b);
 
+/* Queues an event weighing bytes for the loop, waiting while the queue is
+ * full (never once fl_broker_stop shut it down, nor when the loop itself
+ * reads: it runs the events next). Takes ownership of it. */
+void fl_broker_emit(fl_broker *b, struct item *it, size_t bytes);
+/* A publish has its outcome: reports it to the loop (on_publish_done). */
+void fl_broker_publish_done(fl_broker *b, struct item *it, int status, const char *why);
 /* Reports an inbox's outcome to the loop (on_inbox). */
 void fl_broker_emit_inbox(fl_broker *b, const char *gid, int status, const char *why);
 
@@ -330,6 +354,8 @@ int fl_broker_chan_open(fl_broker *b, struct chan *c, uint16_t id, char *why, si
 void fl_broker_chan_reset(fl_broker *b, struct chan *c);
 /* A free channel number for an inbox, or 0 when none is left. */
 uint16_t fl_broker_chan_alloc(fl_broker *b);
+
+/* ---- broker_frames.c (broker thread, or the loop with the link lock) ---- */
 
 /* Reads and handles up to FL_BROKER_BATCH frames waiting on the
  * connection, none of them waiting for the network. on_loop: the loop

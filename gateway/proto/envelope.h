@@ -4,7 +4,7 @@
  * docs/wire-format.md is the contract and schema/envelope.json its
  * machine-readable form; tests/unit/test_envelope.c checks that this header
  * and envelope.c say what the schema says. Every place that walks the
- * envelope's fields — the AMQP header mapping (broker_conn.c), the canonical
+ * envelope's fields — the AMQP header mapping (broker_headers.c), the canonical
  * signing form (sign.c), the tests — iterates fl_envelope_fields, so a field
  * is added, renamed or resized in exactly one table.
  *
